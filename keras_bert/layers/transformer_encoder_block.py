@@ -1,0 +1,232 @@
+"""BERT's post-LayerNorm transformer encoder block."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_bert.layers.activations import apply_activation
+from keras_bert.layers.activations import validate_activation
+from keras_bert.layers.initializers import clone_initializer
+from keras_bert.layers.initializers import get_initializer
+
+# Added to the attention scores of padding keys. Large enough that
+# exp() underflows to exactly 0 in float32, finite so that a row with no real
+# key gives a uniform distribution instead of NaN.
+_MASK_SCORE = -1e9
+
+
+class TransformerEncoderBlock(keras.layers.Layer):
+    """One post-LayerNorm transformer encoder block, as in BERT.
+
+    ```
+    a = LayerNorm(x + Dropout(Dense(MultiHeadSelfAttention(x, padding_mask))))
+    y = LayerNorm(a + Dropout(Dense(GELU(Dense(a)))))
+    ```
+
+    The query, key and value projections are one fused `(hidden, 3 * hidden)`
+    matmul (`qkv_dense`, columns in query | key | value order). Attention
+    scores and softmax are computed in float32 under any dtype policy.
+    `hidden_dim` is taken from the input and must be divisible by
+    `num_heads`.
+
+    Args:
+        num_heads: int. Number of attention heads.
+        intermediate_dim: int. Width of the feed-forward layer (4H in BERT).
+        dropout: float. Dropout after the attention output and the
+            feed-forward output. Defaults to `0.1`.
+        attention_dropout: float. Dropout on the attention probabilities.
+            Defaults to `None`, which uses `dropout`.
+        activation: str. `"gelu"` (exact erf, the default) or
+            `"gelu_approximate"` (the tanh approximation of Google's
+            original BERT code).
+        layer_norm_epsilon: float. Defaults to `1e-12`.
+        kernel_initializer: initializer of the dense kernels. Defaults to
+            `TruncatedNormal(stddev=0.02)`.
+        bias_initializer: initializer of the dense biases. Defaults to
+            `"zeros"`.
+        **kwargs: other keyword arguments passed to `keras.layers.Layer`.
+
+    Call arguments:
+        inputs: float tensor `(batch_size, sequence_length, hidden_dim)`.
+        padding_mask: tensor `(batch_size, sequence_length)`, 1 (or True)
+            for real tokens and 0 for padding. Padding keys get no
+            attention. Optional.
+        training: bool. Whether dropout is active.
+
+    Returns a tensor of the input's shape.
+
+    Example:
+    ```python
+    block = keras_bert.layers.TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=16
+    )
+    x = np.random.rand(2, 5, 8).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    y = block(x, padding_mask=mask)  # (2, 5, 8)
+    ```
+
+    References:
+        - [Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)
+        - [Devlin et al., 2019](https://arxiv.org/abs/1810.04805)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        attention_dropout=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        kernel_initializer=None,
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (
+            ("num_heads", num_heads),
+            ("intermediate_dim", intermediate_dim),
+        ):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"Received an invalid value for argument `{name}`, "
+                    f"expected a positive integer. Received: {name}={value!r}"
+                )
+        if attention_dropout is None:
+            attention_dropout = dropout
+        for name, value in (
+            ("dropout", dropout),
+            ("attention_dropout", attention_dropout),
+        ):
+            if not 0 <= value < 1:
+                raise ValueError(
+                    f"Received an invalid value for argument `{name}`, "
+                    f"expected a float in [0, 1). Received: {name}={value!r}"
+                )
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation = validate_activation(activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernel_initializer = get_initializer(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="attention_layer_norm",
+        )
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="output_layer_norm",
+        )
+        self.attention_probs_dropout = keras.layers.Dropout(
+            attention_dropout, dtype=self.dtype_policy, name="attention_dropout"
+        )
+        self.attention_output_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="attention_output_dropout"
+        )
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="output_dropout"
+        )
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        hidden_dim = inputs_shape[-1]
+        if hidden_dim % self.num_heads != 0:
+            raise ValueError(
+                f"The input's hidden size ({hidden_dim}) must be divisible by "
+                f"`num_heads` ({self.num_heads}). Change `num_heads` or the "
+                "hidden size so that each head gets the same width."
+            )
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // self.num_heads
+        # Sublayers need hidden_dim, so they are created here.
+        self.qkv_dense = self._make_dense(3 * hidden_dim, "qkv_dense")
+        self.attention_output_dense = self._make_dense(
+            hidden_dim, "attention_output_dense"
+        )
+        self.intermediate_dense = self._make_dense(
+            self.intermediate_dim, "intermediate_dense"
+        )
+        self.output_dense = self._make_dense(hidden_dim, "output_dense")
+        self.qkv_dense.build(inputs_shape)
+        self.attention_output_dense.build(inputs_shape)
+        self.attention_layer_norm.build(inputs_shape)
+        self.intermediate_dense.build(inputs_shape)
+        self.output_dense.build(
+            tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
+        )
+        self.output_layer_norm.build(inputs_shape)
+        self.built = True
+
+    def _make_dense(self, units, name):
+        return keras.layers.Dense(
+            units,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _self_attention(self, x, padding_mask, training):
+        batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
+        qkv = self.qkv_dense(x)  # (batch, seq, 3 * hidden)
+        qkv = ops.reshape(
+            qkv,
+            (batch_size, sequence_length, 3, self.num_heads, self.head_dim),
+        )
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, batch, heads, seq, dim)
+        query, key, value = qkv[0], qkv[1], qkv[2]
+        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        # (batch, heads, seq_q, seq_k)
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = ops.cast(scores, "float32")
+        if padding_mask is not None:
+            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+            scores = ops.where(key_mask, scores, _MASK_SCORE)
+        probs = ops.softmax(scores, axis=-1)
+        probs = ops.cast(probs, self.compute_dtype)
+        probs = self.attention_probs_dropout(probs, training=training)
+        context = ops.matmul(probs, value)  # (batch, heads, seq, dim)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(
+            context, (batch_size, sequence_length, self.hidden_dim)
+        )
+        return self.attention_output_dense(context)
+
+    def call(self, inputs, padding_mask=None, training=None):
+        attention = self._self_attention(inputs, padding_mask, training)
+        attention = self.attention_output_dropout(attention, training=training)
+        x = self.attention_layer_norm(inputs + attention)
+        hidden = apply_activation(self.intermediate_dense(x), self.activation)
+        output = self.output_dropout(
+            self.output_dense(hidden), training=training
+        )
+        return self.output_layer_norm(x + output)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
+                "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config

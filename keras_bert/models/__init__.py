@@ -1,0 +1,8 @@
+"""BERT models: the backbone and its task models."""
+
+from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.presets import BACKBONE_PRESETS
+
+__all__ = ["BACKBONE_PRESETS", "BertBackbone", "BertClassifier", "BertMaskedLM"]

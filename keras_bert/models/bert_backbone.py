@@ -1,0 +1,240 @@
+"""The BERT encoder network."""
+
+import keras
+
+from keras_bert.layers.activations import validate_activation
+from keras_bert.layers.bert_embedding import BertEmbedding
+from keras_bert.layers.initializers import clone_initializer
+from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
+from keras_bert.models.presets import get_preset_config
+
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertBackbone(keras.Model):
+    """BERT: embeddings, a stack of transformer encoder blocks, a pooler.
+
+    A functional `keras.Model` that maps a dict of `token_ids`,
+    `segment_ids` and `padding_mask` to a dict of `sequence_output` (the
+    last block's hidden states) and `pooled_output` (dense + tanh on the
+    `[CLS]` hidden state). It has no task head; use it through
+    `BertMaskedLM` or `BertClassifier`, or on its own for features.
+
+    Args:
+        vocabulary_size: int. Number of WordPiece ids.
+        num_layers: int. Number of transformer blocks (L).
+        num_heads: int. Attention heads per block (A). Must divide
+            `hidden_dim`.
+        hidden_dim: int. Hidden size (H).
+        intermediate_dim: int. Feed-forward width (4H in BERT).
+        dropout: float. Dropout of the embeddings and of every block.
+            Defaults to `0.1`.
+        max_sequence_length: int. Number of learned positions. Defaults to
+            `512`.
+        num_segments: int. Number of segment ids. Defaults to `2`.
+        attention_dropout: float. Dropout on attention probabilities.
+            Defaults to `None` (same as `dropout`).
+        activation: str. `"gelu"` (exact erf, default) or
+            `"gelu_approximate"` (tanh form, Google's original code).
+        layer_norm_epsilon: float. Defaults to `1e-12`.
+        initializer_range: float. Standard deviation of the truncated-normal
+            initialisation of every weight matrix. Defaults to `0.02`.
+        dtype: str or `keras.DTypePolicy`. Dtype policy of the layers, e.g.
+            `"mixed_bfloat16"`. Defaults to the global policy.
+        **kwargs: `name` and `trainable`.
+
+    Inputs: a dict of int tensors of shape `(batch_size, sequence_length)`:
+        `token_ids`, `segment_ids`, and `padding_mask` (1 for real tokens,
+        0 for padding).
+
+    Outputs: a dict with `sequence_output` `(batch_size, sequence_length,
+        hidden_dim)` and `pooled_output` `(batch_size, hidden_dim)`.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    outputs = backbone({
+        "token_ids": np.array([[2, 7, 9, 3, 0]]),
+        "segment_ids": np.zeros((1, 5), "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 0]]),
+    })
+    outputs["pooled_output"].shape  # (1, 8)
+    ```
+
+    The parameter count of every preset is in
+    `keras_bert.models.presets`; `bert_base` has 109,482,240.
+
+    References:
+        - [Devlin et al., 2019](https://arxiv.org/abs/1810.04805)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        attention_dropout=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        for name, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+            ("hidden_dim", hidden_dim),
+            ("intermediate_dim", intermediate_dim),
+            ("max_sequence_length", max_sequence_length),
+            ("num_segments", num_segments),
+        ):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"Received an invalid value for argument `{name}`, "
+                    f"expected a positive integer. Received: {name}={value!r}"
+                )
+        if hidden_dim % num_heads != 0:
+            raise ValueError(
+                f"`hidden_dim` must be divisible by `num_heads`, but "
+                f"hidden_dim={hidden_dim} and num_heads={num_heads} leave a "
+                f"remainder of {hidden_dim % num_heads}. Choose num_heads so "
+                "that each head has the same width (BERT uses heads of 64, "
+                f"e.g. num_heads={max(1, hidden_dim // 64)})."
+            )
+        validate_activation(activation)
+        initializer = keras.initializers.TruncatedNormal(
+            stddev=initializer_range
+        )
+
+        # === Layers ===
+        self.embedding = BertEmbedding(
+            vocabulary_size=vocabulary_size,
+            hidden_dim=hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer=initializer,
+            dtype=dtype,
+            name="embedding",
+        )
+        self.transformer_layers = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                activation=activation,
+                layer_norm_epsilon=layer_norm_epsilon,
+                kernel_initializer=initializer,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler_dense = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=clone_initializer(initializer),
+            dtype=dtype,
+            name="pooler_dense",
+        )
+
+        # === Functional Model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(
+            shape=(None,), dtype="int32", name="segment_ids"
+        )
+        padding_mask = keras.Input(
+            shape=(None,), dtype="int32", name="padding_mask"
+        )
+        x = self.embedding(token_ids, segment_ids)
+        for block in self.transformer_layers:
+            x = block(x, padding_mask=padding_mask)
+        sequence_output = x
+        pooled_output = self.pooler_dense(x[:, 0, :])
+        super().__init__(
+            inputs={
+                "token_ids": token_ids,
+                "segment_ids": segment_ids,
+                "padding_mask": padding_mask,
+            },
+            outputs={
+                "sequence_output": sequence_output,
+                "pooled_output": pooled_output,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.attention_dropout = attention_dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+    @property
+    def token_embedding(self):
+        """The `keras.layers.Embedding` of WordPiece ids (tied by heads)."""
+        return self.embedding.token_embedding
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "attention_dropout": self.attention_dropout,
+            "activation": self.activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, name, **kwargs):
+        """Builds a preset architecture with random weights.
+
+        Args:
+            name: str. One of `bert_tiny`, `bert_mini`, `bert_small`,
+                `bert_medium`, `bert_base`, `bert_large`.
+            **kwargs: overrides of the preset's config, e.g. `dropout=0.0`.
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone.from_preset("bert_tiny")
+        backbone.count_params()  # 4385920
+        ```
+        """
+        return cls(**{**get_preset_config(name), **kwargs})

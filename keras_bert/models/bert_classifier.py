@@ -1,0 +1,133 @@
+"""BERT with a classification (or regression) head on `[CLS]`."""
+
+import keras
+
+from keras_bert.layers.initializers import clone_initializer
+from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.task import Task
+from keras_bert.training.optimizers import create_adamw
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertClassifier(Task):
+    """BERT for sentence and sentence-pair classification or regression.
+
+    Dropout and one dense layer on the backbone's `pooled_output`, as in
+    the BERT paper's fine-tuning setup; every weight trains. With
+    `num_classes=1` the model is a regressor (e.g. STS-B).
+
+    The model is compiled on construction: sparse categorical
+    cross-entropy on logits and `accuracy` for classification, mean
+    squared error for regression, AdamW with learning rate 2e-5. Call
+    `compile()` to change it.
+
+    Args:
+        backbone: `keras_bert.BertBackbone`.
+        num_classes: int. Number of classes; `1` for regression.
+        dropout: float. Dropout on the pooled output. Defaults to `0.1`.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: the backbone's dict (`token_ids`, `segment_ids`,
+        `padding_mask`).
+
+    Outputs: float32 logits (or scores) `(batch_size, num_classes)`.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    features = {
+        "token_ids": np.array([[2, 9, 3]] * 4),
+        "segment_ids": np.zeros((4, 3), "int32"),
+        "padding_mask": np.ones((4, 3), "int32"),
+    }
+    classifier.fit(features, np.array([0, 1, 2, 1]), epochs=1, verbose=0)
+    ```
+    """
+
+    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+        if not isinstance(num_classes, int) or num_classes <= 0:
+            raise ValueError(
+                "Received an invalid value for argument `num_classes`, "
+                "expected a positive integer (1 for regression). Received: "
+                f"num_classes={num_classes!r}"
+            )
+        if not 0 <= dropout < 1:
+            raise ValueError(
+                "Received an invalid value for argument `dropout`, expected a "
+                f"float in [0, 1). Received: dropout={dropout!r}"
+            )
+
+        # === Layers ===
+        self.backbone = backbone
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=backbone.dtype_policy, name="output_dropout"
+        )
+        self.output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=clone_initializer(
+                keras.initializers.TruncatedNormal(
+                    stddev=backbone.initializer_range
+                )
+            ),
+            dtype="float32",  # logits stay float32 under mixed precision
+            name="logits",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in BACKBONE_INPUTS
+        }
+        pooled = backbone(inputs)["pooled_output"]
+        outputs = self.output_dense(self.output_dropout(pooled))
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.num_classes = num_classes
+        self.dropout = dropout
+
+        self.compile()
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Configures training; `"auto"` gives BERT's fine-tuning setup.
+
+        Args:
+            optimizer: `"auto"` for AdamW (2e-5, weight decay 0.01 except
+                LayerNorm and biases, global-norm clipping 1.0).
+            loss: `"auto"` for cross-entropy on logits, or mean squared
+                error when `num_classes == 1`.
+            metrics: `"auto"` for accuracy, or mean squared error for
+                regression.
+            **kwargs: passed to `keras.Model.compile`.
+        """
+        regression = self.num_classes == 1
+        if optimizer == "auto":
+            optimizer = create_adamw(learning_rate=2e-5)
+        if loss == "auto":
+            loss = (
+                keras.losses.MeanSquaredError()
+                if regression
+                else keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True
+                )
+            )
+        if metrics == "auto":
+            metrics = (
+                [keras.metrics.MeanSquaredError(name="mse")]
+                if regression
+                else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            )
+        super().compile(
+            optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+        }

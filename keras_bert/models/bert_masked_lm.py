@@ -1,0 +1,154 @@
+"""BERT's pre-training model: masked LM + next-sentence prediction."""
+
+import keras
+
+from keras_bert.layers.initializers import clone_initializer
+from keras_bert.layers.masked_lm_head import MaskedLMHead
+from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.task import Task
+from keras_bert.training.metrics import MaskedLMAccuracy
+from keras_bert.training.optimizers import create_adamw
+
+MASKED_LM_INPUTS = BACKBONE_INPUTS + ("masked_positions",)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertMaskedLM(Task):
+    """BERT with its two pre-training heads: masked LM and NSP.
+
+    The masked-LM head predicts the original token at `masked_positions`
+    with the output projection tied to the token embedding; the
+    next-sentence head is a dense layer on `pooled_output` predicting
+    whether segment B follows segment A (label 0 = "is next", 1 = "random",
+    the original BERT convention).
+
+    The model is compiled on construction with the paper's objective, so
+    `fit` works at once: the mean masked-LM cross-entropy over real
+    prediction slots plus the NSP cross-entropy; metrics `mlm_accuracy`
+    and `nsp_accuracy`. Unused prediction slots are marked with label `0`
+    (`[PAD]`), as the original data pipeline writes them, and weigh zero.
+    Call `compile()` again to change any of it.
+
+    Args:
+        backbone: `keras_bert.BertBackbone`.
+        activation: str or `None`. Activation of the MLM transform; `None`
+            uses the backbone's.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: the backbone's dict plus `masked_positions`, int
+        `(batch_size, num_predictions)`.
+
+    Outputs: a dict with float32 `mlm_logits` `(batch_size,
+        num_predictions, vocabulary_size)` and `nsp_logits`
+        `(batch_size, 2)`.
+
+    Labels for `fit`: a dict `{"mlm_logits": masked_lm_ids,
+        "nsp_logits": next_sentence_labels}`.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    model = keras_bert.BertMaskedLM(backbone)
+    features = {
+        "token_ids": np.array([[2, 4, 1, 3]] * 8),
+        "segment_ids": np.zeros((8, 4), "int32"),
+        "padding_mask": np.ones((8, 4), "int32"),
+        "masked_positions": np.array([[2, 0]] * 8),
+    }
+    labels = {"mlm_logits": np.array([[7, 0]] * 8),
+              "nsp_logits": np.zeros((8,), "int32")}
+    model.fit(features, labels, epochs=1, verbose=0)
+    ```
+    """
+
+    def __init__(self, backbone, activation=None, **kwargs):
+        if activation is None:
+            activation = backbone.activation
+        dtype = backbone.dtype_policy
+
+        # === Layers ===
+        self.backbone = backbone
+        self.masked_lm_head = MaskedLMHead(
+            vocabulary_size=backbone.vocabulary_size,
+            token_embedding=backbone.token_embedding,
+            activation=activation,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=backbone.initializer_range
+            ),
+            dtype=dtype,
+            name="masked_lm_head",
+        )
+        self.nsp_dense = keras.layers.Dense(
+            2,
+            kernel_initializer=clone_initializer(
+                keras.initializers.TruncatedNormal(
+                    stddev=backbone.initializer_range
+                )
+            ),
+            dtype="float32",  # logits stay float32 under mixed precision
+            name="nsp_dense",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in MASKED_LM_INPUTS
+        }
+        backbone_outputs = backbone(
+            {name: inputs[name] for name in BACKBONE_INPUTS}
+        )
+        mlm_logits = self.masked_lm_head(
+            backbone_outputs["sequence_output"], inputs["masked_positions"]
+        )
+        nsp_logits = self.nsp_dense(backbone_outputs["pooled_output"])
+        super().__init__(
+            inputs=inputs,
+            outputs={"mlm_logits": mlm_logits, "nsp_logits": nsp_logits},
+            **kwargs,
+        )
+
+        # === Config ===
+        self.activation = activation
+
+        self.compile()
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Configures training; `"auto"` gives BERT's pre-training setup.
+
+        Args:
+            optimizer: `"auto"` for AdamW (learning rate 1e-4, weight decay
+                0.01 except LayerNorm and biases, global-norm clipping 1.0),
+                or any Keras optimizer.
+            loss: `"auto"` for masked-LM cross-entropy averaged over real
+                prediction slots (label != 0) plus NSP cross-entropy.
+            metrics: `"auto"` for `mlm_accuracy` and `nsp_accuracy`.
+            **kwargs: passed to `keras.Model.compile` (e.g. `jit_compile`).
+        """
+        if optimizer == "auto":
+            optimizer = create_adamw(learning_rate=1e-4)
+        if loss == "auto":
+            loss = {
+                "mlm_logits": keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, ignore_class=0, name="mlm_loss"
+                ),
+                "nsp_logits": keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, name="nsp_loss"
+                ),
+            }
+        if metrics == "auto":
+            metrics = {
+                "mlm_logits": [MaskedLMAccuracy(name="mlm_accuracy")],
+                "nsp_logits": [
+                    keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+                ],
+            }
+        super().compile(
+            optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
+        )
+
+    def get_config(self):
+        return {**super().get_config(), "activation": self.activation}
