@@ -1,22 +1,33 @@
 """keras-bert: BERT on Keras 3 and TensorFlow."""
 
 import os
+import sys
 
-# Keras reads its backend once, at import: choose TensorFlow unless the user
-# chose something else, then refuse anything but TensorFlow.
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+_FIX = (
+    "Set the environment variable KERAS_BACKEND=tensorflow before Python "
+    'starts (or "backend": "tensorflow" in ~/.keras/keras.json) and import '
+    "keras_bert again."
+)
 
-import keras  # noqa: E402
 
-if keras.backend.backend() != "tensorflow":
-    raise ImportError(
-        "keras_bert needs the TensorFlow Keras backend (it exports SavedModels "
-        "and uses tf.data, tf.distribute and tensorflow-text), but Keras is "
-        f"running on the {keras.backend.backend()!r} backend. Set the "
-        "environment variable KERAS_BACKEND=tensorflow before Python starts "
-        '(or set "backend": "tensorflow" in ~/.keras/keras.json) and import '
-        "keras_bert again."
-    )
+def _require_tensorflow_backend():
+    """keras_bert runs on TensorFlow only: refuse anything else clearly."""
+    if "keras" in sys.modules:
+        backend = sys.modules["keras"].backend.backend()
+    else:
+        # Keras reads its backend once, at import. Choose TensorFlow unless
+        # the user explicitly asked for another one.
+        backend = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    if backend != "tensorflow":
+        raise ImportError(
+            "keras_bert needs the TensorFlow Keras backend (it exports "
+            "SavedModels and uses tf.data, tf.distribute and "
+            f"tensorflow-text), but Keras is set to the {backend!r} backend. "
+            + _FIX
+        )
+
+
+_require_tensorflow_backend()
 
 from keras_bert import layers  # noqa: E402
 from keras_bert import training  # noqa: E402

@@ -9,6 +9,7 @@ from keras_bert.layers.segment_embedding import SegmentEmbedding
 from keras_bert.layers.validation import check_ids_in_range
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class BertEmbedding(keras.layers.Layer):
     """Token + segment + position embedding, then LayerNorm and dropout.
 

@@ -9,6 +9,7 @@ from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class MaskedLMHead(keras.layers.Layer):
     """Predicts the original token at each masked position.
 

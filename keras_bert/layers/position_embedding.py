@@ -7,6 +7,7 @@ from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class PositionEmbedding(keras.layers.Layer):
     """A learned embedding for each position `0 .. max_sequence_length - 1`.
 

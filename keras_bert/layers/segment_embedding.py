@@ -8,6 +8,7 @@ from keras_bert.layers.initializers import get_initializer
 from keras_bert.layers.validation import check_ids_in_range
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class SegmentEmbedding(keras.layers.Layer):
     """An embedding for the segment each token belongs to (A=0, B=1, ...).
 

@@ -16,6 +16,7 @@ from keras_bert.layers.initializers import get_initializer
 _MASK_SCORE = -1e9
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class TransformerEncoderBlock(keras.layers.Layer):
     """One post-LayerNorm transformer encoder block, as in BERT.
 

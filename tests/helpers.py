@@ -1,0 +1,99 @@
+"""Small shared helpers so each test file reads as a list of facts."""
+
+import inspect
+import os
+import tempfile
+
+import keras
+import numpy as np
+
+
+def tiny_backbone_config(**overrides):
+    """A backbone config small enough for unit tests."""
+    config = {
+        "vocabulary_size": 50,
+        "num_layers": 2,
+        "num_heads": 2,
+        "hidden_dim": 8,
+        "intermediate_dim": 16,
+        "max_sequence_length": 16,
+    }
+    config.update(overrides)
+    return config
+
+
+def backbone_inputs(batch_size=2, sequence_length=6, vocabulary_size=50, seed=0):
+    """Random backbone inputs with some padding at the end of row 0."""
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1, vocabulary_size, (batch_size, sequence_length))
+    padding_mask = np.ones((batch_size, sequence_length), "int32")
+    padding_mask[0, sequence_length // 2 :] = 0
+    token_ids = np.where(padding_mask == 1, token_ids, 0).astype("int32")
+    segment_ids = np.zeros((batch_size, sequence_length), "int32")
+    segment_ids[:, sequence_length // 3 :] = 1
+    segment_ids *= padding_mask
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+    }
+
+
+def assert_config_complete(obj, exempt=()):
+    """Every `__init__` argument appears in `get_config`."""
+    params = inspect.signature(type(obj).__init__).parameters
+    names = [
+        name
+        for name, param in params.items()
+        if name != "self"
+        and param.kind
+        not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    ]
+    config = obj.get_config()
+    missing = [n for n in names if n not in config and n not in exempt]
+    assert not missing, f"{type(obj).__name__}.get_config() lacks {missing}"
+
+
+def run_serialization_test(layer):
+    """`from_config(get_config())` rebuilds an equal config."""
+    config = layer.get_config()
+    rebuilt = type(layer).from_config(config)
+    assert rebuilt.get_config() == config
+    return rebuilt
+
+
+def run_model_saving_test(model, inputs):
+    """A `.keras` save/load round trip gives identical outputs."""
+    expected = model(inputs, training=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.keras")
+        model.save(path)
+        restored = keras.models.load_model(path)
+    actual = restored(inputs, training=False)
+    keras.tree.map_structure(
+        lambda a, b: np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)
+        ),
+        actual,
+        expected,
+    )
+    assert type(restored) is type(model)
+    return restored
+
+
+def run_layer_saving_test(layer, *args, **kwargs):
+    """A layer inside a functional model survives a `.keras` round trip."""
+    symbolic = keras.tree.map_structure(
+        lambda x: keras.Input(batch_shape=x.shape, dtype=x.dtype), args
+    )
+    model = keras.Model(list(symbolic), layer(*symbolic, **kwargs))
+    expected = model(list(args))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "layer.keras")
+        model.save(path)
+        restored = keras.models.load_model(path)
+    actual = restored(list(args))
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(actual), keras.ops.convert_to_numpy(expected)
+    )
+    return restored

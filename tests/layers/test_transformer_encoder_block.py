@@ -1,0 +1,160 @@
+"""TransformerEncoderBlock against a numpy implementation of the formula."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert.layers import TransformerEncoderBlock
+from tests.helpers import assert_config_complete
+from tests.helpers import run_layer_saving_test
+from tests.helpers import run_serialization_test
+
+_erf = np.vectorize(math.erf)
+
+
+def _layer_norm(x, gamma, beta, eps=1e-12):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _gelu(x, approximate):
+    if approximate:
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
+        return 0.5 * x * (1 + np.tanh(inner))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _numpy_block(x, mask, w, num_heads, approximate):
+    """BERT's post-LN block, written out step by step in float64."""
+    batch, seq, hidden = x.shape
+    head = hidden // num_heads
+    qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
+    q, k, v = np.split(qkv, 3, axis=-1)
+
+    def split(t):  # (batch, heads, seq, head)
+        return t.reshape(batch, seq, num_heads, head).transpose(0, 2, 1, 3)
+
+    q, k, v = split(q), split(k), split(v)
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head)
+    scores = np.where(mask[:, None, None, :] == 1, scores, -1e9)
+    scores = scores - scores.max(-1, keepdims=True)
+    probs = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, hidden)
+    attention = context @ w["attn_out_kernel"] + w["attn_out_bias"]
+    a = _layer_norm(x + attention, w["ln1_gamma"], w["ln1_beta"])
+    h = _gelu(a @ w["inter_kernel"] + w["inter_bias"], approximate)
+    out = h @ w["out_kernel"] + w["out_bias"]
+    return _layer_norm(a + out, w["ln2_gamma"], w["ln2_beta"])
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
+def test_block_matches_numpy_formula(activation):
+    hidden, inter, heads = 4, 6, 2
+    block = TransformerEncoderBlock(
+        num_heads=heads, intermediate_dim=inter, activation=activation
+    )
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 3, hidden)).astype("float32")
+    mask = np.array([[1, 1, 0], [1, 1, 1]])
+    block(x, padding_mask=mask)
+    w = {
+        "qkv_kernel": rng.normal(size=(hidden, 3 * hidden)),
+        "qkv_bias": rng.normal(size=(3 * hidden,)),
+        "attn_out_kernel": rng.normal(size=(hidden, hidden)),
+        "attn_out_bias": rng.normal(size=(hidden,)),
+        "ln1_gamma": rng.normal(size=(hidden,)),
+        "ln1_beta": rng.normal(size=(hidden,)),
+        "inter_kernel": rng.normal(size=(hidden, inter)),
+        "inter_bias": rng.normal(size=(inter,)),
+        "out_kernel": rng.normal(size=(inter, hidden)),
+        "out_bias": rng.normal(size=(hidden,)),
+        "ln2_gamma": rng.normal(size=(hidden,)),
+        "ln2_beta": rng.normal(size=(hidden,)),
+    }
+    w = {k: v.astype("float32") for k, v in w.items()}
+    block.qkv_dense.set_weights([w["qkv_kernel"], w["qkv_bias"]])
+    block.attention_output_dense.set_weights(
+        [w["attn_out_kernel"], w["attn_out_bias"]]
+    )
+    block.attention_layer_norm.set_weights([w["ln1_gamma"], w["ln1_beta"]])
+    block.intermediate_dense.set_weights([w["inter_kernel"], w["inter_bias"]])
+    block.output_dense.set_weights([w["out_kernel"], w["out_bias"]])
+    block.output_layer_norm.set_weights([w["ln2_gamma"], w["ln2_beta"]])
+
+    expected = _numpy_block(
+        x.astype("float64"),
+        mask,
+        {k: v.astype("float64") for k, v in w.items()},
+        heads,
+        approximate=activation == "gelu_approximate",
+    )
+    actual = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_exact_and_approximate_gelu_differ():
+    x = np.random.default_rng(0).normal(size=(1, 4, 8)).astype("float32")
+    outputs = []
+    for activation in ("gelu", "gelu_approximate"):
+        rng = np.random.default_rng(1)
+        block = TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=16, activation=activation
+        )
+        block.build(x.shape)
+        block.set_weights(
+            [rng.normal(size=w.shape).astype("float32") for w in block.get_weights()]
+        )
+        outputs.append(keras.ops.convert_to_numpy(block(x)))
+    # The two GELUs differ by up to ~1e-3 on unit-scale inputs.
+    assert np.abs(outputs[0] - outputs[1]).max() > 1e-4
+
+
+def test_padding_keys_get_no_attention():
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=8)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(1, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0]])
+    base = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
+    x2 = x.copy()
+    x2[:, 3:] = rng.normal(size=(1, 2, 4)) * 100
+    changed = keras.ops.convert_to_numpy(block(x2, padding_mask=mask))
+    np.testing.assert_allclose(changed[:, :3], base[:, :3], atol=1e-6)
+
+
+def test_hidden_not_divisible_by_heads_is_refused():
+    block = TransformerEncoderBlock(num_heads=3, intermediate_dim=8)
+    with pytest.raises(ValueError, match=r"\(8\).*`num_heads` \(3\)"):
+        block(np.zeros((1, 2, 8), "float32"))
+
+
+def test_invalid_arguments_name_the_value():
+    with pytest.raises(ValueError, match="num_heads=0"):
+        TransformerEncoderBlock(num_heads=0, intermediate_dim=8)
+    with pytest.raises(ValueError, match="activation='relu'"):
+        TransformerEncoderBlock(num_heads=2, intermediate_dim=8, activation="relu")
+
+
+def test_config_and_saving():
+    block = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8, dropout=0.2, attention_dropout=0.05,
+        activation="gelu_approximate", layer_norm_epsilon=1e-6,
+    )
+    assert_config_complete(block)
+    rebuilt = run_serialization_test(block)
+    assert rebuilt.attention_dropout == 0.05
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
+    run_layer_saving_test(block, x)
+
+
+def test_mixed_precision_keeps_softmax_in_float32():
+    block = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8, dtype="mixed_bfloat16"
+    )
+    x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
+    out = block(x, padding_mask=np.array([[1, 1, 0], [1, 1, 1]]))
+    assert out.dtype == "bfloat16"
+    assert block.qkv_dense.kernel.dtype == "float32"
+    assert np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))).all()
