@@ -238,3 +238,27 @@ class BertBackbone(keras.Model):
         ```
         """
         return cls(**{**get_preset_config(name), **kwargs})
+
+    @classmethod
+    def from_checkpoint(cls, path, **kwargs):
+        """Builds a backbone from a checkpoint directory, with its weights.
+
+        Reads a Hugging Face directory (`config.json` with
+        `model.safetensors` or `pytorch_model.bin`) or an original Google
+        one (`bert_config.json`, `bert_model.ckpt.*`); the architecture,
+        activation and LayerNorm epsilon come from the config. Loading is
+        all-or-nothing; see `keras_bert.checkpoints.load_checkpoint`.
+
+        Args:
+            path: str. The checkpoint directory.
+            **kwargs: overrides of the config, e.g. `dropout=0.0` or
+                `dtype="mixed_bfloat16"`.
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone.from_checkpoint("all-MiniLM-L6-v2/")
+        ```
+        """
+        from keras_bert.checkpoints import load_checkpoint
+
+        return load_checkpoint(path, cls, **kwargs)

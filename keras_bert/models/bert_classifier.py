@@ -131,3 +131,29 @@ class BertClassifier(Task):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         }
+
+    @classmethod
+    def from_checkpoint(cls, path, num_classes=None, **kwargs):
+        """Builds a classifier on a checkpoint's backbone.
+
+        The backbone is loaded from the checkpoint; the classifier head too
+        when the checkpoint has one (`classifier.*`, or `output_weights` in
+        a Google fine-tuned checkpoint), otherwise it is freshly
+        initialised. See `keras_bert.checkpoints.load_checkpoint`.
+
+        Args:
+            path: str. A Hugging Face or Google BERT checkpoint directory.
+            num_classes: int. Number of classes; may be omitted when the
+                checkpoint has a classifier head.
+            **kwargs: overrides of the backbone config.
+
+        Example:
+        ```python
+        classifier = keras_bert.BertClassifier.from_checkpoint(
+            "all-MiniLM-L6-v2/", num_classes=2
+        )
+        ```
+        """
+        from keras_bert.checkpoints import load_checkpoint
+
+        return load_checkpoint(path, cls, num_classes=num_classes, **kwargs)

@@ -152,3 +152,26 @@ class BertMaskedLM(Task):
 
     def get_config(self):
         return {**super().get_config(), "activation": self.activation}
+
+    @classmethod
+    def from_checkpoint(cls, path, **kwargs):
+        """Builds the pre-training model from a checkpoint directory.
+
+        Loads the backbone and, where the checkpoint has them, the
+        masked-LM head (`cls.predictions`) and the next-sentence head
+        (`cls.seq_relationship`); a head the checkpoint lacks entirely stays
+        freshly initialised and is named in a logged warning. See
+        `keras_bert.checkpoints.load_checkpoint`.
+
+        Args:
+            path: str. A Hugging Face or Google BERT checkpoint directory.
+            **kwargs: overrides of the backbone config.
+
+        Example:
+        ```python
+        model = keras_bert.BertMaskedLM.from_checkpoint("bert_base_uncased/")
+        ```
+        """
+        from keras_bert.checkpoints import load_checkpoint
+
+        return load_checkpoint(path, cls, **kwargs)

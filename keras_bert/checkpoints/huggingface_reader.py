@@ -1,0 +1,150 @@
+"""Reads a Hugging Face BERT directory into a `Checkpoint`."""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from keras_bert.checkpoints.checkpoint import Checkpoint
+from keras_bert.checkpoints.checkpoint_config import (
+    backbone_config_from_checkpoint_config,
+)
+
+SAFETENSORS_FILE = "model.safetensors"
+PYTORCH_FILE = "pytorch_model.bin"
+# Buffers PyTorch saves with the weights; they are not parameters.
+_BUFFERS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")
+_ENCODER_PREFIXES = ("embeddings.", "encoder.", "pooler.")
+
+
+def read_huggingface_checkpoint(path):
+    """Reads `config.json` and the weights of a Hugging Face BERT directory.
+
+    The weights come from `model.safetensors` (read with `safetensors`, no
+    PyTorch needed), a sharded `model.safetensors.index.json`, or
+    `pytorch_model.bin` (needs `torch`). Names may carry the `bert.` prefix
+    (`BertForPreTraining`, `BertForSequenceClassification`) or not
+    (`BertModel`); old checkpoints' `LayerNorm.gamma`/`beta` are accepted.
+
+    Args:
+        path: str. The directory.
+
+    Returns a `keras_bert.checkpoints.Checkpoint`.
+
+    Example:
+    ```python
+    checkpoint = read_huggingface_checkpoint("all-MiniLM-L6-v2/")
+    checkpoint.backbone_config["num_layers"]  # 6
+    ```
+    """
+    config_path = os.path.join(path, "config.json")
+    with open(config_path) as file:
+        config = json.load(file)
+    backbone_config = backbone_config_from_checkpoint_config(
+        config, "huggingface", config_path
+    )
+    raw = _read_tensors(path)
+    has_prefix = any(name.startswith("bert.") for name in raw)
+    tensors, source_names = {}, {}
+    for source_name, tensor in raw.items():
+        if _BUFFERS.search(source_name):
+            continue
+        name = source_name
+        if not has_prefix and name.startswith(_ENCODER_PREFIXES):
+            name = "bert." + name
+        name = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", name)
+        name = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name)
+        tensors[name] = tensor
+        source_names[name] = source_name
+
+    def name_in_source(name):
+        if not has_prefix and name.startswith("bert."):
+            name = name[len("bert.") :]
+        return name, False
+
+    return Checkpoint(
+        path=path,
+        format="huggingface",
+        config_path=config_path,
+        backbone_config=backbone_config,
+        tensors=tensors,
+        source_names=source_names,
+        transposed=set(),
+        name_in_source=name_in_source,
+    )
+
+
+def _read_tensors(path):
+    safetensors_path = os.path.join(path, SAFETENSORS_FILE)
+    index_path = safetensors_path + ".index.json"
+    pytorch_path = os.path.join(path, PYTORCH_FILE)
+    if os.path.exists(safetensors_path):
+        return _read_safetensors(safetensors_path)
+    if os.path.exists(index_path):
+        tensors = {}
+        for shard in _shards(index_path):
+            tensors.update(_read_safetensors(os.path.join(path, shard)))
+        return tensors
+    if os.path.exists(pytorch_path):
+        return _read_pytorch(pytorch_path)
+    if os.path.exists(pytorch_path + ".index.json"):
+        tensors = {}
+        for shard in _shards(pytorch_path + ".index.json"):
+            tensors.update(_read_pytorch(os.path.join(path, shard)))
+        return tensors
+    raise FileNotFoundError(
+        f"{path} has a config.json but no weights: expected "
+        f"{SAFETENSORS_FILE} (or a sharded {SAFETENSORS_FILE}.index.json) or "
+        f"{PYTORCH_FILE}. TensorFlow (tf_model.h5) and Flax weights are not "
+        "read; convert them with `transformers` first."
+    )
+
+
+def _shards(index_path):
+    with open(index_path) as file:
+        return sorted(set(json.load(file)["weight_map"].values()))
+
+
+def _read_safetensors(file_path):
+    from safetensors import SafetensorError
+    from safetensors import safe_open
+
+    try:
+        tensors = {}
+        with safe_open(file_path, framework="numpy") as file:
+            for name in file.keys():
+                tensors[name] = file.get_tensor(name)
+        return tensors
+    except (SafetensorError, OSError, ValueError, TypeError) as error:
+        size = os.path.getsize(file_path)
+        raise ValueError(
+            f"Could not read {file_path} ({size} bytes) as a safetensors "
+            f"file: {error}. The file is truncated or corrupt (an interrupted "
+            "download or copy is the usual cause, and bfloat16 tensors cannot "
+            "be read without PyTorch); download or copy it again."
+        ) from error
+
+
+def _read_pytorch(file_path):
+    try:
+        import torch
+    except ImportError as error:
+        raise ImportError(
+            f"Reading {file_path} needs PyTorch (`pip install torch`). "
+            "Alternatively convert it to model.safetensors, which keras_bert "
+            "reads without PyTorch."
+        ) from error
+    try:
+        state = torch.load(file_path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for bad files
+        raise ValueError(
+            f"Could not read {file_path} as a PyTorch state dict: {error}. "
+            "The file is truncated or corrupt; download or copy it again."
+        ) from error
+    return {
+        name: tensor.detach().to(torch.float32).numpy()
+        if tensor.is_floating_point()
+        else np.asarray(tensor.numpy())
+        for name, tensor in state.items()
+    }

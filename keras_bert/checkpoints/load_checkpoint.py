@@ -1,0 +1,231 @@
+"""Builds a model from a checkpoint's config and loads its weights, whole."""
+
+import numpy as np
+from absl import logging
+
+from keras_bert.checkpoints.read_checkpoint import read_checkpoint
+from keras_bert.checkpoints.weight_map import GROUP_PREFIXES
+from keras_bert.checkpoints.weight_map import weight_map
+from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.models.bert_masked_lm import BertMaskedLM
+
+# Tied copies PyTorch may save beside the tensors they duplicate.
+_TIED = {
+    "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
+    "cls.predictions.decoder.bias": "cls.predictions.bias",
+}
+_GROUP_NAMES = {
+    "masked_lm": "masked-LM head (cls.predictions)",
+    "next_sentence": "next-sentence head (cls.seq_relationship)",
+    "classifier": "classifier head (classifier)",
+}
+
+
+def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
+    """Builds `model_class` from a checkpoint directory and loads its weights.
+
+    The architecture comes from the checkpoint's config (see
+    `read_checkpoint`). Loading is all-or-nothing:
+
+    - every backbone weight must be in the checkpoint with the right shape;
+    - a head of the model (masked LM, next sentence, classifier) is loaded
+      whole when the checkpoint has any of its tensors, and must then be
+      complete; a head with no tensors at all stays freshly initialised and
+      is named in a warning;
+    - a tensor under `bert.` (or under a head being loaded) that the model
+      has no place for is an error: the config and weights disagree;
+    - tensors of heads the model does not have (e.g. `cls.*` when loading a
+      backbone, or a checkpoint's custom heads) are skipped and logged.
+
+    Every problem is collected first and reported in one `ValueError`,
+    with the names as spelled in the files and both shapes; no variable is
+    assigned unless all checks pass.
+
+    Args:
+        path: str. A Hugging Face or Google BERT checkpoint directory.
+        model_class: `BertBackbone`, `BertMaskedLM` or `BertClassifier` (or
+            a subclass). Defaults to `BertBackbone`.
+        num_classes: int. For `BertClassifier` only: the number of classes.
+            Defaults to the checkpoint's classifier size when it has one.
+        **kwargs: overrides of the backbone config (e.g. `dropout=0.0`,
+            `dtype="mixed_bfloat16"`).
+
+    Returns the model, with weights loaded.
+
+    Example:
+    ```python
+    backbone = load_checkpoint("all-MiniLM-L6-v2/")
+    classifier = load_checkpoint(
+        "all-MiniLM-L6-v2/", keras_bert.BertClassifier, num_classes=2
+    )
+    ```
+    """
+    checkpoint = read_checkpoint(path)
+    if num_classes is not None and not issubclass(model_class, BertClassifier):
+        raise ValueError(
+            f"`num_classes` applies to BertClassifier only, but "
+            f"model_class={model_class.__name__}. Received: "
+            f"num_classes={num_classes!r}"
+        )
+    backbone_config = {**checkpoint.backbone_config, **kwargs}
+    if issubclass(model_class, BertBackbone):
+        model = model_class(**backbone_config)
+    elif issubclass(model_class, BertMaskedLM):
+        model = model_class(BertBackbone(**backbone_config))
+    elif issubclass(model_class, BertClassifier):
+        num_classes = num_classes or _checkpoint_num_classes(checkpoint)
+        model = model_class(
+            BertBackbone(**backbone_config),
+            num_classes=num_classes,
+            dropout=backbone_config["dropout"],
+        )
+    else:
+        raise TypeError(
+            "`model_class` must be BertBackbone, BertMaskedLM or "
+            f"BertClassifier. Received: model_class={model_class!r}"
+        )
+    assign_checkpoint(model, checkpoint)
+    return model
+
+
+def assign_checkpoint(model, checkpoint):
+    """Checks `checkpoint` against `model` completely, then assigns it.
+
+    Args:
+        model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
+        checkpoint: `keras_bert.checkpoints.Checkpoint`.
+
+    Returns the list of head groups left freshly initialised.
+
+    Raises:
+        ValueError: listing every missing, mis-shaped and unexpected tensor.
+    """
+    tensors = checkpoint.tensors
+    groups = weight_map(model)
+    missing, mismatched, consumed, fresh = [], [], set(), []
+    to_assign = []
+    for group, specs in groups.items():
+        names = [name for spec in specs for name in spec.names]
+        if group != "backbone" and not any(n in tensors for n in names):
+            fresh.append(group)
+            continue
+        for spec in specs:
+            ok = True
+            for index, name in enumerate(spec.names):
+                expected = spec.expected_shape(index)
+                if name not in tensors:
+                    missing.append((name, expected))
+                    ok = False
+                    continue
+                consumed.add(name)
+                if tuple(tensors[name].shape) != expected:
+                    mismatched.append((name, tensors[name].shape, expected))
+                    ok = False
+            if ok:
+                to_assign.append(spec)
+    inconsistent = _check_tied_copies(checkpoint, consumed)
+    loaded_prefixes = tuple(
+        GROUP_PREFIXES[group] for group in groups if group not in fresh
+    )
+    unexpected, skipped = [], []
+    for name in sorted(set(tensors) - consumed):
+        if name.startswith(loaded_prefixes):
+            unexpected.append(name)
+        else:
+            skipped.append(name)
+    if missing or mismatched or unexpected or inconsistent:
+        raise ValueError(
+            _report(
+                model, checkpoint, missing, mismatched, unexpected, inconsistent
+            )
+        )
+    for spec in to_assign:
+        values = [checkpoint.get(name) for name in spec.names]
+        spec.variable.assign(spec.to_keras(values))
+    if skipped:
+        logging.info(
+            "Skipped %d tensors of %s that %s has no place for (heads of "
+            "another task): %s",
+            len(skipped),
+            checkpoint.path,
+            type(model).__name__,
+            ", ".join(checkpoint.source_name(n) for n in skipped),
+        )
+    for group in fresh:
+        logging.warning(
+            "%s has no %s; it is freshly initialised. Train it before "
+            "relying on its outputs.",
+            checkpoint.path,
+            _GROUP_NAMES[group],
+        )
+    return fresh
+
+
+def _check_tied_copies(checkpoint, consumed):
+    """Tied copies must equal what they copy: our model cannot untie them."""
+    problems = []
+    for copy, original in _TIED.items():
+        if copy not in checkpoint.tensors:
+            continue
+        consumed.add(copy)
+        if original not in checkpoint.tensors:
+            continue
+        if not np.array_equal(checkpoint.get(copy), checkpoint.get(original)):
+            problems.append(
+                f"{checkpoint.source_name(copy)} differs from "
+                f"{checkpoint.source_name(original)}; keras_bert ties the "
+                "output projection to the token embedding (as BERT does) "
+                "and cannot hold two different matrices."
+            )
+    return problems
+
+
+def _report(model, checkpoint, missing, mismatched, unexpected, inconsistent):
+    count = len(missing) + len(mismatched) + len(unexpected) + len(inconsistent)
+    lines = [
+        f"Cannot load the {checkpoint.format} checkpoint at "
+        f"{checkpoint.path} into {type(model).__name__}: {count} problem(s); "
+        "no weight was loaded."
+    ]
+    if missing:
+        lines.append(f"Missing from the checkpoint ({len(missing)}):")
+        lines += [
+            f"  {checkpoint.source_name(name)}: model expects shape "
+            f"{checkpoint.source_shape(name, shape)}"
+            for name, shape in missing
+        ]
+    if mismatched:
+        lines.append(f"Wrong shape ({len(mismatched)}):")
+        lines += [
+            f"  {checkpoint.source_name(name)}: checkpoint has shape "
+            f"{checkpoint.source_shape(name, got)}, model expects "
+            f"{checkpoint.source_shape(name, expected)}"
+            for name, got, expected in mismatched
+        ]
+    if unexpected:
+        lines.append(f"Unexpected in the checkpoint ({len(unexpected)}):")
+        lines += [
+            f"  {checkpoint.source_name(name)}: shape "
+            f"{checkpoint.source_shape(name, checkpoint.tensors[name].shape)}"
+            for name in unexpected
+        ]
+    if inconsistent:
+        lines.append("Inconsistent tied weights:")
+        lines += [f"  {problem}" for problem in inconsistent]
+    lines.append(
+        f"Check that {checkpoint.config_path} is the config saved with these "
+        "weights (layer count, sizes, vocabulary) and that the files are "
+        "complete."
+    )
+    return "\n".join(lines)
+
+
+def _checkpoint_num_classes(checkpoint):
+    if "classifier.weight" in checkpoint.tensors:
+        return int(checkpoint.tensors["classifier.weight"].shape[0])
+    raise ValueError(
+        f"{checkpoint.path} has no classifier head, so the number of classes "
+        "is unknown. Pass it: "
+        "`BertClassifier.from_checkpoint(path, num_classes=...)`."
+    )

@@ -1,0 +1,61 @@
+"""Detects a checkpoint directory's format and reads it."""
+
+import os
+
+from keras_bert.checkpoints.google_reader import CONFIG_FILE as GOOGLE_CONFIG
+from keras_bert.checkpoints.google_reader import find_google_checkpoint
+from keras_bert.checkpoints.google_reader import read_google_checkpoint
+from keras_bert.checkpoints.huggingface_reader import (
+    read_huggingface_checkpoint,
+)
+
+
+def read_checkpoint(path):
+    """Reads a Hugging Face or original Google BERT checkpoint directory.
+
+    The format is detected from the files: `config.json` with
+    `model.safetensors` or `pytorch_model.bin` is Hugging Face;
+    `bert_config.json` with `bert_model.ckpt.index` is Google's.
+
+    Args:
+        path: str or `os.PathLike`. The checkpoint directory.
+
+    Returns a `keras_bert.checkpoints.Checkpoint`: the config translated
+    into `BertBackbone` arguments and every tensor under its Hugging Face
+    name.
+
+    Raises:
+        FileNotFoundError: if `path` is not a directory or holds neither
+            format.
+        ValueError: if a file is corrupt or the config describes something
+            `BertBackbone` does not implement.
+
+    Example:
+    ```python
+    checkpoint = keras_bert.checkpoints.read_checkpoint("all-MiniLM-L6-v2/")
+    checkpoint.format  # "huggingface"
+    ```
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(
+            f"Checkpoint path {path!r} is not a directory. Pass the directory "
+            "that holds config.json (Hugging Face) or bert_config.json "
+            "(Google)."
+        )
+    if os.path.exists(os.path.join(path, "config.json")):
+        return read_huggingface_checkpoint(path)
+    if os.path.exists(os.path.join(path, GOOGLE_CONFIG)):
+        return read_google_checkpoint(path)
+    found = sorted(os.listdir(path))[:10]
+    hint = ""
+    if find_google_checkpoint(path):
+        hint = (
+            f" It holds a TensorFlow checkpoint but no {GOOGLE_CONFIG}; put "
+            "the config released with the weights next to it."
+        )
+    raise FileNotFoundError(
+        f"{path} is not a BERT checkpoint directory: it has neither "
+        f"config.json (Hugging Face) nor {GOOGLE_CONFIG} (Google). Found: "
+        f"{found}.{hint}"
+    )

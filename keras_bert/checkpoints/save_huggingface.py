@@ -1,0 +1,122 @@
+"""Exports a model (and its vocabulary) as a Hugging Face BERT directory."""
+
+import json
+import os
+
+from absl import logging
+
+from keras_bert.checkpoints.checkpoint_config import (
+    huggingface_config_from_backbone,
+)
+from keras_bert.checkpoints.weight_map import weight_map
+from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.models.bert_masked_lm import BertMaskedLM
+
+_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
+
+
+def save_huggingface(model, tokenizer, path):
+    """Writes `model` as a Hugging Face BERT checkpoint directory.
+
+    Writes `config.json` and `model.safetensors` and, from the tokenizer,
+    `vocab.txt` and `tokenizer_config.json` (casing and accent stripping).
+    The architecture follows the model: a `BertBackbone` becomes a
+    `BertModel`, a `BertMaskedLM` a `BertForPreTraining` (masked-LM and NSP
+    heads; the tied decoder matrix is not duplicated, as `transformers`
+    saves it), a `BertClassifier` a `BertForSequenceClassification`. The
+    directory loads with `transformers`' `from_pretrained` with no missing
+    or unexpected weights.
+
+    Args:
+        model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
+        tokenizer: `keras_bert.BertTokenizer` or `None`. Its `vocabulary`,
+            `lowercase` and `strip_accents` are written; with `None` only
+            the model files are written.
+        path: str. The output directory; created if needed, files in it
+            overwritten.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone.from_checkpoint("all-MiniLM-L6-v2/")
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint("all-MiniLM-L6-v2/")
+    keras_bert.checkpoints.save_huggingface(backbone, tokenizer, "out/")
+    transformers.BertModel.from_pretrained("out/")
+    ```
+    """
+    from safetensors.numpy import save_file
+
+    groups = weight_map(model)  # raises TypeError for other models
+    backbone = model if isinstance(model, BertBackbone) else model.backbone
+    config = huggingface_config_from_backbone(backbone)
+    if isinstance(model, BertMaskedLM):
+        config["architectures"] = ["BertForPreTraining"]
+        if model.activation != backbone.activation:
+            raise ValueError(
+                "Hugging Face BERT uses one activation for the encoder and "
+                f"the masked-LM head, but this model's head uses "
+                f"{model.activation!r} and its backbone "
+                f"{backbone.activation!r}; it cannot be exported faithfully."
+            )
+    elif isinstance(model, BertClassifier):
+        config["architectures"] = ["BertForSequenceClassification"]
+        labels = {str(i): f"LABEL_{i}" for i in range(model.num_classes)}
+        config["id2label"] = labels
+        config["label2id"] = {label: int(i) for i, label in labels.items()}
+        config["classifier_dropout"] = model.dropout
+        if model.num_classes == 1:
+            config["problem_type"] = "regression"
+    tensors = {}
+    for specs in groups.values():
+        for spec in specs:
+            tensors.update(spec.from_keras())
+    if isinstance(model, BertBackbone):
+        # BertModel's own names have no `bert.` prefix.
+        tensors = {name[len("bert.") :]: t for name, t in tensors.items()}
+
+    path = os.fspath(path)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w") as file:
+        json.dump(config, file, indent=2, sort_keys=True)
+    save_file(
+        tensors,
+        os.path.join(path, "model.safetensors"),
+        metadata={"format": "pt"},
+    )
+    if tokenizer is None:
+        logging.warning(
+            "save_huggingface: no tokenizer given, so %s has no vocab.txt; "
+            "transformers can load the model but not a tokenizer from it.",
+            path,
+        )
+        return
+    _save_tokenizer(tokenizer, path, backbone.max_sequence_length)
+
+
+def _save_tokenizer(tokenizer, path, max_length):
+    vocabulary = [str(token) for token in tokenizer.vocabulary]
+    for token in _SPECIAL_TOKENS.values():
+        if token not in vocabulary:
+            raise ValueError(
+                f"The tokenizer's vocabulary has no {token}, which Hugging "
+                "Face's BertTokenizer needs. Add it to the vocabulary."
+            )
+    with open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as file:
+        file.write("\n".join(vocabulary) + "\n")
+    tokenizer_config = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(tokenizer.lowercase),
+        "strip_accents": tokenizer.strip_accents,
+        "tokenize_chinese_chars": True,
+        "do_basic_tokenize": True,
+        "model_max_length": max_length,
+        **_SPECIAL_TOKENS,
+    }
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as file:
+        json.dump(tokenizer_config, file, indent=2, sort_keys=True)
