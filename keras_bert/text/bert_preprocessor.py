@@ -1,0 +1,202 @@
+"""Raw text to BERT's three inputs: tokenize, truncate, pack and pad."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert.text.bert_tokenizer import BertTokenizer
+
+TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPreprocessor(keras.layers.Layer):
+    """Tokenizes and packs one or two texts into BERT's fixed-length inputs.
+
+    Each example becomes `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`,
+    truncated to `sequence_length` and padded with `[PAD]`. `segment_ids`
+    are 0 up to and including the first `[SEP]` and 1 for `B [SEP]`;
+    `padding_mask` is 1 on real tokens and 0 on padding.
+
+    Truncation with `"longest_first"` (the default) reproduces Hugging
+    Face's Rust tokenizer (`truncation="longest_first"`): if the pair does
+    not fit, the shorter text is kept whole when it takes at most half the
+    budget and the longer one gets the rest; otherwise each gets half (the
+    second text the extra token of an odd budget). `"round_robin"` gives the
+    texts one token each in turn, the first text first. A single text keeps
+    its first `sequence_length - 2` tokens.
+
+    Works on a batch, fully in graph: use it in `tf.data.Dataset.map` or
+    inside an exported SavedModel.
+
+    Args:
+        tokenizer: `keras_bert.BertTokenizer`.
+        sequence_length: int. Length of every output row. Defaults to `128`.
+        truncate: str. `"longest_first"` or `"round_robin"`.
+
+    Call arguments:
+        x: strings `(batch_size,)` (or one string), or a tuple
+            `(texts_a, texts_b)` of two such for sentence pairs. A Python
+            tuple always means a pair; a list means a batch.
+        y: optional labels, passed through (for `tf.data` pipelines that
+            map `(text, label)` elements).
+        sample_weight: optional, passed through.
+
+    Returns:
+        A dict of int32 tensors `token_ids`, `segment_ids`, `padding_mask`,
+        each `(batch_size, sequence_length)` (or `(sequence_length,)` for
+        one string); with `y`, the tuple `(dict, y[, sample_weight])`.
+
+    Example:
+
+    ```python
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "the", "quick", "brown", "fox", "##es", "."]
+    tokenizer = keras_bert.BertTokenizer(vocabulary)
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
+    inputs = preprocessor((["The quick fox."], ["The foxes."]))
+    inputs["token_ids"]     # [[2, 5, 6, 8, 10, 3, 5, 3]]
+    inputs["segment_ids"]   # [[0, 0, 0, 0, 0, 0, 1, 1]]
+    inputs["padding_mask"]  # [[1, 1, 1, 1, 1, 1, 1, 1]]
+    ```
+    """
+
+    def __init__(
+        self,
+        tokenizer,
+        sequence_length=128,
+        truncate="longest_first",
+        **kwargs,
+    ):
+        kwargs.setdefault("dtype", "int32")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(
+                "Received an invalid value for argument `tokenizer`, "
+                "expected a keras_bert.BertTokenizer. Received: "
+                f"tokenizer={tokenizer!r}"
+            )
+        if not isinstance(sequence_length, int) or sequence_length < 3:
+            raise ValueError(
+                "Received an invalid value for argument `sequence_length`, "
+                "expected an integer of at least 3 ([CLS], a token, [SEP]). "
+                f"Received: sequence_length={sequence_length!r}"
+            )
+        if truncate not in TRUNCATION_STRATEGIES:
+            raise ValueError(
+                "Received an invalid value for argument `truncate`, expected "
+                f"one of {TRUNCATION_STRATEGIES}. Received: "
+                f"truncate={truncate!r}"
+            )
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+
+    def call(self, x, y=None, sample_weight=None):
+        segments = list(x) if isinstance(x, tuple) else [x]
+        if len(segments) not in (1, 2):
+            raise ValueError(
+                "BertPreprocessor packs one text or a pair of texts; "
+                f"received a tuple of {len(segments)}. Pass `texts` or "
+                "`(texts_a, texts_b)`."
+            )
+        segments = [self.tokenizer(s) for s in segments]
+        unbatched = not isinstance(segments[0], tf.RaggedTensor)
+        if unbatched:
+            segments = [
+                tf.RaggedTensor.from_tensor(s[tf.newaxis]) for s in segments
+            ]
+        if segments[0].shape.rank != 2:
+            raise ValueError(
+                "BertPreprocessor takes a string or a 1-D batch of strings "
+                f"per text; received rank {segments[0].shape.rank - 1}. "
+                "Reshape the texts to `(batch_size,)`."
+            )
+        outputs = self.pack(segments)
+        if unbatched:
+            outputs = {k: v[0] for k, v in outputs.items()}
+        return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
+
+    def pack(self, segments):
+        """Packs ragged token ids `[(batch_size, (tokens)), ...]`."""
+        budget = self.sequence_length - 1 - len(segments)
+        lengths = [s.row_lengths() for s in segments]
+        if len(segments) == 1:
+            keep = [tf.minimum(lengths[0], tf.constant(budget, tf.int64))]
+        elif self.truncate == "longest_first":
+            keep = _longest_first(lengths[0], lengths[1], budget)
+        else:
+            keep = _round_robin(lengths[0], lengths[1], budget)
+        batch_size = segments[0].nrows()
+        cls = tf.fill([batch_size, 1], self.tokenizer.cls_token_id)
+        sep = tf.fill([batch_size, 1], self.tokenizer.sep_token_id)
+        pieces, segment_pieces = [cls], [tf.zeros_like(cls)]
+        for index, (segment, length) in enumerate(zip(segments, keep)):
+            mask = tf.ragged.range(segment.row_lengths()) < length[:, None]
+            kept = tf.ragged.boolean_mask(segment, mask)
+            pieces += [kept, sep]
+            segment_pieces += [
+                tf.ones_like(kept) * index,
+                tf.ones_like(sep) * index,
+            ]
+        token_ids = tf.concat(pieces, axis=1)
+        segment_ids = tf.concat(segment_pieces, axis=1)
+        shape = [None, self.sequence_length]
+        padding_mask = tf.ones_like(token_ids).to_tensor(shape=shape)
+        return dict(
+            token_ids=token_ids.to_tensor(
+                default_value=self.tokenizer.pad_token_id, shape=shape
+            ),
+            segment_ids=segment_ids.to_tensor(shape=shape),
+            padding_mask=padding_mask,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            tokenizer=keras.layers.serialize(self.tokenizer),
+            sequence_length=self.sequence_length,
+            truncate=self.truncate,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config["tokenizer"], dict):
+            config["tokenizer"] = keras.layers.deserialize(config["tokenizer"])
+        return cls(**config)
+
+    def compute_output_shape(self, input_shape):
+        shape = (None, self.sequence_length)
+        return dict(token_ids=shape, segment_ids=shape, padding_mask=shape)
+
+
+def _longest_first(length_a, length_b, budget):
+    """Hugging Face's LongestFirst: how many tokens each text keeps."""
+    budget = tf.constant(budget, length_a.dtype)
+    shorter = tf.minimum(length_a, length_b)
+    keep_longer = tf.where(
+        shorter > budget, shorter, tf.maximum(shorter, budget - shorter)
+    )
+    too_long = shorter + keep_longer > budget
+    keep_shorter = tf.where(too_long, budget // 2, shorter)
+    keep_longer = tf.where(too_long, budget // 2 + budget % 2, keep_longer)
+    # Hugging Face swaps only when the first text is strictly longer.
+    a_longer = length_a > length_b
+    keep_a = tf.where(a_longer, keep_longer, keep_shorter)
+    keep_b = tf.where(a_longer, keep_shorter, keep_longer)
+    return [tf.minimum(length_a, keep_a), tf.minimum(length_b, keep_b)]
+
+
+def _round_robin(length_a, length_b, budget):
+    """One token to each text in turn, the first text first."""
+    budget = tf.constant(budget, length_a.dtype)
+    keep_a = tf.minimum(
+        length_a, tf.maximum((budget + 1) // 2, budget - length_b)
+    )
+    keep_b = tf.minimum(length_b, budget - keep_a)
+    return [keep_a, keep_b]

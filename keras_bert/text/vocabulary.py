@@ -1,0 +1,147 @@
+"""Reading, writing, checking and learning WordPiece vocabularies."""
+
+import os
+
+from absl import logging
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def load_vocabulary(path):
+    """Reads a `vocab.txt`: one token per line, the line number is the id.
+
+    Trailing whitespace (including `\\r`) is trimmed, as Hugging Face's Rust
+    `WordPiece.from_file` does; a final empty line is ignored.
+    """
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip() for line in lines]
+
+
+def save_vocabulary(vocabulary, path):
+    """Writes `vocabulary` (list of str) to `path`, one token per line."""
+    check_vocabulary(vocabulary)
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for token in vocabulary:
+            f.write(token + "\n")
+
+
+def check_vocabulary(vocabulary):
+    """Returns `vocabulary` as a list of str after checking it is usable."""
+    vocabulary = [
+        t.decode("utf-8") if isinstance(t, bytes) else t for t in vocabulary
+    ]
+    if not vocabulary:
+        raise ValueError(
+            "The vocabulary is empty. Pass a list of tokens or the path of a "
+            "vocab.txt with one token per line."
+        )
+    seen = {}
+    for index, token in enumerate(vocabulary):
+        if not isinstance(token, str) or not token or token != token.strip():
+            raise ValueError(
+                f"Vocabulary entry {index} is {token!r}: tokens must be "
+                "non-empty strings without surrounding whitespace. Remove "
+                "or fix that line of the vocabulary."
+            )
+        if token in seen:
+            raise ValueError(
+                f"Token {token!r} appears twice in the vocabulary (ids "
+                f"{seen[token]} and {index}). Each token needs one id: remove "
+                "the duplicate line."
+            )
+        seen[token] = index
+    return vocabulary
+
+
+def looks_cased(vocabulary):
+    """Guesses whether a vocabulary was built from text that kept capitals."""
+    words = [t for t in vocabulary if t.isalpha()]
+    capitalised = sum(1 for t in words if t != t.lower())
+    return capitalised > 0.05 * max(len(words), 1)
+
+
+def build_vocabulary(
+    texts,
+    vocabulary_size,
+    lowercase=True,
+    strip_accents=None,
+    special_tokens=None,
+    reserved_tokens=0,
+    batch_size=1024,
+):
+    """Learns a WordPiece vocabulary from a corpus.
+
+    The text is split into words by `BertTokenizer`'s own normaliser and
+    pre-tokenizer (so the vocabulary sees exactly what tokenization will),
+    then tensorflow-text's `bert_vocab_from_dataset` learns the pieces.
+
+    The result follows BERT's layout: `[PAD]`, `reserved_tokens`
+    `[unusedN]` slots, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the
+    learned tokens (every single character seen, whole words and `##`
+    pieces).
+
+    Args:
+        texts: iterable of str, or a `tf.data.Dataset` of strings.
+        vocabulary_size: int. Target size; the learner may stop a little
+            short of it.
+        lowercase: bool. As in `BertTokenizer`. Defaults to `True`.
+        strip_accents: bool or None. As in `BertTokenizer`.
+        special_tokens: list of str. Defaults to BERT's five.
+        reserved_tokens: int. `[unusedN]` slots after `[PAD]`. Defaults to
+            `0`.
+        batch_size: int. Strings per tokenization batch.
+
+    Returns:
+        The vocabulary, a list of str.
+    """
+    import tensorflow as tf
+    from tensorflow_text.tools.wordpiece_vocab import (
+        bert_vocab_from_dataset as bert_vocab,
+    )
+
+    from keras_bert.text.basic_tokenizer import BasicTokenizer
+
+    if not isinstance(vocabulary_size, int) or vocabulary_size < 8:
+        raise ValueError(
+            "Received an invalid value for argument `vocabulary_size`, "
+            "expected an integer of at least 8. Received: "
+            f"vocabulary_size={vocabulary_size!r}"
+        )
+    special_tokens = list(special_tokens or SPECIAL_TOKENS)
+    if "[PAD]" in special_tokens:
+        head = ["[PAD]"] + [f"[unused{i}]" for i in range(reserved_tokens)]
+        head += [t for t in special_tokens if t != "[PAD]"]
+    else:
+        head = [f"[unused{i}]" for i in range(reserved_tokens)]
+        head += special_tokens
+    do_strip = lowercase if strip_accents is None else strip_accents
+    basic = BasicTokenizer(lowercase=lowercase, strip_accents=bool(do_strip))
+
+    if isinstance(texts, tf.data.Dataset):
+        dataset = texts
+    else:
+        texts = list(texts)
+        dataset = tf.data.Dataset.from_tensor_slices(
+            tf.constant(texts or [""], dtype=tf.string)
+        )
+    words = dataset.batch(batch_size).map(
+        lambda s: basic.split(s)[0].flat_values,
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    words = words.unbatch().batch(65536)
+    learned = bert_vocab.bert_vocab_from_dataset(
+        words,
+        vocab_size=vocabulary_size,
+        reserved_tokens=head,
+        bert_tokenizer_params=dict(lower_case=False),
+        learn_params=dict(max_token_length=100, max_unique_chars=5000),
+    )
+    vocabulary = head + [t for t in learned if t not in head]
+    logging.info("Learned a vocabulary of %d tokens.", len(vocabulary))
+    return check_vocabulary(vocabulary)
