@@ -114,16 +114,30 @@ def _read_safetensors(file_path):
         tensors = {}
         with safe_open(file_path, framework="numpy") as file:
             for name in file.keys():
-                tensors[name] = file.get_tensor(name)
+                if file.get_slice(name).get_dtype() == "BF16":
+                    tensors[name] = _read_bfloat16(file_path, name)
+                else:
+                    tensors[name] = file.get_tensor(name)
         return tensors
     except (SafetensorError, OSError, ValueError, TypeError) as error:
         size = os.path.getsize(file_path)
         raise ValueError(
             f"Could not read {file_path} ({size} bytes) as a safetensors "
             f"file: {error}. The file is truncated or corrupt (an interrupted "
-            "download or copy is the usual cause, and bfloat16 tensors cannot "
-            "be read without PyTorch); download or copy it again."
+            "download or copy is the usual cause); download or copy it again."
         ) from error
+
+
+def _read_bfloat16(file_path, name):
+    """Reads a bfloat16 tensor as float32 (NumPy has no bfloat16)."""
+    with open(file_path, "rb") as file:
+        header_size = int.from_bytes(file.read(8), "little")
+        entry = json.loads(file.read(header_size))[name]
+        start, end = entry["data_offsets"]
+        file.seek(8 + header_size + start)
+        raw = np.frombuffer(file.read(end - start), dtype="<u2")
+    # bfloat16 is the upper half of a float32.
+    return (raw.astype("<u4") << 16).view("<f4").reshape(entry["shape"])
 
 
 def _read_pytorch(file_path):

@@ -15,6 +15,7 @@ _TIED = {
     "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
     "cls.predictions.decoder.bias": "cls.predictions.bias",
 }
+_FORMAT_NAMES = {"huggingface": "Hugging Face", "google": "Google BERT"}
 _GROUP_NAMES = {
     "masked_lm": "masked-LM head (cls.predictions)",
     "next_sentence": "next-sentence head (cls.seq_relationship)",
@@ -184,7 +185,7 @@ def _check_tied_copies(checkpoint, consumed):
 def _report(model, checkpoint, missing, mismatched, unexpected, inconsistent):
     count = len(missing) + len(mismatched) + len(unexpected) + len(inconsistent)
     lines = [
-        f"Cannot load the {checkpoint.format} checkpoint at "
+        f"Cannot load the {_FORMAT_NAMES[checkpoint.format]} checkpoint at "
         f"{checkpoint.path} into {type(model).__name__}: {count} problem(s); "
         "no weight was loaded."
     ]
