@@ -1,0 +1,35 @@
+"""Pre-training data: corpora, instance creation, masking, tf.data inputs."""
+
+from keras_bert.data.corpus import expand_input_files
+from keras_bert.data.corpus import read_documents
+from keras_bert.data.corpus import split_sentences
+from keras_bert.data.dynamic_masker import DynamicMasker
+from keras_bert.data.masking import create_masked_lm_predictions
+from keras_bert.data.pretraining_dataset import parse_pretraining_example
+from keras_bert.data.pretraining_dataset import pretraining_dataset_from_text
+from keras_bert.data.pretraining_dataset import (
+    pretraining_dataset_from_tfrecords,
+)
+from keras_bert.data.pretraining_instance import PretrainingInstance
+from keras_bert.data.pretraining_instance_creator import (
+    PretrainingInstanceCreator,
+)
+from keras_bert.data.tfrecords import instance_to_example
+from keras_bert.data.tfrecords import output_shard_paths
+from keras_bert.data.tfrecords import write_pretraining_tfrecords
+
+__all__ = [
+    "DynamicMasker",
+    "PretrainingInstance",
+    "PretrainingInstanceCreator",
+    "create_masked_lm_predictions",
+    "expand_input_files",
+    "instance_to_example",
+    "output_shard_paths",
+    "parse_pretraining_example",
+    "pretraining_dataset_from_text",
+    "pretraining_dataset_from_tfrecords",
+    "read_documents",
+    "split_sentences",
+    "write_pretraining_tfrecords",
+]
