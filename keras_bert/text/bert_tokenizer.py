@@ -151,7 +151,8 @@ class BertTokenizer(keras.layers.Layer):
             support_detokenization=False,
         )
         self._vocabulary_tensor = None
-        self._eager_tokenize = None
+        # A plain object: neither Keras nor SavedModel should track these.
+        self._compiled = _EagerFunctions()
 
     # --- Vocabulary ---------------------------------------------------------
 
@@ -249,13 +250,13 @@ class BertTokenizer(keras.layers.Layer):
         # Eagerly, one compiled function call beats ~60 op dispatches.
         if not tf.executing_eagerly():
             return self.tokenize_batch(strings)
-        if self._eager_tokenize is None:
-            self._eager_tokenize = tf.function(
+        functions = self._compiled.functions
+        if "tokenize" not in functions:
+            functions["tokenize"] = tf.function(
                 self.tokenize_batch,
                 input_signature=[tf.TensorSpec([None], tf.string)],
-                reduce_retracing=True,
             )
-        return self._eager_tokenize(strings)
+        return functions["tokenize"](strings)
 
     def detokenize(self, ids):
         """Turns ids back into text: pieces joined by spaces, `##` glued.
@@ -332,6 +333,13 @@ class BertTokenizer(keras.layers.Layer):
         casing.update(kwargs)
         logging.info("Tokenizer of %s: %s", directory, casing)
         return cls(vocabulary, **casing)
+
+
+class _EagerFunctions:
+    """Holds compiled functions for eager calls, out of Keras' tracking."""
+
+    def __init__(self):
+        self.functions = {}
 
 
 def _to_string_tensor(inputs):

@@ -4,6 +4,7 @@ Tests that need one of them call these helpers, which `pytest.skip` with the
 package to install when it is missing.
 """
 
+import functools
 import glob
 import gzip
 import importlib.util
@@ -67,9 +68,14 @@ def python_doc_files():
 
 def python_doc_lines():
     """Every line of the Python docs corpus (about 1.4M words)."""
-    return [
+    return list(_python_doc_lines())
+
+
+@functools.lru_cache(maxsize=1)
+def _python_doc_lines():
+    return tuple(
         line for path in python_doc_files() for line in _read(path).split("\n")
-    ]
+    )
 
 
 def linux_doc_lines(max_files=None):
