@@ -46,8 +46,8 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from keras_bert import BertTokenizer
 from keras_bert import data
-from keras_bert.text.bert_tokenizer import BertTokenizer
 
 FLAGS = flags.FLAGS
 

@@ -57,13 +57,13 @@ def python_doc_files(subdirectory="library"):
 
 @functools.lru_cache(maxsize=None)
 def real_tokenizer():
-    from keras_bert.text.bert_tokenizer import BertTokenizer
+    from keras_bert import BertTokenizer
 
     return BertTokenizer(real_vocab_path())
 
 
 def synthetic_tokenizer():
-    from keras_bert.text.bert_tokenizer import BertTokenizer
+    from keras_bert import BertTokenizer
 
     return BertTokenizer(SYNTHETIC_VOCABULARY)
 

@@ -1,0 +1,243 @@
+r"""Pre-trains BERT (masked LM + next-sentence prediction).
+
+Reads TFRecords from `create_pretraining_data.py` (or Google's), or text
+files masked on the fly, trains `keras_bert.BertMaskedLM` with AdamW (or
+LAMB), linear warmup and decay and global-norm clipping, checkpoints every
+`--save_checkpoints_steps` and resumes from the latest checkpoint when
+re-run with the same `--model_dir`. At the end the model and vocabulary
+are saved to `--export_dir` (Hugging Face layout) for
+`BertBackbone.from_checkpoint` and `recipes/glue.py --init_checkpoint`.
+
+Flags:
+    --input_file: comma-separated files/globs: TFRecords, or text files
+        with --input_format=sentences|text (dynamic masking).
+    --input_format: "tfrecord" (default), "sentences" or "text".
+    --eval_input_file: held-out TFRecords; evaluated at every checkpoint
+        and at the end (--eval_steps batches).
+    --eval_steps: batches of held-out data per evaluation.
+    --model_dir: checkpoints, TensorBoard logs and results.json.
+    --export_dir: where the final model + vocab go (model_dir/export).
+    --vocab_file: WordPiece vocab.txt (also exported).
+    --do_lower_case: lower-case text (text inputs and export).
+    --preset: architecture with random weights, e.g. bert_tiny.
+    --bert_config_file: JSON of BertBackbone arguments, instead of --preset.
+    --init_checkpoint: start from a checkpoint directory instead.
+    --max_seq_length, --max_predictions_per_seq: as the data was made.
+    --masked_lm_prob, --do_whole_word_mask, --short_seq_prob,
+        --dupe_factor: instance creation for text inputs.
+    --train_batch_size, --eval_batch_size: global batch sizes.
+    --num_train_steps: total steps (multiple of --save_checkpoints_steps).
+    --num_warmup_steps: linear warmup steps.
+    --learning_rate: peak learning rate.
+    --optimizer: "adamw" or "lamb".
+    --weight_decay: decoupled decay (not on LayerNorm or biases).
+    --clipnorm: global-norm gradient clipping.
+    --save_checkpoints_steps: steps between checkpoints.
+    --strategy: "one_device" or "mirrored".
+    --mixed_precision: mixed_float16 on GPU, mixed_bfloat16 otherwise.
+    --jit_compile: compile the train step with XLA.
+    --seed: seed of initialisation and input shuffling.
+    --verbose: Keras verbosity (1 = progress bar, 2 = a line per interval).
+
+Example:
+    python recipes/pretrain.py --input_file='/tmp/pretrain/train*' \
+        --vocab_file=vocab.txt --preset=bert_tiny --model_dir=/tmp/tiny \
+        --train_batch_size=32 --num_train_steps=1000 \
+        --num_warmup_steps=100 --save_checkpoints_steps=100
+"""
+
+import json
+import os
+
+import keras
+import tensorflow as tf
+from absl import app
+from absl import flags
+from absl import logging
+
+import keras_bert
+from keras_bert import BertTokenizer
+from keras_bert import data
+from keras_bert import training
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Training data files/globs.")
+flags.DEFINE_enum(
+    "input_format",
+    "tfrecord",
+    ["tfrecord", "sentences", "text"],
+    "Training data layout.",
+)
+flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords.")
+flags.DEFINE_integer("eval_steps", 100, "Batches per evaluation.")
+flags.DEFINE_string("model_dir", None, "Checkpoints, logs, results.")
+flags.DEFINE_string("export_dir", None, "Final export (model_dir/export).")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary file.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the text.")
+flags.DEFINE_string("preset", "bert_tiny", "Backbone preset.")
+flags.DEFINE_string("bert_config_file", None, "JSON of BertBackbone args.")
+flags.DEFINE_string("init_checkpoint", None, "Checkpoint to start from.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Predictions per seq.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Text inputs: mask fraction.")
+flags.DEFINE_bool("do_whole_word_mask", False, "Text inputs: whole words.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Text inputs: short targets.")
+flags.DEFINE_integer("dupe_factor", 1, "Text inputs: samplings per pass.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("eval_batch_size", 32, "Global evaluation batch size.")
+flags.DEFINE_integer("num_train_steps", 1000, "Total training steps.")
+flags.DEFINE_integer("num_warmup_steps", 100, "Warmup steps.")
+flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
+flags.DEFINE_float("weight_decay", 0.01, "Weight decay.")
+flags.DEFINE_float("clipnorm", 1.0, "Global gradient-norm clipping.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint interval.")
+flags.DEFINE_enum(
+    "strategy", "one_device", list(training.strategies.STRATEGIES),
+    "Distribution strategy.",
+)  # fmt: skip
+flags.DEFINE_bool("mixed_precision", False, "Mixed-precision training.")
+flags.DEFINE_bool("jit_compile", False, "XLA-compile the train step.")
+flags.DEFINE_integer("seed", 12345, "Random seed.")
+flags.DEFINE_integer("verbose", 1, "Keras fit verbosity.")
+flags.mark_flags_as_required(["input_file", "model_dir", "vocab_file"])
+
+
+def _build_model(vocabulary_size):
+    if FLAGS.init_checkpoint:
+        logging.info("Starting from checkpoint %s.", FLAGS.init_checkpoint)
+        return keras_bert.BertMaskedLM.from_checkpoint(FLAGS.init_checkpoint)
+    if FLAGS.bert_config_file:
+        with open(FLAGS.bert_config_file) as f:
+            config = json.load(f)
+        backbone = keras_bert.BertBackbone(**config)
+    else:
+        backbone = keras_bert.BertBackbone.from_preset(
+            FLAGS.preset, vocabulary_size=vocabulary_size
+        )
+    if backbone.vocabulary_size != vocabulary_size:
+        raise ValueError(
+            f"The model's vocabulary_size={backbone.vocabulary_size} does "
+            f"not match --vocab_file={FLAGS.vocab_file!r} with "
+            f"{vocabulary_size} tokens. Use the vocabulary the model (or "
+            "the data) was made with."
+        )
+    return keras_bert.BertMaskedLM(backbone)
+
+
+def _datasets(tokenizer, resumed_step):
+    # A resumed run reshuffles with a different seed rather than replaying
+    # the first batches again.
+    seed = FLAGS.seed + resumed_step
+    if FLAGS.input_format == "tfrecord":
+        train = data.pretraining_dataset_from_tfrecords(
+            FLAGS.input_file,
+            FLAGS.train_batch_size,
+            FLAGS.max_seq_length,
+            FLAGS.max_predictions_per_seq,
+            seed=seed,
+        )
+    else:
+        creator = data.PretrainingInstanceCreator(
+            tokenizer,
+            max_seq_length=FLAGS.max_seq_length,
+            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+            masked_lm_prob=FLAGS.masked_lm_prob,
+            short_seq_prob=FLAGS.short_seq_prob,
+            dupe_factor=FLAGS.dupe_factor,
+            do_whole_word_mask=FLAGS.do_whole_word_mask,
+            random_seed=seed,
+        )
+        train = data.pretraining_dataset_from_text(
+            FLAGS.input_file,
+            creator,
+            FLAGS.train_batch_size,
+            input_format=FLAGS.input_format,
+        )
+    evaluation = None
+    if FLAGS.eval_input_file:
+        evaluation = data.pretraining_dataset_from_tfrecords(
+            FLAGS.eval_input_file,
+            FLAGS.eval_batch_size,
+            FLAGS.max_seq_length,
+            FLAGS.max_predictions_per_seq,
+            shuffle=False,
+        )
+    return train, evaluation
+
+
+def main(argv):
+    del argv
+    module = FLAGS.find_module_defining_flag("input_file")
+    configuration = {
+        f.name: f.value for f in FLAGS.get_flags_for_module(module)
+    }
+    if FLAGS.mixed_precision:
+        policy = (
+            "mixed_float16"
+            if tf.config.list_physical_devices("GPU")
+            else "mixed_bfloat16"
+        )
+        keras.mixed_precision.set_global_policy(policy)
+    configuration["dtype_policy"] = keras.mixed_precision.global_policy().name
+    logging.info("Configuration: %s", configuration)
+    keras.utils.set_random_seed(FLAGS.seed)
+
+    tokenizer = BertTokenizer(FLAGS.vocab_file, lowercase=FLAGS.do_lower_case)
+    strategy = training.create_strategy(FLAGS.strategy)
+    logging.info(
+        "Strategy %s with %d replica(s).",
+        type(strategy).__name__,
+        strategy.num_replicas_in_sync,
+    )
+    with strategy.scope():
+        model = _build_model(tokenizer.vocabulary_size())
+        schedule = training.WarmupLinearDecay(
+            FLAGS.learning_rate,
+            total_steps=FLAGS.num_train_steps,
+            warmup_steps=FLAGS.num_warmup_steps,
+        )
+        optimizer = training.create_optimizer(
+            FLAGS.optimizer,
+            schedule,
+            weight_decay=FLAGS.weight_decay,
+            global_clipnorm=FLAGS.clipnorm,
+        )
+        model.compile(optimizer=optimizer, jit_compile=FLAGS.jit_compile)
+
+    resumed_step = training.pretraining.checkpointed_step(
+        FLAGS.model_dir, FLAGS.save_checkpoints_steps
+    )
+    train, evaluation = _datasets(tokenizer, resumed_step)
+    result = training.pretrain(
+        model,
+        train,
+        FLAGS.model_dir,
+        num_train_steps=FLAGS.num_train_steps,
+        steps_per_checkpoint=FLAGS.save_checkpoints_steps,
+        validation_data=evaluation,
+        validation_steps=FLAGS.eval_steps if evaluation else None,
+        verbose=FLAGS.verbose,
+    )
+    result["examples_per_second"] = (
+        result["steps_per_second"] * FLAGS.train_batch_size
+    )
+    if evaluation is not None:
+        result["eval"] = model.evaluate(
+            evaluation, steps=FLAGS.eval_steps, return_dict=True, verbose=0
+        )
+    export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
+    result["export_dir"] = export_dir
+    result["exported_files"] = training.save_pretrained(
+        model, tokenizer, export_dir
+    )
+    result["configuration"] = configuration
+    path = os.path.join(FLAGS.model_dir, "results.json")
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(result, f, indent=2, default=float)
+    logging.info("Results written to %s.", path)
+
+
+if __name__ == "__main__":
+    app.run(main)
