@@ -46,7 +46,9 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
     Args:
         path: str. A Hugging Face or Google BERT checkpoint directory.
         model_class: `BertBackbone`, `BertMaskedLM` or `BertClassifier` (or
-            a subclass). Defaults to `BertBackbone`.
+            a subclass), or `"auto"`: `BertMaskedLM` if the checkpoint has a
+            masked-LM head, `BertClassifier` if it has a classifier head,
+            else `BertBackbone`. Defaults to `BertBackbone`.
         num_classes: int. For `BertClassifier` only: the number of classes.
             Defaults to the checkpoint's classifier size when it has one.
         **kwargs: overrides of the backbone config (e.g. `dropout=0.0`,
@@ -63,6 +65,15 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
     ```
     """
     checkpoint = read_checkpoint(path)
+    if model_class == "auto":
+        model_class = _detect_model_class(checkpoint)
+    if not isinstance(model_class, type) or not issubclass(
+        model_class, (BertBackbone, BertMaskedLM, BertClassifier)
+    ):
+        raise TypeError(
+            "`model_class` must be BertBackbone, BertMaskedLM, "
+            f"BertClassifier or 'auto'. Received: model_class={model_class!r}"
+        )
     if num_classes is not None and not issubclass(model_class, BertClassifier):
         raise ValueError(
             f"`num_classes` applies to BertClassifier only, but "
@@ -74,17 +85,12 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
         model = model_class(**backbone_config)
     elif issubclass(model_class, BertMaskedLM):
         model = model_class(BertBackbone(**backbone_config))
-    elif issubclass(model_class, BertClassifier):
+    else:
         num_classes = num_classes or _checkpoint_num_classes(checkpoint)
         model = model_class(
             BertBackbone(**backbone_config),
             num_classes=num_classes,
             dropout=backbone_config["dropout"],
-        )
-    else:
-        raise TypeError(
-            "`model_class` must be BertBackbone, BertMaskedLM or "
-            f"BertClassifier. Received: model_class={model_class!r}"
         )
     assign_checkpoint(model, checkpoint)
     return model
@@ -230,3 +236,12 @@ def _checkpoint_num_classes(checkpoint):
         "is unknown. Pass it: "
         "`BertClassifier.from_checkpoint(path, num_classes=...)`."
     )
+
+
+def _detect_model_class(checkpoint):
+    names = checkpoint.tensors
+    if any(n.startswith(GROUP_PREFIXES["masked_lm"]) for n in names):
+        return BertMaskedLM
+    if any(n.startswith(GROUP_PREFIXES["classifier"]) for n in names):
+        return BertClassifier
+    return BertBackbone

@@ -11,6 +11,8 @@ import logging
 import numpy as np
 import pytest
 
+from keras_bert import BertBackbone
+from keras_bert import BertMaskedLM
 from tests.checkpoints.conftest import max_abs_diff
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.conftest import torch_inputs
@@ -60,15 +62,17 @@ def antiberty_inputs(antiberty_dir):
     return _encode(vocabulary)
 
 
-def test_mlm_logits_match_transformers(antiberty_dir, antiberty_inputs, caplog):
+@pytest.fixture(scope="module")
+def antiberty_model(antiberty_dir):
     from keras_bert import BertMaskedLM
 
-    with caplog.at_level(logging.INFO):
-        model = BertMaskedLM.from_checkpoint(antiberty_dir)
-    log = caplog.text
-    # The custom heads are skipped by name, the missing NSP head announced.
-    assert "cls.species.weight" in log and "cls.graft.bias" in log
-    assert "no next-sentence head" in log
+    return BertMaskedLM.from_checkpoint(antiberty_dir)
+
+
+def test_mlm_logits_match_transformers(
+    antiberty_dir, antiberty_model, antiberty_inputs
+):
+    model = antiberty_model
 
     batch, length = antiberty_inputs["token_ids"].shape
     positions = np.tile(np.arange(length, dtype="int32"), (batch, 1))
@@ -101,11 +105,26 @@ def test_mlm_logits_match_transformers(antiberty_dir, antiberty_inputs, caplog):
     )
 
 
-def test_parameter_count_equals_transformers_pretraining(antiberty_dir):
-    from keras_bert import BertMaskedLM
-
-    model = BertMaskedLM.from_checkpoint(antiberty_dir)
+def test_parameter_count_equals_transformers_pretraining(
+    antiberty_dir, antiberty_model
+):
     reference = transformers.BertForPreTraining.from_pretrained(antiberty_dir)
-    assert model.count_params() == sum(
+    assert antiberty_model.count_params() == sum(
         p.numel() for p in reference.parameters()
     )
+
+
+def test_custom_heads_are_skipped_and_missing_nsp_announced(
+    antiberty_dir, caplog
+):
+    from keras_bert.checkpoints import read_checkpoint
+    from keras_bert.checkpoints.load_checkpoint import assign_checkpoint
+
+    checkpoint = read_checkpoint(antiberty_dir)
+    model = BertMaskedLM(BertBackbone(**checkpoint.backbone_config))
+    with caplog.at_level(logging.INFO):
+        fresh = assign_checkpoint(model, checkpoint)
+    assert fresh == ["next_sentence"]
+    assert "cls.species.weight" in caplog.text
+    assert "cls.graft.bias" in caplog.text
+    assert "no next-sentence head (cls.seq_relationship)" in caplog.text

@@ -49,10 +49,15 @@ def minilm_google_dir(minilm_dir, tmp_path_factory):
     return directory
 
 
+@pytest.fixture(scope="module")
+def minilm_google_backbone(minilm_google_dir):
+    return BertBackbone.from_checkpoint(minilm_google_dir)
+
+
 def test_minilm_google_checkpoint_matches_transformers(
-    minilm_dir, minilm_google_dir, minilm_inputs
+    minilm_dir, minilm_google_backbone, minilm_inputs
 ):
-    backbone = BertBackbone.from_checkpoint(minilm_google_dir)
+    backbone = minilm_google_backbone
     # Google's "gelu" is the tanh approximation: Hugging Face's "gelu_new".
     assert backbone.activation == "gelu_approximate"
     reference = transformers.BertModel.from_pretrained(
@@ -74,11 +79,10 @@ def test_minilm_google_checkpoint_matches_transformers(
 
 
 def test_minilm_google_checkpoint_equals_huggingface_weights(
-    minilm_google_dir, minilm_backbone
+    minilm_google_backbone, minilm_backbone
 ):
-    backbone = BertBackbone.from_checkpoint(minilm_google_dir)
     for ours, theirs in zip(
-        backbone.weights, minilm_backbone.weights, strict=True
+        minilm_google_backbone.weights, minilm_backbone.weights, strict=True
     ):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 

@@ -1,0 +1,131 @@
+r"""Converts a BERT checkpoint to Keras or to Hugging Face.
+
+    python recipes/convert_checkpoint.py --input=uncased_L-12_H-768_A-12 \
+        --output=/tmp/bert_keras --to=keras
+    python recipes/convert_checkpoint.py --input=/tmp/bert_keras \
+        --output=/tmp/bert_hf --to=huggingface
+
+Input: a Hugging Face directory (`config.json` + `model.safetensors` or
+`pytorch_model.bin`), an original Google directory (`bert_config.json` +
+`bert_model.ckpt.*`), or a directory this script wrote with `--to=keras`
+(`model.keras`). The vocabulary and casing come from the input directory
+(`keras_bert.BertTokenizer.from_checkpoint`).
+
+Flags:
+    --input: the checkpoint directory to read.
+    --output: the directory to write; created if needed.
+    --to: `keras` writes `model.keras`, `vocab.txt` and
+        `tokenizer_config.json`; `huggingface` writes `config.json`,
+        `model.safetensors`, `vocab.txt` and `tokenizer_config.json`, which
+        `transformers` loads with no missing or unexpected weights.
+    --model: which model to build from a checkpoint: `auto` (masked LM when
+        the checkpoint has a masked-LM head, classifier when it has a
+        classifier head, else backbone), `backbone`, `masked_lm` or
+        `classifier`.
+    --num_classes: for `--model=classifier` without a classifier head in
+        the checkpoint.
+
+Writes `OUTPUT/conversion.json`: the resolved flags, the input format, the
+model class, its parameter count and the files written.
+"""
+
+import json
+import os
+
+import keras
+from absl import app
+from absl import flags
+from absl import logging
+
+import keras_bert
+from keras_bert.checkpoints import load_checkpoint
+from keras_bert.checkpoints import save_huggingface
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input", None, "Checkpoint directory to read.")
+flags.DEFINE_string("output", None, "Directory to write.")
+flags.DEFINE_enum("to", None, ["keras", "huggingface"], "Output format.")
+flags.DEFINE_enum(
+    "model",
+    "auto",
+    ["auto", "backbone", "masked_lm", "classifier"],
+    "Model to build from the checkpoint.",
+)
+flags.DEFINE_integer("num_classes", None, "Classes of --model=classifier.")
+flags.mark_flags_as_required(["input", "output", "to"])
+
+MODEL_CLASSES = {
+    "auto": "auto",
+    "backbone": keras_bert.BertBackbone,
+    "masked_lm": keras_bert.BertMaskedLM,
+    "classifier": keras_bert.BertClassifier,
+}
+KERAS_FILE = "model.keras"
+
+
+def _load(input_dir):
+    """Returns `(model, input_format)`."""
+    keras_path = os.path.join(input_dir, KERAS_FILE)
+    if os.path.exists(keras_path):
+        return keras.models.load_model(keras_path), "keras"
+    model = load_checkpoint(
+        input_dir, MODEL_CLASSES[FLAGS.model], num_classes=FLAGS.num_classes
+    )
+    if os.path.exists(os.path.join(input_dir, "config.json")):
+        return model, "huggingface"
+    return model, "google"
+
+
+def _tokenizer(input_dir):
+    if not os.path.exists(os.path.join(input_dir, "vocab.txt")):
+        logging.warning("%s has no vocab.txt; writing no tokenizer.", input_dir)
+        return None
+    return keras_bert.BertTokenizer.from_checkpoint(input_dir)
+
+
+def _save_keras(model, tokenizer, output_dir):
+    model.save(os.path.join(output_dir, KERAS_FILE))
+    if tokenizer is None:
+        return
+    with open(os.path.join(output_dir, "vocab.txt"), "w") as file:
+        file.write("\n".join(tokenizer.vocabulary) + "\n")
+    with open(os.path.join(output_dir, "tokenizer_config.json"), "w") as file:
+        json.dump(
+            {
+                "do_lower_case": tokenizer.lowercase,
+                "strip_accents": tokenizer.strip_accents,
+            },
+            file,
+            indent=2,
+        )
+
+
+def main(argv):
+    del argv
+    configuration = {
+        name: FLAGS[name].value
+        for name in ("input", "output", "to", "model", "num_classes")
+    }
+    logging.info("Configuration: %s", configuration)
+    model, input_format = _load(FLAGS.input)
+    tokenizer = _tokenizer(FLAGS.input)
+    os.makedirs(FLAGS.output, exist_ok=True)
+    if FLAGS.to == "keras":
+        _save_keras(model, tokenizer, FLAGS.output)
+    else:
+        save_huggingface(model, tokenizer, FLAGS.output)
+    results = {
+        "configuration": configuration,
+        "input_format": input_format,
+        "model_class": type(model).__name__,
+        "parameters": model.count_params(),
+        "files": sorted(os.listdir(FLAGS.output)),
+    }
+    with open(os.path.join(FLAGS.output, "conversion.json"), "w") as file:
+        json.dump(results, file, indent=2)
+    logging.info("Wrote %s: %s", FLAGS.output, results)
+
+
+if __name__ == "__main__":
+    app.run(main)
