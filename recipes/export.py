@@ -1,0 +1,112 @@
+r"""Export a model and its tokenizer for TensorFlow Serving.
+
+Writes `--export_dir/<version>/`, one SavedModel that takes raw text (the
+WordPiece tokenizer and the packing run inside the graph) and needs only
+TensorFlow and tensorflow-text at serving time.
+
+    # A fine-tuned classifier saved by Keras (`model.save("clf.keras")`):
+    python recipes/export.py --model=clf.keras --vocab_file=vocab.txt \
+        --labels=negative,positive --export_dir=saved_models/sst2
+
+    # Sentence embeddings from a pretrained checkpoint directory:
+    python recipes/export.py --checkpoint=path/to/bert \
+        --export_dir=saved_models/bert_embeddings
+
+See saved_models/README.md for serving the result.
+"""
+
+import os
+
+from absl import app
+from absl import flags
+from absl import logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string(
+    "model", None, "A `.keras` file of a BertClassifier or BertBackbone."
+)
+flags.DEFINE_string(
+    "checkpoint",
+    None,
+    "A checkpoint directory (Hugging Face, Google or keras-bert); exports "
+    "its backbone's embeddings. Also the default source of the vocabulary.",
+)
+flags.DEFINE_string(
+    "vocab_file", None, "vocab.txt; defaults to the --checkpoint's."
+)
+flags.DEFINE_bool(
+    "lowercase",
+    None,
+    "Lower-case and strip accents; defaults to the checkpoint's casing, "
+    "else True.",
+)
+flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
+flags.DEFINE_string("export_dir", None, "Base directory of the export.")
+flags.DEFINE_integer("version", None, "Version number; next free by default.")
+flags.DEFINE_list("labels", None, "Label strings of the classes, in order.")
+flags.DEFINE_bool("pair", False, "The model reads sentence pairs.")
+flags.mark_flag_as_required("export_dir")
+
+
+def main(argv):
+    del argv
+    import keras
+
+    import keras_bert
+    from keras_bert.serving import export_saved_model
+    from keras_bert.serving import saved_model_op_types
+
+    if bool(FLAGS.model) == bool(FLAGS.checkpoint) and not FLAGS.vocab_file:
+        raise app.UsageError(
+            "Pass --model=FILE.keras with --vocab_file (or --checkpoint for "
+            "its vocabulary), or --checkpoint=DIR alone."
+        )
+    logging.info(
+        "Exporting with %s",
+        {
+            name: FLAGS[name].value
+            for name in (
+                "model",
+                "checkpoint",
+                "vocab_file",
+                "lowercase",
+                "sequence_length",
+                "export_dir",
+                "version",
+                "labels",
+                "pair",
+            )
+        },
+    )
+    if FLAGS.vocab_file:
+        lowercase = True if FLAGS.lowercase is None else FLAGS.lowercase
+        tokenizer = keras_bert.BertTokenizer(
+            FLAGS.vocab_file, lowercase=lowercase
+        )
+    else:
+        tokenizer = keras_bert.BertTokenizer.from_checkpoint(
+            FLAGS.checkpoint, lowercase=FLAGS.lowercase
+        )
+    preprocessor = keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=FLAGS.sequence_length
+    )
+    if FLAGS.model:
+        if not os.path.exists(FLAGS.model):
+            raise app.UsageError(f"--model={FLAGS.model} does not exist.")
+        model = keras.models.load_model(FLAGS.model)
+    else:
+        model = keras_bert.BertBackbone.from_checkpoint(FLAGS.checkpoint)
+    path = export_saved_model(
+        model,
+        preprocessor,
+        FLAGS.export_dir,
+        version=FLAGS.version,
+        labels=FLAGS.labels,
+        pair=FLAGS.pair,
+    )
+    logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
+    logging.info("Exported %s", path)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,85 @@
+"""recipes/export.py: a saved classifier + vocab → a servable version."""
+
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.serving import rest_predict
+
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
+VOCABULARY = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "good",
+    "bad",
+    "film",
+]
+
+
+def test_export_recipe_writes_a_servable_version(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(VOCABULARY) + "\n")
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+    )
+    classifier = keras_bert.BertClassifier(backbone, num_classes=2)
+    classifier.save(tmp_path / "clf.keras")
+    export_dir = tmp_path / "served"
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "export.py"),
+            f"--model={tmp_path / 'clf.keras'}",
+            f"--vocab_file={vocab_file}",
+            "--labels=negative,positive",
+            "--sequence_length=12",
+            f"--export_dir={export_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert os.listdir(export_dir) == ["1"]
+    response = rest_predict(
+        tf.saved_model.load(str(export_dir / "1")),
+        {"instances": ["a good film", "bad"]},
+    )
+    assert [
+        p["label"] in ("negative", "positive") for p in response["predictions"]
+    ] == [True, True]
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(str(vocab_file)), sequence_length=12
+    )
+    logits = classifier.predict(
+        preprocessor(tf.constant(["a good film", "bad"])), verbose=0
+    )
+    probabilities = tf.nn.softmax(logits).numpy()
+    got = [p["probabilities"] for p in response["predictions"]]
+    assert abs(probabilities - got).max() <= 1e-5
+
+
+def test_export_recipe_usage_error(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "export.py"),
+            f"--export_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "--model=FILE.keras" in result.stderr
