@@ -22,7 +22,9 @@ def tiny_backbone_config(**overrides):
     return config
 
 
-def backbone_inputs(batch_size=2, sequence_length=6, vocabulary_size=50, seed=0):
+def backbone_inputs(
+    batch_size=2, sequence_length=6, vocabulary_size=50, seed=0
+):
     """Random backbone inputs with some padding at the end of row 0."""
     rng = np.random.default_rng(seed)
     token_ids = rng.integers(1, vocabulary_size, (batch_size, sequence_length))

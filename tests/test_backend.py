@@ -30,7 +30,10 @@ def test_backend_already_imported_as_other_is_refused():
         "import keras_bert\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode != 0
     assert "'torch' backend" in result.stderr

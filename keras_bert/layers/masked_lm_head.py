@@ -105,9 +105,9 @@ class MaskedLMHead(keras.layers.Layer):
             )
         elif self.token_embedding.output_dim != hidden_dim:
             raise ValueError(
-                f"The tied embedding's width ({self.token_embedding.output_dim})"
-                f" must equal the hidden size of `sequence_output` "
-                f"({hidden_dim})."
+                "The tied embedding's width "
+                f"({self.token_embedding.output_dim}) must equal the hidden "
+                f"size of `sequence_output` ({hidden_dim})."
             )
         self.output_bias = self.add_weight(
             name="output_bias",

@@ -27,7 +27,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     The query, key and value projections are one fused `(hidden, 3 * hidden)`
     matmul (`qkv_dense`, columns in query | key | value order). Attention
-    scores and softmax are computed in float32 under any dtype policy.
+    scores and softmax are computed in float32 under any dtype policy
+    (float64 under a float64 one).
     `hidden_dim` is taken from the input and must be divisible by
     `num_heads`.
 
@@ -185,7 +186,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         # (batch, heads, seq_q, seq_k)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-        scores = ops.cast(scores, "float32")
+        # At least float32: half-precision softmax loses too much; a
+        # float64 model keeps float64 (used to check parity exactly).
+        softmax_dtype = (
+            "float64" if self.compute_dtype == "float64" else ("float32")
+        )
+        scores = ops.cast(scores, softmax_dtype)
         if padding_mask is not None:
             key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
             scores = ops.where(key_mask, scores, _MASK_SCORE)

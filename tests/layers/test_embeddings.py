@@ -90,7 +90,9 @@ def test_bert_embedding_matches_hand_computation():
     out = layer(token_ids, segment_ids, training=False)
     np.testing.assert_allclose(out[0], expected, rtol=1e-5, atol=1e-6)
     # Training: dropout zeroes some entries and scales the rest by 1/(1-p).
-    out = keras.ops.convert_to_numpy(layer(token_ids, segment_ids, training=True))
+    out = keras.ops.convert_to_numpy(
+        layer(token_ids, segment_ids, training=True)
+    )
     kept = out != 0
     assert 0 < kept.sum() < kept.size
     np.testing.assert_allclose(out[kept], (expected[None] * 2)[kept], rtol=1e-5)
@@ -105,7 +107,9 @@ def test_bert_embedding_rejects_out_of_range_token_ids():
 
 
 def test_bert_embedding_saves_and_loads():
-    layer = BertEmbedding(vocabulary_size=10, hidden_dim=4, max_sequence_length=8)
+    layer = BertEmbedding(
+        vocabulary_size=10, hidden_dim=4, max_sequence_length=8
+    )
     run_layer_saving_test(
         layer, np.array([[1, 2, 3]], "int32"), np.array([[0, 0, 1]], "int32")
     )

@@ -105,7 +105,10 @@ def test_exact_and_approximate_gelu_differ():
         )
         block.build(x.shape)
         block.set_weights(
-            [rng.normal(size=w.shape).astype("float32") for w in block.get_weights()]
+            [
+                rng.normal(size=w.shape).astype("float32")
+                for w in block.get_weights()
+            ]
         )
         outputs.append(keras.ops.convert_to_numpy(block(x)))
     # The two GELUs differ by up to ~1e-3 on unit-scale inputs.
@@ -134,13 +137,19 @@ def test_invalid_arguments_name_the_value():
     with pytest.raises(ValueError, match="num_heads=0"):
         TransformerEncoderBlock(num_heads=0, intermediate_dim=8)
     with pytest.raises(ValueError, match="activation='relu'"):
-        TransformerEncoderBlock(num_heads=2, intermediate_dim=8, activation="relu")
+        TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=8, activation="relu"
+        )
 
 
 def test_config_and_saving():
     block = TransformerEncoderBlock(
-        num_heads=2, intermediate_dim=8, dropout=0.2, attention_dropout=0.05,
-        activation="gelu_approximate", layer_norm_epsilon=1e-6,
+        num_heads=2,
+        intermediate_dim=8,
+        dropout=0.2,
+        attention_dropout=0.05,
+        activation="gelu_approximate",
+        layer_norm_epsilon=1e-6,
     )
     assert_config_complete(block)
     rebuilt = run_serialization_test(block)
@@ -157,4 +166,6 @@ def test_mixed_precision_keeps_softmax_in_float32():
     out = block(x, padding_mask=np.array([[1, 1, 0], [1, 1, 1]]))
     assert out.dtype == "bfloat16"
     assert block.qkv_dense.kernel.dtype == "float32"
-    assert np.isfinite(keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))).all()
+    assert np.isfinite(
+        keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))
+    ).all()

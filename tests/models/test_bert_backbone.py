@@ -29,7 +29,9 @@ def test_pooled_output_is_tanh_dense_of_cls():
     kernel, bias = backbone.pooler_dense.get_weights()
     cls = _numpy(outputs["sequence_output"])[:, 0]
     np.testing.assert_allclose(
-        _numpy(outputs["pooled_output"]), np.tanh(cls @ kernel + bias), atol=1e-6
+        _numpy(outputs["pooled_output"]),
+        np.tanh(cls @ kernel + bias),
+        atol=1e-6,
     )
 
 
@@ -45,7 +47,9 @@ def test_padding_does_not_change_real_positions():
     changed["token_ids"][~real] = 17
     changed["segment_ids"][~real] = 1
     out = backbone(changed)
-    assert np.abs(_numpy(out["sequence_output"])[real] - base[real]).max() <= 1e-6
+    assert (
+        np.abs(_numpy(out["sequence_output"])[real] - base[real]).max() <= 1e-6
+    )
     assert np.abs(_numpy(out["pooled_output"]) - base_pooled).max() <= 1e-6
 
     # More padding appended.

@@ -13,7 +13,9 @@ from tests.helpers import tiny_backbone_config
 
 
 def test_logits_shape_and_dtype():
-    model = BertClassifier(BertBackbone(**tiny_backbone_config()), num_classes=3)
+    model = BertClassifier(
+        BertBackbone(**tiny_backbone_config()), num_classes=3
+    )
     logits = model(backbone_inputs(batch_size=4))
     assert logits.shape == (4, 3)
     assert logits.dtype == "float32"
@@ -38,8 +40,12 @@ def _keyword_task(n=96, seed=0):
 def _small_backbone(dtype="float32"):
     return BertBackbone(
         **tiny_backbone_config(
-            vocabulary_size=32, hidden_dim=32, num_heads=4,
-            intermediate_dim=64, dropout=0.0, dtype=dtype,
+            vocabulary_size=32,
+            hidden_dim=32,
+            num_heads=4,
+            intermediate_dim=64,
+            dropout=0.0,
+            dtype=dtype,
         )
     )
 

@@ -13,7 +13,9 @@ from tests.helpers import tiny_backbone_config
 
 
 def _inputs(batch_size=2, seed=0):
-    inputs = backbone_inputs(batch_size=batch_size, sequence_length=6, seed=seed)
+    inputs = backbone_inputs(
+        batch_size=batch_size, sequence_length=6, seed=seed
+    )
     inputs["masked_positions"] = np.array([[1, 2, 0]] * batch_size, "int32")
     return inputs
 
@@ -79,8 +81,12 @@ def test_fit_learns_a_small_task(dtype):
     keras.utils.set_random_seed(0)
     backbone = BertBackbone(
         **tiny_backbone_config(
-            vocabulary_size=24, hidden_dim=32, num_heads=4, intermediate_dim=64,
-            dropout=0.0, dtype=dtype,
+            vocabulary_size=24,
+            hidden_dim=32,
+            num_heads=4,
+            intermediate_dim=64,
+            dropout=0.0,
+            dtype=dtype,
         )
     )
     model = BertMaskedLM(backbone)

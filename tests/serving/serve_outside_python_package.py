@@ -1,6 +1,7 @@
 """Loads an export with nothing but tensorflow and tensorflow_text.
 
-Run as `python serve_outside_python_package.py EXPORT_DIR REQUESTS.json OUT.npz`;
+Run as
+`python serve_outside_python_package.py EXPORT_DIR REQUESTS.json OUT.npz`;
 the requests file holds `{"signature": name, "inputs": {...}}` items; each
 item's outputs are saved as `<index>/<output name>` arrays. Exits non-zero if
 keras_bert got imported. (`import tensorflow` itself imports `keras`, so

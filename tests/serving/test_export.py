@@ -323,7 +323,9 @@ def test_only_core_and_tf_serving_text_ops(exports, tmp_path):
     code = (
         "import sys, tensorflow as tf\n"
         "from tensorflow.python.framework import op_def_registry\n"
-        "print('\\n'.join(o for o in sys.argv[1:] if op_def_registry.get(o) is None))\n"
+        "get = op_def_registry.get\n"
+        "unknown = [o for o in sys.argv[1:] if get(o) is None]\n"
+        "print('\\n'.join(unknown))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code, *ops],
