@@ -59,31 +59,54 @@ def test_sequence_and_pooled_output_match_transformers(
     assert pooled_diff <= TOLERANCE
 
 
+@pytest.fixture(scope="module")
+def minilm_torch64_sequence(minilm_dir, minilm_inputs):
+    reference = transformers.BertModel.from_pretrained(
+        minilm_dir, dtype="float64"
+    ).eval()
+    return run_torch_backbone(reference, minilm_inputs)[0]
+
+
 def test_padding_positions_are_as_accurate_as_transformers(
-    minilm_dir, minilm_backbone, minilm_inputs, minilm_torch_outputs
+    minilm_backbone,
+    minilm_inputs,
+    minilm_torch_outputs,
+    minilm_torch64_sequence,
 ):
     """At padding positions no float32 implementation agrees to 1e-5.
 
     The hidden state of a `[PAD]` query is ill-conditioned: float32
     round-off grows about 100x over six layers there (it does not at real
     tokens), so `transformers` itself misses its own float64 result by
-    ~1e-4. We hold ours to the same standard: within twice `transformers`'
-    own float32 error of the float64 result.
+    ~1e-4, and ours by as much, varying from run to run with the CPU
+    kernels chosen. We hold ours to the same standard: within three times
+    `transformers`' own float32 error of the float64 result. (In float64
+    the padding gap disappears; see the next test.)
     """
-    reference64 = transformers.BertModel.from_pretrained(
-        minilm_dir, dtype="float64"
-    ).eval()
-    sequence64, _ = run_torch_backbone(reference64, minilm_inputs)
     sequence, _ = _keras_outputs(minilm_backbone, minilm_inputs)
     padding = ~minilm_inputs["padding_mask"].astype(bool)
-    ours = max_abs_diff(sequence[padding], sequence64[padding])
-    theirs = max_abs_diff(minilm_torch_outputs[0][padding], sequence64[padding])
-    real = ~padding
-    ours_real = max_abs_diff(sequence[real], sequence64[real])
+    expected = minilm_torch64_sequence
+    ours = max_abs_diff(sequence[padding], expected[padding])
+    theirs = max_abs_diff(minilm_torch_outputs[0][padding], expected[padding])
+    ours_real = max_abs_diff(sequence[~padding], expected[~padding])
     print(f"padding positions vs float64: keras {ours}, transformers {theirs}")
     print(f"real tokens vs float64: keras {ours_real}")
-    assert ours <= 2 * theirs
+    assert ours <= 3 * theirs
     assert ours_real <= TOLERANCE
+
+
+def test_float64_matches_at_every_element_padding_included(
+    minilm_dir, minilm_inputs, minilm_torch64_sequence
+):
+    """Same semantics everywhere: in float64 the padding gap disappears."""
+    from keras_bert import BertBackbone
+
+    backbone = BertBackbone.from_checkpoint(minilm_dir, dtype="float64")
+    sequence, _ = _keras_outputs(backbone, minilm_inputs)
+    assert sequence.dtype == np.float64
+    diff = max_abs_diff(sequence, minilm_torch64_sequence)
+    print(f"float64 sequence_output max-abs-diff, all elements: {diff}")
+    assert diff <= TOLERANCE
 
 
 def test_padding_does_not_change_real_tokens(minilm_backbone, minilm_inputs):
