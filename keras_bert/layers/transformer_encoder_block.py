@@ -189,7 +189,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # At least float32: half-precision softmax loses too much; a
         # float64 model keeps float64 (used to check parity exactly).
         softmax_dtype = (
-            "float64" if self.compute_dtype == "float64" else ("float32")
+            "float64" if self.compute_dtype == "float64" else "float32"
         )
         scores = ops.cast(scores, softmax_dtype)
         if padding_mask is not None:
