@@ -29,6 +29,7 @@ def _require_tensorflow_backend():
 
 _require_tensorflow_backend()
 
+from keras_bert import checkpoints  # noqa: E402
 from keras_bert import layers  # noqa: E402
 from keras_bert import training  # noqa: E402
 from keras_bert.models import BertBackbone  # noqa: E402
@@ -45,6 +46,7 @@ __all__ = [
     "BertPreprocessor",
     "BertTokenizer",
     "__version__",
+    "checkpoints",
     "layers",
     "training",
 ]
