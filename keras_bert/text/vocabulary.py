@@ -79,7 +79,8 @@ def build_vocabulary(
 
     The text is split into words by `BertTokenizer`'s own normaliser and
     pre-tokenizer (so the vocabulary sees exactly what tokenization will),
-    then tensorflow-text's `bert_vocab_from_dataset` learns the pieces.
+    then tensorflow-text's WordPiece learner (the library behind
+    `bert_vocab_from_dataset`) learns the pieces from the word counts.
 
     The result follows BERT's layout: `[PAD]`, `reserved_tokens`
     `[unusedN]` slots, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`, then the
@@ -100,9 +101,12 @@ def build_vocabulary(
     Returns:
         The vocabulary, a list of str.
     """
+    import collections
+
+    import numpy as np
     import tensorflow as tf
     from tensorflow_text.tools.wordpiece_vocab import (
-        bert_vocab_from_dataset as bert_vocab,
+        wordpiece_tokenizer_learner_lib as learner,
     )
 
     from keras_bert.text.basic_tokenizer import BasicTokenizer
@@ -122,25 +126,35 @@ def build_vocabulary(
         head += special_tokens
     do_strip = lowercase if strip_accents is None else strip_accents
     basic = BasicTokenizer(lowercase=lowercase, strip_accents=bool(do_strip))
+    split = tf.function(
+        lambda strings: basic.split(strings)[0].flat_values,
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
 
     if isinstance(texts, tf.data.Dataset):
-        dataset = texts
+        batches = texts.batch(batch_size).as_numpy_iterator()
     else:
         texts = list(texts)
-        dataset = tf.data.Dataset.from_tensor_slices(
-            tf.constant(texts or [""], dtype=tf.string)
+        batches = (
+            texts[start : start + batch_size]
+            for start in range(0, len(texts), batch_size)
         )
-    words = dataset.batch(batch_size).map(
-        lambda s: basic.split(s)[0].flat_values,
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
-    words = words.unbatch().batch(65536)
-    learned = bert_vocab.bert_vocab_from_dataset(
-        words,
+    # Count words on the exact split tokenization will use.
+    counts = collections.Counter()
+    for batch in batches:
+        words = split(tf.constant(np.asarray(batch, dtype=object)))
+        counts.update(words.numpy().tolist())
+    counts = {word.decode("utf-8"): n for word, n in counts.items()}
+    if not counts:
+        raise ValueError(
+            "The corpus has no words to learn from. Pass non-empty texts."
+        )
+    learned = learner.learn(
+        counts,
         vocab_size=vocabulary_size,
         reserved_tokens=head,
-        bert_tokenizer_params=dict(lower_case=False),
-        learn_params=dict(max_token_length=100, max_unique_chars=5000),
+        max_token_length=100,
+        max_unique_chars=5000,
     )
     vocabulary = head + [t for t in learned if t not in head]
     logging.info("Learned a vocabulary of %d tokens.", len(vocabulary))
