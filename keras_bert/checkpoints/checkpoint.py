@@ -33,8 +33,13 @@ class Checkpoint:
 
     Example:
     ```python
-    checkpoint = keras_bert.checkpoints.read_checkpoint(directory)
-    checkpoint.tensors["bert.pooler.dense.weight"].shape  # (384, 384)
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    keras_bert.checkpoints.save_huggingface(backbone, None, "tiny_bert")
+    checkpoint = keras_bert.checkpoints.read_checkpoint("tiny_bert")
+    checkpoint.tensors["bert.pooler.dense.weight"].shape  # (8, 8)
     ```
     """
 

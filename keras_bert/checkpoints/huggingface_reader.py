@@ -34,8 +34,13 @@ def read_huggingface_checkpoint(path):
 
     Example:
     ```python
-    checkpoint = read_huggingface_checkpoint("all-MiniLM-L6-v2/")
-    checkpoint.backbone_config["num_layers"]  # 6
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    keras_bert.checkpoints.save_huggingface(backbone, None, "tiny_bert")
+    checkpoint = read_huggingface_checkpoint("tiny_bert")
+    checkpoint.backbone_config["num_layers"]  # 2
     ```
     """
     config_path = os.path.join(path, "config.json")

@@ -58,9 +58,14 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
 
     Example:
     ```python
-    backbone = load_checkpoint("all-MiniLM-L6-v2/")
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    keras_bert.checkpoints.save_huggingface(backbone, None, "tiny_bert")
+    restored = load_checkpoint("tiny_bert")
     classifier = load_checkpoint(
-        "all-MiniLM-L6-v2/", keras_bert.BertClassifier, num_classes=2
+        "tiny_bert", keras_bert.BertClassifier, num_classes=2
     )
     ```
     """

@@ -32,7 +32,12 @@ def read_checkpoint(path):
 
     Example:
     ```python
-    checkpoint = keras_bert.checkpoints.read_checkpoint("all-MiniLM-L6-v2/")
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    keras_bert.checkpoints.save_huggingface(backbone, None, "tiny_bert")
+    checkpoint = keras_bert.checkpoints.read_checkpoint("tiny_bert")
     checkpoint.format  # "huggingface"
     ```
     """

@@ -44,10 +44,15 @@ def save_huggingface(model, tokenizer, path):
 
     Example:
     ```python
-    backbone = keras_bert.BertBackbone.from_checkpoint("all-MiniLM-L6-v2/")
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint("all-MiniLM-L6-v2/")
-    keras_bert.checkpoints.save_huggingface(backbone, tokenizer, "out/")
-    transformers.BertModel.from_pretrained("out/")
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=8, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    tokenizer = keras_bert.BertTokenizer(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+    )
+    keras_bert.checkpoints.save_huggingface(backbone, tokenizer, "tiny_bert")
+    # transformers.BertModel.from_pretrained("tiny_bert") loads it.
     ```
     """
     from safetensors.numpy import save_file

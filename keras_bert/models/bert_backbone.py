@@ -256,7 +256,10 @@ class BertBackbone(keras.Model):
 
         Example:
         ```python
-        backbone = keras_bert.BertBackbone.from_checkpoint("all-MiniLM-L6-v2/")
+        keras_bert.checkpoints.save_huggingface(
+            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+        )
+        backbone = keras_bert.BertBackbone.from_checkpoint("tiny_bert")
         ```
         """
         from keras_bert.checkpoints import load_checkpoint

@@ -149,8 +149,11 @@ class BertClassifier(Task):
 
         Example:
         ```python
+        keras_bert.checkpoints.save_huggingface(
+            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+        )
         classifier = keras_bert.BertClassifier.from_checkpoint(
-            "all-MiniLM-L6-v2/", num_classes=2
+            "tiny_bert", num_classes=2
         )
         ```
         """

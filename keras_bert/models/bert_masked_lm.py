@@ -169,7 +169,11 @@ class BertMaskedLM(Task):
 
         Example:
         ```python
-        model = keras_bert.BertMaskedLM.from_checkpoint("bert_base_uncased/")
+        keras_bert.checkpoints.save_huggingface(
+            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+        )
+        # Heads absent from the directory stay freshly initialised.
+        model = keras_bert.BertMaskedLM.from_checkpoint("tiny_bert")
         ```
         """
         from keras_bert.checkpoints import load_checkpoint
