@@ -17,6 +17,7 @@ _TIED = {
 }
 _FORMAT_NAMES = {"huggingface": "Hugging Face", "google": "Google BERT"}
 _GROUP_NAMES = {
+    "pooler": "pooler (bert.pooler; BertForMaskedLM checkpoints have none)",
     "masked_lm": "masked-LM head (cls.predictions)",
     "next_sentence": "next-sentence head (cls.seq_relationship)",
     "classifier": "classifier head (classifier)",
@@ -29,11 +30,12 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
     The architecture comes from the checkpoint's config (see
     `read_checkpoint`). Loading is all-or-nothing:
 
-    - every backbone weight must be in the checkpoint with the right shape;
-    - a head of the model (masked LM, next sentence, classifier) is loaded
-      whole when the checkpoint has any of its tensors, and must then be
-      complete; a head with no tensors at all stays freshly initialised and
-      is named in a warning;
+    - every encoder weight must be in the checkpoint with the right shape;
+    - the pooler and each head of the model (masked LM, next sentence,
+      classifier) are loaded whole when the checkpoint has any of their
+      tensors, and must then be complete; one with no tensors at all stays
+      freshly initialised and is named in a warning (`BertForMaskedLM`
+      checkpoints have no pooler, encoder-only ones no heads);
     - a tensor under `bert.` (or under a head being loaded) that the model
       has no place for is an error: the config and weights disagree;
     - tensors of heads the model does not have (e.g. `cls.*` when loading a
@@ -166,8 +168,8 @@ def assign_checkpoint(model, checkpoint):
         )
     for group in fresh:
         logging.warning(
-            "%s has no %s; it is freshly initialised. Train it before "
-            "relying on its outputs.",
+            "%s has no %s: it is freshly initialised. Train it before "
+            "relying on the outputs that depend on it.",
             checkpoint.path,
             _GROUP_NAMES[group],
         )

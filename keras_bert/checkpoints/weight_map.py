@@ -17,6 +17,7 @@ from keras_bert.models.bert_masked_lm import BertMaskedLM
 # whole or (for heads absent from a checkpoint) not at all.
 GROUP_PREFIXES = {
     "backbone": "bert.",
+    "pooler": "bert.pooler.",
     "masked_lm": "cls.predictions.",
     "next_sentence": "cls.seq_relationship.",
     "classifier": "classifier.",
@@ -75,9 +76,11 @@ def weight_map(model):
     Args:
         model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
 
-    Returns a dict from group name (`"backbone"`, `"masked_lm"`,
+    Returns a dict from group name (`"backbone"`, `"pooler"`, `"masked_lm"`,
     `"next_sentence"`, `"classifier"`; only those the model has) to a list
-    of `WeightSpec`, covering every variable of the model exactly once.
+    of `WeightSpec`, covering every variable of the model exactly once. The
+    pooler is a group of its own because `BertForMaskedLM` checkpoints have
+    none.
 
     Example:
     ```python
@@ -87,11 +90,11 @@ def weight_map(model):
     ```
     """
     if isinstance(model, BertBackbone):
-        return {"backbone": _backbone_specs(model)}
+        return _backbone_groups(model)
     if isinstance(model, BertMaskedLM):
         head = model.masked_lm_head
         return {
-            "backbone": _backbone_specs(model.backbone),
+            **_backbone_groups(model.backbone),
             "masked_lm": [
                 *_dense("cls.predictions.transform.dense", head.dense),
                 *_layer_norm(
@@ -103,7 +106,7 @@ def weight_map(model):
         }
     if isinstance(model, BertClassifier):
         return {
-            "backbone": _backbone_specs(model.backbone),
+            **_backbone_groups(model.backbone),
             "classifier": _dense("classifier", model.output_dense),
         }
     raise TypeError(
@@ -127,7 +130,7 @@ def _layer_norm(prefix, layer):
     ]
 
 
-def _backbone_specs(backbone):
+def _backbone_groups(backbone):
     embedding = backbone.embedding
     specs = [
         WeightSpec(
@@ -169,5 +172,7 @@ def _backbone_specs(backbone):
         specs += _layer_norm(
             f"{prefix}.output.LayerNorm", block.output_layer_norm
         )
-    specs += _dense("bert.pooler.dense", backbone.pooler_dense)
-    return specs
+    return {
+        "backbone": specs,
+        "pooler": _dense("bert.pooler.dense", backbone.pooler_dense),
+    }

@@ -200,3 +200,12 @@ def test_missing_files(good_dir, tmp_path):
     os.remove(os.path.join(directory, "model.safetensors"))
     with pytest.raises(FileNotFoundError, match="no weights"):
         BertBackbone.from_checkpoint(directory)
+
+
+def test_half_a_pooler_is_an_error(good_dir, tmp_path):
+    directory = _copy(
+        good_dir, tmp_path, lambda t: t.pop("bert.pooler.dense.bias")
+    )
+    assert "bert.pooler.dense.bias: model expects shape (16,)" in _error(
+        BertBackbone, directory
+    )

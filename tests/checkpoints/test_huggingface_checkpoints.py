@@ -210,3 +210,20 @@ def test_bfloat16_safetensors_are_read_without_torch(tmp_path):
     expected = weight.detach().float().numpy()
     np.testing.assert_array_equal(backbone.token_embedding.embeddings, expected)
     assert backbone.token_embedding.embeddings.dtype == "float32"
+
+
+def test_masked_lm_checkpoint_without_pooler(tmp_path, caplog):
+    """`BertForMaskedLM` saves no pooler: the MLM head still loads."""
+    reference = save_tiny(transformers.BertForMaskedLM, str(tmp_path))
+    names = load_file(str(tmp_path / "model.safetensors"))
+    assert not any("pooler" in name for name in names)
+    with caplog.at_level(logging.WARNING):
+        model = BertMaskedLM.from_checkpoint(str(tmp_path))
+    assert "no pooler (bert.pooler" in caplog.text
+    inputs = _inputs()
+    positions = np.tile(np.arange(9, dtype="int32"), (3, 1))
+    logits = model({**inputs, "masked_positions": positions})["mlm_logits"]
+    with torch.no_grad():
+        expected = reference(**torch_inputs(inputs)).logits.numpy()
+    real = inputs["padding_mask"].astype(bool)
+    assert max_abs_diff(logits.numpy()[real], expected[real]) <= TOLERANCE

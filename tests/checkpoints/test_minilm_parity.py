@@ -95,6 +95,7 @@ def test_padding_positions_are_as_accurate_as_transformers(
     assert ours_real <= TOLERANCE
 
 
+@pytest.mark.slow
 def test_float64_matches_at_every_element_padding_included(
     minilm_dir, minilm_inputs, minilm_torch64_sequence
 ):
@@ -118,6 +119,7 @@ def test_padding_does_not_change_real_tokens(minilm_backbone, minilm_inputs):
     assert max_abs_diff(sequence_alone[0], sequence[1, :length]) <= 1e-5
 
 
+@pytest.mark.slow
 def test_approximate_gelu_would_miss_the_reference(
     minilm_dir, minilm_inputs, minilm_torch_outputs
 ):
