@@ -9,6 +9,8 @@ Anything `BertBackbone` does not implement is refused here, before a model
 is built, so that a checkpoint never loads into the wrong function.
 """
 
+import json
+
 # Hugging Face's activation names -> ours. "gelu_fast" and "gelu_new" are the
 # tanh approximation written two ways.
 HUGGINGFACE_ACTIVATIONS = {
@@ -37,6 +39,25 @@ _ARCHITECTURE_KEYS = {
     "max_position_embeddings": "max_sequence_length",
     "type_vocab_size": "num_segments",
 }
+
+
+def read_config_file(config_path):
+    """Parses a checkpoint's JSON config, naming the file if it is broken."""
+    with open(config_path) as file:
+        text = file.read()
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{config_path} is not valid JSON ({error}); the file is "
+            "truncated or corrupt. Restore it from the checkpoint's release."
+        ) from error
+    if not isinstance(config, dict):
+        raise ValueError(
+            f"{config_path} holds a JSON {type(config).__name__}, not the "
+            "object of a BERT config."
+        )
+    return config
 
 
 def backbone_config_from_checkpoint_config(config, source, config_path):

@@ -2,7 +2,6 @@
 `Checkpoint`."""
 
 import glob
-import json
 import os
 import re
 
@@ -12,6 +11,7 @@ from keras_bert.checkpoints.checkpoint import Checkpoint
 from keras_bert.checkpoints.checkpoint_config import (
     backbone_config_from_checkpoint_config,
 )
+from keras_bert.checkpoints.checkpoint_config import read_config_file
 
 CONFIG_FILE = "bert_config.json"
 # Optimizer state and counters saved alongside the weights.
@@ -133,8 +133,7 @@ def read_google_checkpoint(path):
     ```
     """
     config_path = os.path.join(path, CONFIG_FILE)
-    with open(config_path) as file:
-        config = json.load(file)
+    config = read_config_file(config_path)
     backbone_config = backbone_config_from_checkpoint_config(
         config, "google", config_path
     )

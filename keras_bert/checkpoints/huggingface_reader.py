@@ -10,6 +10,7 @@ from keras_bert.checkpoints.checkpoint import Checkpoint
 from keras_bert.checkpoints.checkpoint_config import (
     backbone_config_from_checkpoint_config,
 )
+from keras_bert.checkpoints.checkpoint_config import read_config_file
 
 SAFETENSORS_FILE = "model.safetensors"
 PYTORCH_FILE = "pytorch_model.bin"
@@ -26,6 +27,7 @@ def read_huggingface_checkpoint(path):
     `pytorch_model.bin` (needs `torch`). Names may carry the `bert.` prefix
     (`BertForPreTraining`, `BertForSequenceClassification`) or not
     (`BertModel`); old checkpoints' `LayerNorm.gamma`/`beta` are accepted.
+    Float16 and bfloat16 tensors are read as float32.
 
     Args:
         path: str. The directory.
@@ -44,8 +46,7 @@ def read_huggingface_checkpoint(path):
     ```
     """
     config_path = os.path.join(path, "config.json")
-    with open(config_path) as file:
-        config = json.load(file)
+    config = read_config_file(config_path)
     backbone_config = backbone_config_from_checkpoint_config(
         config, "huggingface", config_path
     )

@@ -93,7 +93,8 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
     elif issubclass(model_class, BertMaskedLM):
         model = model_class(BertBackbone(**backbone_config))
     else:
-        num_classes = num_classes or _checkpoint_num_classes(checkpoint)
+        if num_classes is None:
+            num_classes = _checkpoint_num_classes(checkpoint)
         model = model_class(
             BertBackbone(**backbone_config),
             num_classes=num_classes,
@@ -110,7 +111,8 @@ def assign_checkpoint(model, checkpoint):
         model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
         checkpoint: `keras_bert.checkpoints.Checkpoint`.
 
-    Returns the list of head groups left freshly initialised.
+    Returns the names of the groups (`"pooler"`, heads) left freshly
+    initialised because the checkpoint has none of their tensors.
 
     Raises:
         ValueError: listing every missing, mis-shaped and unexpected tensor.

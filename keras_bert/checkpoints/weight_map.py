@@ -51,11 +51,8 @@ class WeightSpec:
         return tuple(reversed(shape)) if self.transpose else tuple(shape)
 
     def to_keras(self, tensors):
-        """Builds the variable's value from the named tensors."""
-        parts = [
-            tensors[i].T if self.transpose else tensors[i]
-            for i in (range(len(self.names)))
-        ]
+        """Builds the variable's value from `tensors`, in `names` order."""
+        parts = [t.T if self.transpose else t for t in tensors]
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts, axis=-1)

@@ -209,3 +209,11 @@ def test_half_a_pooler_is_an_error(good_dir, tmp_path):
     assert "bert.pooler.dense.bias: model expects shape (16,)" in _error(
         BertBackbone, directory
     )
+
+
+def test_corrupt_config_json(good_dir, tmp_path):
+    directory = _copy(good_dir, tmp_path)
+    with open(os.path.join(directory, "config.json"), "w") as file:
+        file.write('{"vocab_size": 50, "hidden_')
+    message = _error(BertBackbone, directory)
+    assert "config.json is not valid JSON" in message
