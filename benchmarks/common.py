@@ -1,0 +1,100 @@
+"""Shared helpers of the benchmarks: the machine, statistics, RESULTS.md."""
+
+import glob
+import gzip
+import os
+import platform
+import re
+import statistics
+import subprocess
+from importlib import metadata
+
+RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
+CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"
+
+
+def machine_description():
+    """One line: CPU model, core count, library versions."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        lscpu = subprocess.run(
+            ["lscpu"], capture_output=True, text=True, check=True
+        ).stdout
+        found = re.search(r"Model name:\s*(.+)", lscpu)
+        if found:
+            model = found.group(1).strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    versions = []
+    for package in (
+        "tensorflow",
+        "keras",
+        "keras-hub",
+        "tensorflow-text",
+        "torch",
+        "transformers",
+        "tokenizers",
+    ):
+        try:
+            versions.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            pass
+    return f"{model}, {os.cpu_count()} cores; " + ", ".join(versions)
+
+
+def summarize(samples):
+    """Median and the 10th–90th percentile spread of `samples`."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    return {
+        "median": statistics.median(ordered),
+        "p10": ordered[int(0.1 * (n - 1))],
+        "p90": ordered[int(0.9 * (n - 1))],
+        "p50": ordered[int(0.5 * (n - 1))],
+        "p99": ordered[min(n - 1, int(round(0.99 * (n - 1))))],
+        "n": n,
+    }
+
+
+def corpus_lines(min_words=1, max_words=10_000, limit=None):
+    """Non-empty lines of the Debian python3.11-doc reST sources."""
+    paths = sorted(glob.glob(CORPUS_GLOB, recursive=True))
+    if not paths:
+        raise FileNotFoundError(
+            "No corpus at /usr/share/doc/python3.11: install it with "
+            "`apt-get install python3.11-doc`."
+        )
+    lines = []
+    for path in paths:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if line and min_words <= len(line.split()) <= max_words:
+                    lines.append(line)
+                    if limit and len(lines) >= limit:
+                        return lines
+    return lines
+
+
+def update_results(section, markdown):
+    """Replaces (or appends) one benchmark's section of RESULTS.md."""
+    begin, end = f"<!-- BEGIN {section} -->", f"<!-- END {section} -->"
+    block = f"{begin}\n{markdown.strip()}\n{end}"
+    text = ""
+    if os.path.exists(RESULTS):
+        with open(RESULTS) as f:
+            text = f.read()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = head + block + tail
+    else:
+        if not text:
+            text = (
+                "# Benchmark results\n\nEach section is written by the "
+                "script it names; rerun that script to regenerate it.\n"
+            )
+        text = text.rstrip() + "\n\n" + block + "\n"
+    with open(RESULTS, "w") as f:
+        f.write(text)

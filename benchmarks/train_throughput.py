@@ -1,0 +1,333 @@
+"""Training throughput: keras-bert vs keras-hub vs Hugging Face PyTorch.
+
+Every contestant trains the same architecture on the same synthetic batches
+with the same thread settings, in its own process; the driver runs the
+processes in alternation (A B C A B C ...) so that all of them see the same
+machine load, and reports the median tokens/s, its spread, the paired
+ratio ours/peer per round, and the model FLOPs utilisation (MFU) against a
+matmul peak measured on this machine in the same run.
+
+FLOPs per trained token: 6 × N + 12 × L × S × H, where N is the number of
+non-embedding parameters (the embedding lookups are not matmuls), L layers,
+S sequence length, H hidden size (the attention score and context matmuls,
+forward and backward); the masked-LM and NSP heads of the pre-training step
+add 6 × (H² + H·V) per prediction, amortised per token.
+
+    python benchmarks/train_throughput.py [--rounds=3] [--steps=10]
+
+Writes the "train_throughput" section of benchmarks/RESULTS.md.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+flags.DEFINE_integer("rounds", 3, "Alternating rounds of all contestants.")
+flags.DEFINE_integer("steps", 10, "Timed steps per process.")
+flags.DEFINE_integer("warmup", 3, "Untimed steps per process.")
+flags.DEFINE_string("worker", None, "Internal: run one contestant.")
+flags.DEFINE_list(
+    "contestants",
+    None,
+    "Subset to run; default all: see CONTESTANTS in the script.",
+)
+flags.DEFINE_integer("threads", None, "Threads per process; default: cores.")
+FLAGS = flags.FLAGS
+
+CONFIG = dict(
+    vocabulary_size=30522,
+    num_layers=4,
+    num_heads=8,
+    hidden_dim=512,
+    intermediate_dim=2048,
+    max_sequence_length=512,
+)
+BATCH, SEQUENCE, PREDICTIONS = 16, 128, 20
+
+# name -> (framework, task, precision)
+CONTESTANTS = {
+    "ours_cls_fp32": ("ours", "classify", "float32"),
+    "hub_cls_fp32": ("hub", "classify", "float32"),
+    "torch_cls_fp32": ("torch", "classify", "float32"),
+    "ours_cls_bf16": ("ours", "classify", "mixed_bfloat16"),
+    "hub_cls_bf16": ("hub", "classify", "mixed_bfloat16"),
+    "ours_pretrain_fp32": ("ours", "pretrain", "float32"),
+    "hub_pretrain_fp32": ("hub", "pretrain", "float32"),
+    "torch_pretrain_fp32": ("torch", "pretrain", "float32"),
+    "ours_pretrain_bf16": ("ours", "pretrain", "mixed_bfloat16"),
+    "hub_pretrain_bf16": ("hub", "pretrain", "mixed_bfloat16"),
+}
+
+
+def flops_per_token(task):
+    L, H, I, V = (
+        CONFIG["num_layers"],
+        CONFIG["hidden_dim"],
+        CONFIG["intermediate_dim"],
+        CONFIG["vocabulary_size"],
+    )
+    non_embedding = L * (4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H)
+    non_embedding += H * H + H  # pooler
+    flops = 6 * non_embedding + 12 * L * SEQUENCE * H
+    if task == "pretrain":
+        flops += 6 * (H * H + H * V) * PREDICTIONS / SEQUENCE
+    return flops
+
+
+def _batches(seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1000, CONFIG["vocabulary_size"], (BATCH, SEQUENCE))
+    return {
+        "token_ids": token_ids.astype("int32"),
+        "segment_ids": np.repeat(
+            [[0] * (SEQUENCE // 2) + [1] * (SEQUENCE // 2)], BATCH, 0
+        ).astype("int32"),
+        "padding_mask": np.ones((BATCH, SEQUENCE), "int32"),
+        "masked_positions": np.sort(
+            rng.choice(np.arange(1, SEQUENCE), (BATCH, PREDICTIONS)), axis=1
+        ).astype("int32"),
+        "masked_ids": rng.integers(1000, 30000, (BATCH, PREDICTIONS)).astype(
+            "int32"
+        ),
+        "labels": rng.integers(0, 2, (BATCH,)).astype("int32"),
+    }
+
+
+def _keras_worker(framework, task, precision, threads):
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras.config.set_dtype_policy(precision)
+    data = _batches()
+    features = {
+        k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
+    }
+    optimizer = keras.optimizers.AdamW(1e-5, weight_decay=0.01)
+    sparse = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    if framework == "ours":
+        import keras_bert
+
+        backbone = keras_bert.BertBackbone(**CONFIG)
+        if task == "classify":
+            model = keras_bert.BertClassifier(backbone, num_classes=2)
+            model.compile(optimizer=optimizer, loss=sparse)
+            y = data["labels"]
+        else:
+            model = keras_bert.BertMaskedLM(backbone)
+            model.compile(optimizer=optimizer)
+            features["masked_positions"] = data["masked_positions"]
+            y = {"mlm_logits": data["masked_ids"], "nsp_logits": data["labels"]}
+    else:
+        import keras_hub
+
+        backbone = keras_hub.models.BertBackbone(**CONFIG)
+        if task == "classify":
+            model = keras_hub.models.BertTextClassifier(
+                backbone, num_classes=2, preprocessor=None
+            )
+            model.compile(optimizer=optimizer, loss=sparse)
+            y = data["labels"]
+        else:
+            # keras-hub's BertMaskedLM has no next-sentence head.
+            model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+            model.compile(optimizer=optimizer, loss=sparse)
+            features = {
+                "token_ids": features["token_ids"],
+                "segment_ids": features["segment_ids"],
+                "padding_mask": features["padding_mask"],
+                "mask_positions": data["masked_positions"],
+            }
+            y = data["masked_ids"]
+    dataset = tf.data.Dataset.from_tensors((features, y)).repeat()
+    model.fit(dataset, steps_per_epoch=FLAGS.warmup, verbose=0)
+    start = time.perf_counter()
+    model.fit(dataset, steps_per_epoch=FLAGS.steps, verbose=0)
+    return time.perf_counter() - start
+
+
+def _torch_worker(task, precision, threads):
+    import torch
+    import transformers
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=CONFIG["vocabulary_size"],
+        hidden_size=CONFIG["hidden_dim"],
+        num_hidden_layers=CONFIG["num_layers"],
+        num_attention_heads=CONFIG["num_heads"],
+        intermediate_size=CONFIG["intermediate_dim"],
+        max_position_embeddings=CONFIG["max_sequence_length"],
+        num_labels=2,
+    )
+    data = {k: torch.tensor(v).long() for k, v in _batches().items()}
+    inputs = dict(
+        input_ids=data["token_ids"],
+        token_type_ids=data["segment_ids"],
+        attention_mask=data["padding_mask"],
+    )
+    if task == "classify":
+        model = transformers.BertForSequenceClassification(config)
+        inputs["labels"] = data["labels"]
+    else:
+        model = transformers.BertForPreTraining(config)
+        labels = torch.full_like(data["token_ids"], -100)
+        labels.scatter_(1, data["masked_positions"], data["masked_ids"])
+        inputs["labels"] = labels
+        inputs["next_sentence_label"] = data["labels"]
+    model.train()
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=1e-5, weight_decay=0.01
+    )
+
+    def step():
+        optimizer.zero_grad()
+        loss = model(**inputs).loss
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(FLAGS.warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(FLAGS.steps):
+        step()
+    return time.perf_counter() - start
+
+
+def run_worker(name):
+    framework, task, precision = CONTESTANTS[name]
+    threads = FLAGS.threads or os.cpu_count()
+    if framework == "torch":
+        seconds = _torch_worker(task, precision, threads)
+    else:
+        seconds = _keras_worker(framework, task, precision, threads)
+    tokens_per_second = FLAGS.steps * BATCH * SEQUENCE / seconds
+    print(
+        "RESULT "
+        + json.dumps({"name": name, "tokens_per_second": tokens_per_second})
+    )
+
+
+def matmul_peak(dtype, threads):
+    """GFLOP/s of a 2048³ TensorFlow matmul, median of 10."""
+    code = f"""
+import time, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads({threads})
+a = tf.random.normal([2048, 2048], dtype=tf.{dtype})
+b = tf.random.normal([2048, 2048], dtype=tf.{dtype})
+f = tf.function(lambda: tf.matmul(a, b))
+f().numpy()
+times = []
+for _ in range(10):
+    t = time.perf_counter(); f().numpy(); times.append(time.perf_counter() - t)
+times.sort()
+print("PEAK", 2 * 2048**3 / times[5] / 1e9)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True
+    )
+    return float(out.stdout.split("PEAK")[-1])
+
+
+def main(argv):
+    del argv
+    if FLAGS.worker:
+        run_worker(FLAGS.worker)
+        return
+    import numpy as np
+
+    from benchmarks import common
+
+    names = FLAGS.contestants or list(CONTESTANTS)
+    threads = FLAGS.threads or os.cpu_count()
+    results = {name: [] for name in names}
+    peaks = {"float32": [], "bfloat16": []}
+    for round_index in range(FLAGS.rounds):
+        for dtype in peaks:
+            peaks[dtype].append(matmul_peak(dtype, threads))
+        for name in names:
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    f"--worker={name}",
+                    f"--steps={FLAGS.steps}",
+                    f"--warmup={FLAGS.warmup}",
+                    f"--threads={threads}",
+                ],
+                capture_output=True,
+                text=True,
+            )
+            lines = [
+                l for l in out.stdout.splitlines() if l.startswith("RESULT ")
+            ]
+            if not lines:
+                print(f"{name} failed:\n{out.stderr[-2000:]}")
+                results[name].append(float("nan"))
+                continue
+            value = json.loads(lines[-1][7:])["tokens_per_second"]
+            results[name].append(value)
+            print(
+                f"round {round_index} {name}: {value:.0f} tokens/s", flush=True
+            )
+
+    peak = {k: float(np.median(v)) for k, v in peaks.items()}
+    rows = []
+    for name in names:
+        framework, task, precision = CONTESTANTS[name]
+        values = np.array(results[name])
+        median = float(np.nanmedian(values))
+        peak_key = "float32" if precision == "float32" else "bfloat16"
+        mfu = median * flops_per_token(task) / (peak[peak_key] * 1e9)
+        ratios = []
+        for peer in ("hub", "torch"):
+            peer_name = name.replace("ours", peer)
+            if framework == "ours" and peer_name in results:
+                paired = values / np.array(results[peer_name])
+                ratios.append(f"{peer}: {np.nanmedian(paired):.2f}×")
+        if framework == "ours" and precision != "float32":
+            fp32 = name.replace("bf16", "fp32")
+            if fp32 in results:
+                paired = values / np.array(results[fp32])
+                ratios.append(f"own fp32: {np.nanmedian(paired):.2f}×")
+        rows.append(
+            f"| {name} | {task} | {precision} | {median:.0f} "
+            f"| {np.nanmin(values):.0f}–{np.nanmax(values):.0f} "
+            f"| {100 * mfu:.0f}% | {', '.join(ratios)} |"
+        )
+    markdown = f"""## Training throughput (issue 9)
+
+Machine: {common.machine_description()}.
+Command: `python benchmarks/train_throughput.py --rounds={FLAGS.rounds} --steps={FLAGS.steps}`.
+Model L{CONFIG["num_layers"]}/H{CONFIG["hidden_dim"]}/A{CONFIG["num_heads"]}/I{CONFIG["intermediate_dim"]},
+vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW; the pre-training
+step predicts {PREDICTIONS} tokens per sequence (keras-hub's BertMaskedLM has no NSP head;
+ours and `BertForPreTraining` do). {threads} threads per process, contestants in
+separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps.
+Matmul peak measured in the same run (2048³, TensorFlow): fp32 {peak["float32"]:.0f} GFLOP/s,
+bf16 {peak["bfloat16"]:.0f} GFLOP/s. FLOPs/token: classify {flops_per_token("classify") / 1e6:.1f} M,
+pre-train {flops_per_token("pretrain") / 1e6:.1f} M (formula in the script's docstring).
+Ratios are medians of per-round ratios ours/peer (>1: ours faster).
+
+| contestant | task | precision | tokens/s (median) | range | MFU | paired ratio |
+|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+"""
+    common.update_results("train_throughput", markdown)
+    print(markdown)
+
+
+if __name__ == "__main__":
+    app.run(main)
