@@ -67,13 +67,13 @@ CONTESTANTS = {
 
 
 def flops_per_token(task):
-    L, H, I, V = (
+    L, H, inter, V = (
         CONFIG["num_layers"],
         CONFIG["hidden_dim"],
         CONFIG["intermediate_dim"],
         CONFIG["vocabulary_size"],
     )
-    non_embedding = L * (4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H)
+    non_embedding = L * (4 * H * H + 4 * H + 2 * H * inter + inter + H + 4 * H)
     non_embedding += H * H + H  # pooler
     flops = 6 * non_embedding + 12 * L * SEQUENCE * H
     if task == "pretrain":
@@ -271,7 +271,9 @@ def main(argv):
                 text=True,
             )
             lines = [
-                l for l in out.stdout.splitlines() if l.startswith("RESULT ")
+                line
+                for line in out.stdout.splitlines()
+                if line.startswith("RESULT ")
             ]
             if not lines:
                 print(f"{name} failed:\n{out.stderr[-2000:]}")
