@@ -156,7 +156,13 @@ def read_google_checkpoint(path):
             source_names[name] = source_name
             if transpose:
                 transposed.add(name)
-    except (tf.errors.OpError, ValueError) as error:
+    except (
+        tf.errors.OpError,
+        ValueError,
+        IndexError,
+        RuntimeError,
+        OSError,
+    ) as error:
         raise ValueError(
             f"Could not read the TensorFlow checkpoint {prefix}: {error}. "
             "The .index or .data-* file is truncated or corrupt; download "

@@ -229,6 +229,14 @@ def _report(model, checkpoint, missing, mismatched, unexpected, inconsistent):
     if inconsistent:
         lines.append("Inconsistent tied weights:")
         lines += [f"  {problem}" for problem in inconsistent]
+    encoder = [n for n, _ in missing if n.startswith("bert.")]
+    if encoder and not any(n.startswith("bert.") for n in checkpoint.tensors):
+        found = [checkpoint.source_name(n) for n in sorted(checkpoint.tensors)]
+        lines.append(
+            "None of the encoder's tensors is in the checkpoint under a BERT "
+            f"name; it holds e.g. {found[:5]}. Is it a BERT checkpoint in "
+            "the Hugging Face or original Google layout?"
+        )
     lines.append(
         f"Check that {checkpoint.config_path} is the config saved with these "
         "weights (layer count, sizes, vocabulary) and that the files are "

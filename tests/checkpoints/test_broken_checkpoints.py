@@ -217,3 +217,13 @@ def test_corrupt_config_json(good_dir, tmp_path):
         file.write('{"vocab_size": 50, "hidden_')
     message = _error(BertBackbone, directory)
     assert "config.json is not valid JSON" in message
+
+
+def test_foreign_names_get_a_hint(good_dir, tmp_path):
+    def edit(tensors):
+        for name in list(tensors):
+            tensors["model/" + name.replace(".", "/")] = tensors.pop(name)
+
+    message = _error(BertBackbone, _copy(good_dir, tmp_path, edit))
+    assert "None of the encoder's tensors is in the checkpoint" in message
+    assert "model/bert/" in message

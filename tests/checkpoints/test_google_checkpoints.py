@@ -217,3 +217,13 @@ def test_name_mapping_round_trips_for_every_weight():
     assert huggingface_to_google_name(
         "bert.encoder.layer.11.attention.output.LayerNorm.weight"
     ) == ("bert/encoder/layer_11/attention/output/LayerNorm/gamma", False)
+
+
+def test_truncated_google_data_file(tmp_path):
+    _tiny_pretraining_checkpoint(str(tmp_path))
+    (data_file,) = tmp_path.glob("bert_model.ckpt.data-*")
+    with open(data_file, "r+b") as file:
+        file.truncate(os.path.getsize(data_file) // 2)
+    with pytest.raises(ValueError, match="truncated or corrupt") as error:
+        BertBackbone.from_checkpoint(str(tmp_path))
+    assert "bert_model.ckpt" in str(error.value)
