@@ -1,0 +1,93 @@
+"""Choosing the source, holding out a dev part, packing texts."""
+
+import os
+
+import numpy as np
+import pytest
+
+import keras_bert
+from keras_bert.data.glue import get_glue_task
+from keras_bert.data.glue_dataset import glue_dataset
+from keras_bert.data.glue_dataset import preprocess_glue
+from keras_bert.data.glue_dataset import preprocess_glue_splits
+from keras_bert.data.glue_loader import load_glue
+from keras_bert.data.glue_loader import missing_glue_data_message
+from keras_bert.data.glue_loader import split_holdout
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "glue")
+
+
+def test_data_dir_reads_the_tsv_files():
+    examples = load_glue("rte", "train", data_dir=FIXTURES)
+    assert examples["sentence1"][0] == "The museum opened in 1990."
+
+
+def test_missing_data_message_lists_every_file_and_both_ways():
+    message = missing_glue_data_message(get_glue_task("cola"), "offline")
+    for filename in ["train.tsv", "dev.tsv", "test.tsv"]:
+        assert os.path.join("GLUE_DIR", "CoLA", filename) in message
+    assert "--data_dir" in message and "tfds build glue/cola" in message
+
+
+def test_holdout_is_fixed_by_its_seed_and_disjoint():
+    examples = {"idx": np.arange(50, dtype="int32"), "label": np.arange(50)}
+    train, holdout = split_holdout(examples, 0.2)
+    assert len(holdout["idx"]) == 10 and len(train["idx"]) == 40
+    assert not set(train["idx"]) & set(holdout["idx"])
+    again, _ = split_holdout(examples, 0.2)
+    np.testing.assert_array_equal(train["idx"], again["idx"])
+    with pytest.raises(ValueError, match="fraction=1.5"):
+        split_holdout(examples, 1.5)
+
+
+@pytest.fixture(scope="module")
+def preprocessor():
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
+    return keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=8
+    )
+
+
+def test_pairs_are_packed_in_the_task_feature_order(preprocessor):
+    examples = {
+        "idx": np.array([0]),
+        "premise": np.array(["the cat"], dtype=object),
+        "hypothesis": np.array(["cat"], dtype=object),
+        "label": np.array([1], "int32"),
+    }
+    features = preprocess_glue("mnli", examples, preprocessor)
+    np.testing.assert_array_equal(
+        features["token_ids"], [[2, 5, 6, 3, 6, 3, 0, 0]]
+    )
+    np.testing.assert_array_equal(
+        features["segment_ids"], [[0, 0, 0, 0, 1, 1, 0, 0]]
+    )
+
+
+def test_many_splits_in_one_pass_equal_one_by_one(preprocessor):
+    splits = [
+        ("rte", load_glue("rte", "train", FIXTURES)),
+        ("rte", load_glue("rte", "validation", FIXTURES)),
+        ("ax", load_glue("ax", "test", FIXTURES)),
+    ]
+    together = preprocess_glue_splits(splits, preprocessor)
+    for (task, examples), features in zip(splits, together):
+        alone = preprocess_glue(task, examples, preprocessor)
+        for name in alone:
+            np.testing.assert_array_equal(features[name], alone[name])
+    with pytest.raises(ValueError, match="same number of texts"):
+        preprocess_glue_splits(
+            [splits[0], ("sst2", load_glue("sst2", "test", FIXTURES))],
+            preprocessor,
+        )
+
+
+def test_glue_dataset_batches_features_with_labels():
+    features = {"token_ids": np.arange(10).reshape(5, 2)}
+    batches = list(
+        glue_dataset(features, np.arange(5), 2, shuffle=True, seed=1)
+    )
+    assert [len(labels) for _, labels in batches] == [2, 2, 1]
+    seen = np.concatenate([x["token_ids"][:, 0] // 2 for x, _ in batches])
+    labels = np.concatenate([y for _, y in batches])
+    np.testing.assert_array_equal(seen, labels)  # rows keep their labels
