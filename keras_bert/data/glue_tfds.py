@@ -22,6 +22,11 @@ def load_glue_tfds(task, split, data_dir=None, download=True):
     GLUE host answers. With no network, fails at once with
     `GlueDataNotFoundError` rather than retrying the download.
 
+    TFDS builds MRPC from Microsoft's own files and GLUE's dev ids, so its
+    MRPC `idx` counts rows of `msr_paraphrase_train.txt` rather than of
+    GLUE's `MRPC/train.tsv`; every other task numbers rows as the TSV
+    reader does.
+
     Args:
         task: `GlueTask` or str.
         split: str. A TFDS split name (the same names as

@@ -91,3 +91,36 @@ def test_glue_dataset_batches_features_with_labels():
     seen = np.concatenate([x["token_ids"][:, 0] // 2 for x, _ in batches])
     labels = np.concatenate([y for _, y in batches])
     np.testing.assert_array_equal(seen, labels)  # rows keep their labels
+
+
+def test_trimming_padding_does_not_change_the_outputs():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=20,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=12,
+    )
+    model = keras_bert.BertClassifier(backbone, num_classes=2)
+    rng = np.random.default_rng(0)
+    lengths = np.array([3, 5, 2, 4])
+    positions = np.arange(12)[None, :]
+    padding_mask = (positions < lengths[:, None]).astype("int32")
+    features = {
+        "token_ids": rng.integers(1, 20, (4, 12)) * padding_mask,
+        "segment_ids": np.zeros((4, 12), "int32"),
+        "padding_mask": padding_mask,
+    }
+    labels = np.zeros(4)
+    trimmed = glue_dataset(features, labels, 2)
+    assert [x["token_ids"].shape[1] for x, _ in trimmed] == [5, 4]
+    full = glue_dataset(features, labels, 2, trim_padding=False)
+    np.testing.assert_allclose(
+        model.predict(trimmed, verbose=0),
+        model.predict(full, verbose=0),
+        atol=1e-5,
+    )
