@@ -105,13 +105,14 @@ def find_google_checkpoint(path):
         raise ValueError(
             f"{path} holds several TensorFlow checkpoints "
             f"({', '.join(os.path.basename(i) for i in indexes)}) and no "
-            "`checkpoint` file saying which is current. Move the others "
-            "away or pass a directory with one checkpoint."
+            "`checkpoint` file saying which is current. Pass the prefix of "
+            "the one to load, e.g. "
+            f"{indexes[-1][: -len('.index')]!r}."
         )
     return None
 
 
-def read_google_checkpoint(path):
+def read_google_checkpoint(path, prefix=None):
     """Reads `bert_config.json` and `bert_model.ckpt.*` from `path`.
 
     Variables are read with `tf.train.load_checkpoint` and renamed to their
@@ -122,6 +123,8 @@ def read_google_checkpoint(path):
 
     Args:
         path: str. The directory.
+        prefix: str. The TF checkpoint prefix (e.g.
+            `path/model.ckpt-100000`). Defaults to the one `path` holds.
 
     Returns a `keras_bert.checkpoints.Checkpoint`.
 
@@ -137,7 +140,7 @@ def read_google_checkpoint(path):
     backbone_config = backbone_config_from_checkpoint_config(
         config, "google", config_path
     )
-    prefix = find_google_checkpoint(path)
+    prefix = prefix or find_google_checkpoint(path)
     if prefix is None:
         raise FileNotFoundError(
             f"{path} has {CONFIG_FILE} but no TensorFlow checkpoint: expected "

@@ -18,7 +18,9 @@ def read_checkpoint(path):
     `bert_config.json` with `bert_model.ckpt.index` is Google's.
 
     Args:
-        path: str or `os.PathLike`. The checkpoint directory.
+        path: str or `os.PathLike`. The checkpoint directory, or the prefix
+            of a Google checkpoint in it (`dir/bert_model.ckpt`, as Google's
+            scripts take `--init_checkpoint`).
 
     Returns a `keras_bert.checkpoints.Checkpoint`: the config translated
     into `BertBackbone` arguments and every tensor under its Hugging Face
@@ -42,6 +44,8 @@ def read_checkpoint(path):
     ```
     """
     path = os.fspath(path)
+    if not os.path.isdir(path) and os.path.exists(path + ".index"):
+        return read_google_checkpoint(os.path.dirname(path), prefix=path)
     if not os.path.isdir(path):
         raise FileNotFoundError(
             f"Checkpoint path {path!r} is not a directory. Pass the directory "

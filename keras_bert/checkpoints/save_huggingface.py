@@ -89,11 +89,11 @@ def save_huggingface(model, tokenizer, path):
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w") as file:
         json.dump(config, file, indent=2, sort_keys=True)
-    save_file(
-        tensors,
-        os.path.join(path, "model.safetensors"),
-        metadata={"format": "pt"},
-    )
+    weights_path = os.path.join(path, "model.safetensors")
+    save_file(tensors, weights_path, metadata={"format": "pt"})
+    # safetensors creates the file owner-only; give it config.json's mode.
+    config_mode = os.stat(os.path.join(path, "config.json")).st_mode
+    os.chmod(weights_path, config_mode & 0o777)
     if tokenizer is None:
         logging.warning(
             "save_huggingface: no tokenizer given, so %s has no vocab.txt; "

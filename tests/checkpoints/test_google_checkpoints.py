@@ -227,3 +227,16 @@ def test_truncated_google_data_file(tmp_path):
     with pytest.raises(ValueError, match="truncated or corrupt") as error:
         BertBackbone.from_checkpoint(str(tmp_path))
     assert "bert_model.ckpt" in str(error.value)
+
+
+def test_checkpoint_prefix_is_accepted(tmp_path):
+    """Google's scripts pass `--init_checkpoint=DIR/bert_model.ckpt`."""
+    _tiny_pretraining_checkpoint(str(tmp_path))
+    from_prefix = BertMaskedLM.from_checkpoint(
+        str(tmp_path / "bert_model.ckpt")
+    )
+    from_directory = BertMaskedLM.from_checkpoint(str(tmp_path))
+    for ours, theirs in zip(
+        from_prefix.weights, from_directory.weights, strict=True
+    ):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
