@@ -288,7 +288,9 @@ class BasicTokenizer:
             dtype=tf.int64,
         )
         words = tf.strings.unicode_encode(
-            tf.RaggedTensor.from_row_lengths(word_chars, word_lengths),
+            tf.RaggedTensor.from_row_lengths(
+                word_chars, word_lengths, validate=False
+            ),
             "UTF-8",
         )
         first_chars = tf.boolean_mask(value, starts)
@@ -299,6 +301,8 @@ class BasicTokenizer:
         )
 
         def by_row(values):
-            return tf.RaggedTensor.from_row_lengths(values, words_per_row)
+            return tf.RaggedTensor.from_row_lengths(
+                values, words_per_row, validate=False
+            )
 
         return by_row(words), by_row(word_lengths), by_row(special_index)

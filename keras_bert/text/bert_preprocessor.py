@@ -122,29 +122,31 @@ class BertPreprocessor(keras.layers.Layer):
                 "The two texts of a pair need the same batch size; received "
                 f"shapes {[tuple(t.shape) for t in texts]}."
             )
-        unbatched = ranks[0] == 0
-        if unbatched:
-            texts = [t[tf.newaxis] for t in texts]
-        outputs = self._preprocess(texts)
-        if unbatched:
-            outputs = {k: v[0] for k, v in outputs.items()}
+        outputs = self._preprocess(texts, unbatched=ranks[0] == 0)
         return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
 
     def preprocess_batch(self, *texts):
         """Tokenizes and packs 1-D string tensors, one per text."""
         return self.pack([self.tokenizer.tokenize_batch(t) for t in texts])
 
-    def _preprocess(self, texts):
-        # Eagerly, one compiled function call beats ~100 op dispatches.
+    def _preprocess_one(self, *texts):
+        outputs = self.preprocess_batch(*[t[tf.newaxis] for t in texts])
+        return {key: value[0] for key, value in outputs.items()}
+
+    def _preprocess(self, texts, unbatched):
+        function = self._preprocess_one if unbatched else self.preprocess_batch
         if not tf.executing_eagerly():
-            return self.preprocess_batch(*texts)
+            return function(*texts)
+        # Eagerly, one compiled function call beats ~100 op dispatches.
+        key = (len(texts), unbatched)
         functions = self._compiled.functions
-        if len(texts) not in functions:
-            functions[len(texts)] = tf.function(
-                self.preprocess_batch,
-                input_signature=[tf.TensorSpec([None], tf.string)] * len(texts),
+        if key not in functions:
+            shape = [] if unbatched else [None]
+            functions[key] = tf.function(
+                function,
+                input_signature=[tf.TensorSpec(shape, tf.string)] * len(texts),
             )
-        return functions[len(texts)](*texts)
+        return functions[key](*texts)
 
     def pack(self, segments):
         """Packs ragged token ids `[(batch_size, (tokens)), ...]`."""
@@ -156,27 +158,36 @@ class BertPreprocessor(keras.layers.Layer):
             keep = _longest_first(lengths[0], lengths[1], budget)
         else:
             keep = _round_robin(lengths[0], lengths[1], budget)
-        batch_size = segments[0].nrows()
-        cls = tf.fill([batch_size, 1], self.tokenizer.cls_token_id)
-        sep = tf.fill([batch_size, 1], self.tokenizer.sep_token_id)
-        pieces, segment_pieces = [cls], [tf.zeros_like(cls)]
+        # Fill the dense (batch, sequence_length) outputs position by
+        # position: [CLS], the kept tokens of A, [SEP], those of B, [SEP],
+        # then padding.
+        positions = tf.range(self.sequence_length, dtype=tf.int64)[None, :]
+        tokenizer = self.tokenizer
+        token_ids = tf.fill(
+            tf.shape(positions + keep[0][:, None]), tokenizer.pad_token_id
+        )
+        segment_ids = tf.zeros_like(token_ids)
+        token_ids = tf.where(positions == 0, tokenizer.cls_token_id, token_ids)
+        start = tf.ones_like(keep[0])[:, None]  # where the segment begins
         for index, (segment, length) in enumerate(zip(segments, keep)):
-            mask = tf.ragged.range(segment.row_lengths()) < length[:, None]
-            kept = tf.ragged.boolean_mask(segment, mask)
-            pieces += [kept, sep]
-            segment_pieces += [
-                tf.ones_like(kept) * index,
-                tf.ones_like(sep) * index,
-            ]
-        token_ids = tf.concat(pieces, axis=1)
-        segment_ids = tf.concat(segment_pieces, axis=1)
-        shape = [None, self.sequence_length]
-        padding_mask = tf.ones_like(token_ids).to_tensor(shape=shape)
+            end = start + length[:, None]  # where its [SEP] goes
+            inside = (positions >= start) & (positions < end)
+            flat_index = segment.row_starts()[:, None] + positions - start
+            flat_index = tf.where(inside, flat_index, 0)
+            values = tf.concat([segment.values, [0]], axis=0)  # never empty
+            token_ids = tf.where(
+                inside, tf.gather(values, flat_index), token_ids
+            )
+            token_ids = tf.where(
+                positions == end, tokenizer.sep_token_id, token_ids
+            )
+            in_segment = inside | (positions == end)
+            segment_ids = tf.where(in_segment, index, segment_ids)
+            start = end + 1
+        padding_mask = tf.cast(positions < start, tf.int32)
         return dict(
-            token_ids=token_ids.to_tensor(
-                default_value=self.tokenizer.pad_token_id, shape=shape
-            ),
-            segment_ids=segment_ids.to_tensor(shape=shape),
+            token_ids=token_ids,
+            segment_ids=segment_ids,
             padding_mask=padding_mask,
         )
 

@@ -223,7 +223,9 @@ class BertTokenizer(keras.layers.Layer):
             tokens_per_row,
             [[0, words.nrows() - tf.size(tokens_per_row, tf.int64)]],
         )
-        return tf.RaggedTensor.from_row_lengths(pieces.values, tokens_per_row)
+        return tf.RaggedTensor.from_row_lengths(
+            pieces.values, tokens_per_row, validate=False
+        )
 
     def call(self, inputs):
         inputs = _to_string_tensor(inputs)
@@ -235,7 +237,7 @@ class BertTokenizer(keras.layers.Layer):
                 "input signature such as tf.TensorSpec([None], tf.string)."
             )
         if rank == 0:
-            return self._tokenize(inputs[tf.newaxis])[0]
+            return self._tokenize(inputs)
         if rank == 1:
             return self._tokenize(inputs)
         outer_shape = tf.shape(inputs, out_type=tf.int64)
@@ -247,16 +249,21 @@ class BertTokenizer(keras.layers.Layer):
         return tokens
 
     def _tokenize(self, strings):
-        # Eagerly, one compiled function call beats ~60 op dispatches.
+        rank = strings.shape.rank
+        function = self.tokenize_batch if rank else self._tokenize_one
         if not tf.executing_eagerly():
-            return self.tokenize_batch(strings)
+            return function(strings)
+        # Eagerly, one compiled function call beats ~60 op dispatches.
         functions = self._compiled.functions
-        if "tokenize" not in functions:
-            functions["tokenize"] = tf.function(
-                self.tokenize_batch,
-                input_signature=[tf.TensorSpec([None], tf.string)],
+        if rank not in functions:
+            functions[rank] = tf.function(
+                function,
+                input_signature=[tf.TensorSpec([None] * rank, tf.string)],
             )
-        return functions["tokenize"](strings)
+        return functions[rank](strings)
+
+    def _tokenize_one(self, string):
+        return self.tokenize_batch(string[tf.newaxis])[0]
 
     def detokenize(self, ids):
         """Turns ids back into text: pieces joined by spaces, `##` glued.

@@ -46,10 +46,11 @@ def reference_tokenizer(vocab_path, lowercase=True, strip_accents=None):
     )
 
 
-def _read(path):
+def read(path):
+    """The lines of a text file (gzip-compressed if it ends in `.gz`)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-        return f.read()
+        return f.read().split("\n")
 
 
 def python_doc_files():
@@ -73,9 +74,7 @@ def python_doc_lines():
 
 @functools.lru_cache(maxsize=1)
 def _python_doc_lines():
-    return tuple(
-        line for path in python_doc_files() for line in _read(path).split("\n")
-    )
+    return tuple(line for path in python_doc_files() for line in read(path))
 
 
 def linux_doc_lines(max_files=None):
@@ -89,6 +88,4 @@ def linux_doc_lines(max_files=None):
             f"needs the Linux docs in {LINUX_DOC_SOURCES}: "
             "apt-get install linux-doc-6.1"
         )
-    return [
-        line for path in files[:max_files] for line in _read(path).split("\n")
-    ]
+    return [line for path in files[:max_files] for line in read(path)]

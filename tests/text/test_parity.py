@@ -126,15 +126,20 @@ def test_invalid_utf8_matches_reference_on_replaced_text(vocab_path):
     assert [t.ids for t in theirs] == ours
 
 
+@pytest.fixture(scope="module")
+def minilm_tokenizer(vocab_path):
+    return keras_bert.BertTokenizer(vocab_path)
+
+
 @pytest.mark.parametrize("sequence_length", [5, 16, 128])
-def test_packed_pairs(vocab_path, sequence_length):
-    lines = references.python_doc_lines()[::64]
+def test_packed_pairs(vocab_path, minilm_tokenizer, sequence_length):
+    lines = references.python_doc_lines()[::128]
     lines = [line for line in lines if line.strip()]
     lines += hard_strings.all_hard_strings()
     rng = random.Random(sequence_length)
     firsts = lines
     seconds = [rng.choice(lines) for _ in lines]
-    tokenizer = keras_bert.BertTokenizer(vocab_path)
+    tokenizer = minilm_tokenizer
     preprocessor = keras_bert.BertPreprocessor(
         tokenizer, sequence_length=sequence_length
     )
