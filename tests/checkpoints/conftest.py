@@ -12,10 +12,22 @@ import os
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="parity tests need PyTorch")
-transformers = pytest.importorskip(
-    "transformers", reason="parity tests need Hugging Face transformers"
-)
+# The references. Test modules that need them skip themselves, with the
+# reason, through `require_references()` when they are not installed.
+try:
+    import torch
+    import transformers
+except ImportError:
+    torch = transformers = None
+
+
+def require_references():
+    """Skips the calling test module unless torch and transformers exist."""
+    pytest.importorskip("torch", reason="parity tests need PyTorch")
+    pytest.importorskip(
+        "transformers", reason="parity tests need Hugging Face transformers"
+    )
+
 
 # Singles and pairs; accents, CJK, emoji, numbers, long and one-word inputs,
 # so that a batch has real padding. 20 singles + 16 pairs = 36 inputs.

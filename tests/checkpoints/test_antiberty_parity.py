@@ -14,9 +14,12 @@ import pytest
 from keras_bert import BertBackbone
 from keras_bert import BertMaskedLM
 from tests.checkpoints.conftest import max_abs_diff
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.conftest import torch_inputs
 from tests.checkpoints.conftest import transformers
+
+require_references()
 
 TOLERANCE = 1e-4
 # Heavy and light antibody chains (and fragments), one letter per residue.

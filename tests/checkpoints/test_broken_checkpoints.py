@@ -14,9 +14,12 @@ from keras_bert import BertBackbone
 from keras_bert import BertMaskedLM
 from keras_bert.checkpoints import read_checkpoint
 from keras_bert.checkpoints.load_checkpoint import assign_checkpoint
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.test_huggingface_checkpoints import save_tiny
 from tests.checkpoints.test_huggingface_checkpoints import transformers
+
+require_references()
 
 QUERY = "bert.encoder.layer.1.attention.self.query.weight"
 INTERMEDIATE = "bert.encoder.layer.0.intermediate.dense.weight"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.checkpoints.conftest import max_abs_diff
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.conftest import torch_inputs
 from tests.checkpoints.conftest import transformers
@@ -17,6 +18,8 @@ from tests.checkpoints.google_writer import google_variables
 from tests.checkpoints.google_writer import write_google_checkpoint
 from tests.checkpoints.test_huggingface_checkpoints import tiny_config
 from tests.helpers import backbone_inputs
+
+require_references()
 
 REPOSITORY = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -20,6 +20,7 @@ from keras_bert.checkpoints.google_reader import google_to_huggingface_name
 from keras_bert.checkpoints.google_reader import huggingface_to_google_name
 from keras_bert.checkpoints.weight_map import weight_map
 from tests.checkpoints.conftest import max_abs_diff
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import run_torch_backbone
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.conftest import torch_inputs
@@ -28,6 +29,8 @@ from tests.checkpoints.google_writer import google_config
 from tests.checkpoints.google_writer import google_variables
 from tests.checkpoints.google_writer import write_google_checkpoint
 from tests.helpers import backbone_inputs
+
+require_references()
 
 TOLERANCE = 1e-5
 

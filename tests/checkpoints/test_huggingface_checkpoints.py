@@ -19,11 +19,14 @@ from keras_bert import BertClassifier
 from keras_bert import BertMaskedLM
 from keras_bert.checkpoints import read_checkpoint
 from tests.checkpoints.conftest import max_abs_diff
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import run_torch_backbone
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.conftest import torch_inputs
 from tests.checkpoints.conftest import transformers
 from tests.helpers import backbone_inputs
+
+require_references()
 
 TOLERANCE = 1e-5
 

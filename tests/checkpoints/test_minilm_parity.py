@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 
 from tests.checkpoints.conftest import max_abs_diff
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import run_torch_backbone
 from tests.checkpoints.conftest import transformers
+
+require_references()
 
 TOLERANCE = 1e-5
 

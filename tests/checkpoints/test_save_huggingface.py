@@ -17,12 +17,15 @@ from keras_bert.checkpoints import save_huggingface
 from tests.checkpoints.conftest import PAIRS
 from tests.checkpoints.conftest import SINGLES
 from tests.checkpoints.conftest import max_abs_diff
+from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import run_torch_backbone
 from tests.checkpoints.conftest import torch
 from tests.checkpoints.conftest import torch_inputs
 from tests.checkpoints.conftest import transformers
 from tests.helpers import backbone_inputs
 from tests.helpers import tiny_backbone_config
+
+require_references()
 
 TOLERANCE = 1e-5
 
