@@ -230,3 +230,36 @@ def test_masked_lm_checkpoint_without_pooler(tmp_path, caplog):
         expected = reference(**torch_inputs(inputs)).logits.numpy()
     real = inputs["padding_mask"].astype(bool)
     assert max_abs_diff(logits.numpy()[real], expected[real]) <= TOLERANCE
+
+
+def test_auto_model_class(pretraining_dir, tmp_path):
+    from keras_bert.checkpoints import load_checkpoint
+
+    directory, _ = pretraining_dir
+    assert type(load_checkpoint(directory, "auto")) is BertMaskedLM
+    save_tiny(transformers.BertModel, str(tmp_path / "encoder"))
+    assert type(load_checkpoint(str(tmp_path / "encoder"), "auto")) is (
+        BertBackbone
+    )
+    save_tiny(transformers.BertForSequenceClassification, str(tmp_path / "c"))
+    assert type(load_checkpoint(str(tmp_path / "c"), "auto")) is BertClassifier
+
+
+def test_argument_errors(pretraining_dir):
+    from keras_bert.checkpoints import load_checkpoint
+
+    directory, _ = pretraining_dir
+    with pytest.raises(ValueError, match="applies to BertClassifier only"):
+        load_checkpoint(directory, BertBackbone, num_classes=2)
+    with pytest.raises(TypeError, match="model_class='bert'"):
+        load_checkpoint(directory, "bert")
+
+
+def test_mixed_precision_load(pretraining_dir):
+    directory, _ = pretraining_dir
+    full = BertBackbone.from_checkpoint(directory)
+    mixed = BertBackbone.from_checkpoint(directory, dtype="mixed_bfloat16")
+    assert mixed.embedding.dtype_policy.name == "mixed_bfloat16"
+    for ours, theirs in zip(mixed.weights, full.weights, strict=True):
+        assert ours.dtype == "float32"
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
