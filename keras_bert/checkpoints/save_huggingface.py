@@ -58,6 +58,7 @@ def save_huggingface(model, tokenizer, path):
     from safetensors.numpy import save_file
 
     groups = weight_map(model)  # raises TypeError for other models
+    vocabulary = None if tokenizer is None else _vocabulary(tokenizer)
     backbone = model if isinstance(model, BertBackbone) else model.backbone
     config = huggingface_config_from_backbone(backbone)
     if isinstance(model, BertMaskedLM):
@@ -101,10 +102,10 @@ def save_huggingface(model, tokenizer, path):
             path,
         )
         return
-    _save_tokenizer(tokenizer, path, backbone.max_sequence_length)
+    _save_tokenizer(tokenizer, vocabulary, path, backbone.max_sequence_length)
 
 
-def _save_tokenizer(tokenizer, path, max_length):
+def _vocabulary(tokenizer):
     vocabulary = [str(token) for token in tokenizer.vocabulary]
     for token in _SPECIAL_TOKENS.values():
         if token not in vocabulary:
@@ -112,6 +113,10 @@ def _save_tokenizer(tokenizer, path, max_length):
                 f"The tokenizer's vocabulary has no {token}, which Hugging "
                 "Face's BertTokenizer needs. Add it to the vocabulary."
             )
+    return vocabulary
+
+
+def _save_tokenizer(tokenizer, vocabulary, path, max_length):
     with open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as file:
         file.write("\n".join(vocabulary) + "\n")
     tokenizer_config = {

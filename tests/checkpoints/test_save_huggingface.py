@@ -4,6 +4,7 @@ no missing or unexpected weights."""
 import json
 import logging
 import os
+import types
 
 import keras
 import numpy as np
@@ -198,3 +199,18 @@ def test_classifier_round_trip(tmp_path, num_classes):
 def test_refuses_other_models(tmp_path):
     with pytest.raises(TypeError, match="received an object of type Dense"):
         save_huggingface(keras.layers.Dense(2), None, str(tmp_path))
+
+
+def test_vocabulary_without_special_tokens_is_refused_before_writing(
+    tmp_path,
+):
+    # Any object with the tokenizer's attributes is accepted.
+    tokenizer = types.SimpleNamespace(
+        vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"],
+        lowercase=True,
+        strip_accents=None,
+    )
+    backbone = BertBackbone(**tiny_backbone_config())
+    with pytest.raises(ValueError, match=r"has no \[MASK\]"):
+        save_huggingface(backbone, tokenizer, str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
