@@ -107,8 +107,9 @@ flags.mark_flags_as_required(["input_file", "model_dir", "vocab_file"])
 def _build_model(vocabulary_size):
     if FLAGS.init_checkpoint:
         logging.info("Starting from checkpoint %s.", FLAGS.init_checkpoint)
-        return keras_bert.BertMaskedLM.from_checkpoint(FLAGS.init_checkpoint)
-    if FLAGS.bert_config_file:
+        model = keras_bert.BertMaskedLM.from_checkpoint(FLAGS.init_checkpoint)
+        backbone = model.backbone
+    elif FLAGS.bert_config_file:
         with open(FLAGS.bert_config_file) as f:
             config = json.load(f)
         backbone = keras_bert.BertBackbone(**config)
@@ -116,6 +117,8 @@ def _build_model(vocabulary_size):
         backbone = keras_bert.BertBackbone.from_preset(
             FLAGS.preset, vocabulary_size=vocabulary_size
         )
+    if not FLAGS.init_checkpoint:
+        model = keras_bert.BertMaskedLM(backbone)
     if backbone.vocabulary_size != vocabulary_size:
         raise ValueError(
             f"The model's vocabulary_size={backbone.vocabulary_size} does "
@@ -123,7 +126,7 @@ def _build_model(vocabulary_size):
             f"{vocabulary_size} tokens. Use the vocabulary the model (or "
             "the data) was made with."
         )
-    return keras_bert.BertMaskedLM(backbone)
+    return model
 
 
 def _datasets(tokenizer, resumed_step):

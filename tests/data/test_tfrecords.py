@@ -183,6 +183,7 @@ def test_recipe_with_original_flags_is_deterministic(tmp_path):
     assert stats["documents"] == 30
 
 
+@pytest.mark.slow  # the library-level check is in test_corpus.py
 def test_recipe_missing_input_is_a_clear_error(tmp_path):
     vocab = helpers.write_synthetic_vocab(tmp_path)
     result = run_recipe(

@@ -75,6 +75,7 @@ def test_resume_restores_weights_optimizer_state_and_step(files, tmp_path):
     assert len(result["history"]["loss"]) == 1
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss(files, tmp_path):
     keras.utils.set_random_seed(3)
     model = tiny_model(total_steps=60, learning_rate=1e-2)
@@ -121,3 +122,12 @@ def test_export_loads_with_from_checkpoint(tmp_path):
         np.testing.assert_array_equal(actual.numpy(), expected.numpy())
     restored_tokenizer = keras_bert.BertTokenizer.from_checkpoint(str(tmp_path))
     assert restored_tokenizer.vocabulary == helpers.SYNTHETIC_VOCABULARY
+
+
+@pytest.mark.slow
+def test_jit_compiled_training(files, tmp_path):
+    model = tiny_model()
+    model.compile(optimizer=create_adamw(1e-3), jit_compile=True)
+    result = pretrain(model, dataset(files), str(tmp_path), 4, 2, verbose=0)
+    assert result["final_step"] == 4
+    assert np.isfinite(result["history"]["loss"][-1])

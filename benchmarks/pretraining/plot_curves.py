@@ -1,0 +1,66 @@
+"""Plots loss, MLM accuracy and NSP accuracy from a pre-training run's
+TensorBoard logs (train and held-out) into a small PNG.
+
+Usage: python plot_curves.py MODEL_DIR OUTPUT_PNG
+"""
+
+import collections
+import glob
+import os
+import sys
+
+import matplotlib
+import tensorflow as tf
+
+matplotlib.use("Agg")
+from matplotlib import pyplot as plt  # noqa: E402
+
+
+def read_scalars(directory):
+    """{tag: [(step, value)]} from every event file under `directory`."""
+    scalars = collections.defaultdict(dict)
+    for path in sorted(glob.glob(os.path.join(directory, "events.out.*"))):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                number = (
+                    tf.make_ndarray(value.tensor)
+                    if value.HasField("tensor")
+                    else value.simple_value
+                )
+                scalars[value.tag][event.step] = float(number)
+    return {tag: sorted(points.items()) for tag, points in scalars.items()}
+
+
+def main(model_dir, output):
+    train = read_scalars(os.path.join(model_dir, "tensorboard", "train"))
+    held_out = read_scalars(
+        os.path.join(model_dir, "tensorboard", "validation")
+    )
+    panels = [
+        ("loss", "loss (MLM + NSP)"),
+        ("mlm_logits_mlm_accuracy", "MLM accuracy"),
+        ("nsp_logits_nsp_accuracy", "NSP accuracy"),
+    ]
+    figure, axes = plt.subplots(1, 3, figsize=(10, 2.8), dpi=80)
+    for axis, (name, title) in zip(axes, panels):
+        for scalars, label, style in (
+            (train, "train", "-"),
+            (held_out, "held-out", "o-"),
+        ):
+            points = scalars.get(f"epoch_{name}")
+            if points:
+                steps, values = zip(*points)
+                axis.plot(steps, values, style, label=label, markersize=3)
+        axis.set_title(title, fontsize=9)
+        axis.set_xlabel("checkpoint interval", fontsize=8)
+        axis.tick_params(labelsize=7)
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(output)
+    print("tags:", sorted(train), sorted(held_out))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
