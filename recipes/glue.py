@@ -37,6 +37,7 @@ from absl import flags
 from absl import logging
 
 import keras_bert
+from keras_bert.data.glue import GLUE_TASKS
 from keras_bert.data.glue import get_glue_task
 from keras_bert.data.glue_dataset import glue_dataset
 from keras_bert.data.glue_dataset import preprocess_glue_splits
@@ -49,6 +50,7 @@ from keras_bert.data.glue_tsv import glue_split_path
 from keras_bert.serving import export_saved_model
 from keras_bert.training.glue_evaluation import GlueEvaluation
 from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.strategies import STRATEGIES
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
@@ -57,18 +59,7 @@ _FLAGS_BEFORE = set(flags.FLAGS)
 flags.DEFINE_enum(
     "task",
     None,
-    [
-        "cola",
-        "sst2",
-        "mrpc",
-        "qqp",
-        "stsb",
-        "mnli",
-        "qnli",
-        "rte",
-        "wnli",
-        "ax",
-    ],
+    list(GLUE_TASKS),
     "GLUE task. `ax` trains on MNLI and predicts the diagnostic set.",
 )
 flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
@@ -114,7 +105,7 @@ flags.DEFINE_integer("seed", 0, "Seed of initialisation, dropout, order.")
 flags.DEFINE_enum(
     "strategy",
     "one_device",
-    ["one_device", "mirrored"],
+    list(STRATEGIES),
     "tf.distribute strategy (keras_bert.training.create_strategy).",
 )
 flags.DEFINE_enum(

@@ -70,7 +70,7 @@ DEMO_NOTE = (
 )
 
 
-def write_mnli_demo(data_dir, num_train=240, num_eval=60, seed=0):
+def write_mnli_demo(data_dir, num_train=960, num_eval=120, seed=0):
     """Writes the DEMO sample as `data_dir/MNLI/*.tsv`.
 
     Files and columns are exactly MNLI's (`train.tsv`,
@@ -81,9 +81,9 @@ def write_mnli_demo(data_dir, num_train=240, num_eval=60, seed=0):
 
     Args:
         data_dir: str. The GLUE-style directory to write into.
-        num_train: int. Training examples. Defaults to `240`.
+        num_train: int. Training examples. Defaults to `960`.
         num_eval: int. Examples in each dev split; test splits get half.
-            Defaults to `60`.
+            Defaults to `120`.
         seed: int. Seed of the sentence choices.
 
     Returns:

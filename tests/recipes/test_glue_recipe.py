@@ -242,12 +242,12 @@ def test_demo_sample_trains_and_exports_a_servable_model(checkpoint, tmp_path):
         task="mnli",
         demo=True,
         export_dir=tmp_path / "export",
-        **tiny_flags(checkpoint, tmp_path / "run", epochs=1),
+        **tiny_flags(checkpoint, tmp_path / "run", epochs=1, batch_size=64),
     )
-    assert results["num_train_examples"] == 240
+    assert results["num_train_examples"] == 960
     assert results["num_eval_examples"] == {
-        "validation_matched": 60,
-        "validation_mismatched": 60,
+        "validation_matched": 120,
+        "validation_mismatched": 120,
     }
     assert results["export_dir"] == str(tmp_path / "export" / "1")
 
