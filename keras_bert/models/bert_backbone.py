@@ -173,8 +173,12 @@ class BertBackbone(keras.Model):
                 "sequence_output": sequence_output,
                 "pooled_output": pooled_output,
             },
-            dtype=dtype,
             **kwargs,
+        )
+        # A functional model does not take a dtype: record the policy its
+        # layers use, so that heads, `get_config` and saving see it.
+        self.dtype_policy = keras.dtype_policies.get(
+            dtype if dtype is not None else keras.config.dtype_policy()
         )
 
         # === Config ===

@@ -146,3 +146,13 @@ def test_mixed_bfloat16_backbone():
     lowp = _numpy(keras.ops.cast(outputs["sequence_output"], "float32"))
     # bfloat16 has 8 bits of mantissa: agreement to a few percent.
     assert np.abs(lowp - reference).max() < 0.1
+
+
+def test_mixed_precision_policy_survives_config_and_saving():
+    backbone = BertBackbone(**tiny_backbone_config(dtype="mixed_bfloat16"))
+    assert backbone.dtype_policy.name == "mixed_bfloat16"
+    rebuilt = BertBackbone.from_config(backbone.get_config())
+    assert rebuilt.dtype_policy.name == "mixed_bfloat16"
+    assert rebuilt.embedding.dtype_policy.name == "mixed_bfloat16"
+    restored = run_model_saving_test(backbone, backbone_inputs())
+    assert restored.transformer_layers[0].dtype_policy.name == "mixed_bfloat16"
