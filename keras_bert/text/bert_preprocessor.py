@@ -55,10 +55,13 @@ class BertPreprocessor(keras.layers.Layer):
                   "the", "quick", "brown", "fox", "##es", "."]
     tokenizer = keras_bert.BertTokenizer(vocabulary)
     preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
+    inputs = preprocessor(["The fox."])
+    inputs["token_ids"]     # [[2, 5, 8, 10, 3, 0, 0, 0]]
+    inputs["padding_mask"]  # [[1, 1, 1, 1, 1, 0, 0, 0]]
+    # Two texts of 4 tokens, room for 5: A keeps 2 and B keeps 3.
     inputs = preprocessor((["The quick fox."], ["The foxes."]))
-    inputs["token_ids"]     # [[2, 5, 6, 8, 10, 3, 5, 3]]
-    inputs["segment_ids"]   # [[0, 0, 0, 0, 0, 0, 1, 1]]
-    inputs["padding_mask"]  # [[1, 1, 1, 1, 1, 1, 1, 1]]
+    inputs["token_ids"]     # [[2, 5, 6, 3, 5, 8, 9, 3]]
+    inputs["segment_ids"]   # [[0, 0, 0, 0, 1, 1, 1, 1]]
     ```
     """
 

@@ -1,6 +1,5 @@
 """BERT's WordPiece tokenizer as a Keras layer of TensorFlow ops."""
 
-import json
 import os
 
 import keras
@@ -128,8 +127,8 @@ class BertTokenizer(keras.layers.Layer):
         self.pad_token_id = self.token_to_id(pad_token)
         self.mask_token_id = self.token_to_id(mask_token)
         self.special_tokens = [
-            t for t in (pad_token, unk_token, cls_token, sep_token, mask_token)
-        ]
+            pad_token, unk_token, cls_token, sep_token, mask_token
+        ]  # fmt: skip
 
         do_strip = self.lowercase if strip_accents is None else strip_accents
         self._basic_tokenizer = BasicTokenizer(
@@ -334,7 +333,7 @@ class BertTokenizer(keras.layers.Layer):
                 "WordPiece vocabulary as vocab.txt."
             )
         vocabulary = vocabulary_lib.load_vocabulary(vocab_path)
-        casing = _read_casing(directory, vocabulary)
+        casing = vocabulary_lib.read_casing(directory, vocabulary)
         if lowercase is not None:
             casing["lowercase"] = bool(lowercase)
         casing.update(kwargs)
@@ -363,30 +362,3 @@ def _to_string_tensor(inputs):
             f"{inputs.dtype.name}. Tokenize text, not ids."
         )
     return inputs
-
-
-def _read_casing(directory, vocabulary):
-    """Infers the tokenizer settings stored in a checkpoint directory."""
-    tokenizer_json = os.path.join(directory, "tokenizer.json")
-    if os.path.exists(tokenizer_json):
-        with open(tokenizer_json, encoding="utf-8") as f:
-            normalizer = json.load(f).get("normalizer") or {}
-        if normalizer.get("type") == "BertNormalizer":
-            return dict(
-                lowercase=bool(normalizer.get("lowercase", True)),
-                strip_accents=normalizer.get("strip_accents"),
-            )
-    config_json = os.path.join(directory, "tokenizer_config.json")
-    if os.path.exists(config_json):
-        with open(config_json, encoding="utf-8") as f:
-            config = json.load(f)
-        casing = dict(lowercase=bool(config.get("do_lower_case", True)))
-        if config.get("strip_accents") is not None:
-            casing["strip_accents"] = bool(config["strip_accents"])
-        return casing
-    name = os.path.basename(os.path.normpath(directory)).lower()
-    if "uncased" in name:
-        return dict(lowercase=True)
-    if "cased" in name:
-        return dict(lowercase=False)
-    return dict(lowercase=not vocabulary_lib.looks_cased(vocabulary))

@@ -1,5 +1,6 @@
 """Reading, writing, checking and learning WordPiece vocabularies."""
 
+import json
 import os
 
 from absl import logging
@@ -159,3 +160,35 @@ def build_vocabulary(
     vocabulary = head + [t for t in learned if t not in head]
     logging.info("Learned a vocabulary of %d tokens.", len(vocabulary))
     return check_vocabulary(vocabulary)
+
+
+def read_casing(directory, vocabulary):
+    """The casing settings of a checkpoint directory, as tokenizer kwargs.
+
+    Hugging Face's `tokenizer.json` normaliser or `tokenizer_config.json`;
+    else "uncased"/"cased" in the directory name (Google's naming); else
+    a guess from the vocabulary (`looks_cased`).
+    """
+    tokenizer_json = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(tokenizer_json):
+        with open(tokenizer_json, encoding="utf-8") as f:
+            normalizer = json.load(f).get("normalizer") or {}
+        if normalizer.get("type") == "BertNormalizer":
+            return dict(
+                lowercase=bool(normalizer.get("lowercase", True)),
+                strip_accents=normalizer.get("strip_accents"),
+            )
+    config_json = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(config_json):
+        with open(config_json, encoding="utf-8") as f:
+            config = json.load(f)
+        casing = dict(lowercase=bool(config.get("do_lower_case", True)))
+        if config.get("strip_accents") is not None:
+            casing["strip_accents"] = bool(config["strip_accents"])
+        return casing
+    name = os.path.basename(os.path.normpath(directory)).lower()
+    if "uncased" in name:
+        return dict(lowercase=True)
+    if "cased" in name:
+        return dict(lowercase=False)
+    return dict(lowercase=not looks_cased(vocabulary))

@@ -150,3 +150,15 @@ def test_feeds_the_backbone(preprocessor):
     outputs = backbone(preprocessor((["the fox"], ["a dog"])))
     assert outputs["pooled_output"].shape == (1, 4)
     assert np.all(np.isfinite(outputs["sequence_output"]))
+
+
+def test_docstring_example():
+    vocabulary = TINY_VOCABULARY[:11]
+    tokenizer = keras_bert.BertTokenizer(vocabulary)
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
+    inputs = as_lists(preprocessor(["The fox."]))
+    assert inputs["token_ids"] == [[2, 5, 8, 10, 3, 0, 0, 0]]
+    assert inputs["padding_mask"] == [[1, 1, 1, 1, 1, 0, 0, 0]]
+    inputs = as_lists(preprocessor((["The quick fox."], ["The foxes."])))
+    assert inputs["token_ids"] == [[2, 5, 6, 3, 5, 8, 9, 3]]
+    assert inputs["segment_ids"] == [[0, 0, 0, 0, 1, 1, 1, 1]]

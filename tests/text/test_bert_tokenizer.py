@@ -206,3 +206,10 @@ def test_from_checkpoint_reads_casing(tmp_path):
 def test_output_is_deterministic_numpy_input(tokenizer):
     text = np.array(["the fox", "dog"])
     assert tokenizer(text).to_list() == [[5, 8], [19]]
+
+
+def test_docstring_example():
+    tokenizer = keras_bert.BertTokenizer(TINY_VOCABULARY[:11])
+    ids = tokenizer(["The quick brown foxes.", "Tȟe fox!"]).to_list()
+    assert ids == [[5, 6, 7, 8, 9, 10], [5, 8, 1]]
+    assert tokenizer.detokenize([5, 8, 9]).numpy() == b"the foxes"
