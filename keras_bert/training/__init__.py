@@ -1,21 +1,45 @@
 """Optimizers, schedules, metrics and training utilities."""
 
+from keras_bert.training.distribution import file_shard_policy
+from keras_bert.training.distribution import num_workers
+from keras_bert.training.distribution import remove_write_directory
+from keras_bert.training.distribution import skip_trained_steps
+from keras_bert.training.distribution import support_distributed_fit
+from keras_bert.training.distribution import with_auto_shard_policy
+from keras_bert.training.distribution import write_directory
+from keras_bert.training.fault_tolerance import PreemptionCheckpoint
+from keras_bert.training.losses import GlobalBatchCrossEntropy
+from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.optimizers import create_lamb
 from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.pretraining import pretrain
 from keras_bert.training.pretraining import save_pretrained
+from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
+from keras_bert.training.strategies import is_chief
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 __all__ = [
+    "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
+    "PreemptionCheckpoint",
     "WarmupLinearDecay",
+    "check_fit_support",
     "create_adamw",
     "create_lamb",
     "create_optimizer",
     "create_strategy",
+    "file_shard_policy",
+    "is_chief",
+    "num_workers",
     "pretrain",
+    "pretraining_losses",
+    "remove_write_directory",
     "save_pretrained",
+    "skip_trained_steps",
+    "support_distributed_fit",
+    "with_auto_shard_policy",
+    "write_directory",
 ]
