@@ -1,7 +1,8 @@
 """Plots loss, MLM accuracy and NSP accuracy from a pre-training run's
 TensorBoard logs (train and held-out) into a small PNG.
 
-Usage: python plot_curves.py MODEL_DIR OUTPUT_PNG
+Usage: python plot_curves.py MODEL_DIR OUTPUT_PNG STEPS_PER_CHECKPOINT
+    [BASELINES_JSON]
 """
 
 import collections
@@ -32,7 +33,20 @@ def read_scalars(directory):
     return {tag: sorted(points.items()) for tag, points in scalars.items()}
 
 
-def main(model_dir, output):
+def main(model_dir, output, steps_per_checkpoint, baselines=None):
+    interval = int(steps_per_checkpoint)
+    trivial = {}
+    if baselines:
+        import json
+
+        with open(baselines) as f:
+            values = json.load(f)
+        trivial = {
+            "mlm_logits_mlm_accuracy": values[
+                "mlm_accuracy_most_frequent_token"
+            ],
+            "nsp_logits_nsp_accuracy": values["nsp_accuracy_majority"],
+        }
     train = read_scalars(os.path.join(model_dir, "tensorboard", "train"))
     held_out = read_scalars(
         os.path.join(model_dir, "tensorboard", "validation")
@@ -50,13 +64,19 @@ def main(model_dir, output):
         ):
             points = scalars.get(f"epoch_{name}")
             if points:
-                steps, values = zip(*points)
+                epochs, values = zip(*points)
+                steps = [(epoch + 1) * interval for epoch in epochs]
                 axis.plot(steps, values, style, label=label, markersize=3)
+        if name in trivial:
+            axis.axhline(
+                trivial[name], color="gray", linestyle="--", label="trivial"
+            )
         axis.set_title(title, fontsize=9)
-        axis.set_xlabel("checkpoint interval", fontsize=8)
+        axis.set_xlabel("training step", fontsize=8)
         axis.tick_params(labelsize=7)
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(output)
     print("tags:", sorted(train), sorted(held_out))

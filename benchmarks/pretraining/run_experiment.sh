@@ -26,7 +26,11 @@ python recipes/create_pretraining_data.py --input_file="$HELD_OUT" \
   --vocab_file=/tmp/pt/vocab.txt --do_lower_case --max_seq_length=128 \
   --max_predictions_per_seq=20 --dupe_factor=1 --random_seed=777 --noprogress
 
-# 2. Pre-train bert_tiny.
+# 2. Pre-train bert_tiny. As run: started with --num_train_steps=2600,
+#    killed with SIGKILL right after the checkpoint at step 1000 (to fit the
+#    session), then the same command with --num_train_steps=1400: it resumed
+#    at step 1000 (weights, AdamW moments, step) and decayed the learning
+#    rate to 0 at step 1400.
 python recipes/pretrain.py \
   --input_file='/tmp/pt/data/train.tfrecord-*' \
   --eval_input_file=/tmp/pt/data/heldout.tfrecord --eval_steps=20 \
@@ -34,15 +38,17 @@ python recipes/pretrain.py \
   --preset=bert_tiny --model_dir=/tmp/pt/tiny \
   --max_seq_length=128 --max_predictions_per_seq=20 \
   --train_batch_size=32 --eval_batch_size=32 \
-  --num_train_steps=2600 --num_warmup_steps=200 --learning_rate=1e-3 \
+  --num_train_steps=1400 --num_warmup_steps=200 --learning_rate=1e-3 \
   --optimizer=adamw --weight_decay=0.01 --clipnorm=1.0 \
   --save_checkpoints_steps=200 --strategy=one_device --seed=12345 --verbose=2
 
-# 3. Baselines and curves.
+# 3. Baselines, full held-out evaluation, curves.
 python benchmarks/pretraining/baselines.py /tmp/pt/data/heldout.tfrecord \
-  '/tmp/pt/data/train.tfrecord-*' > /tmp/pt/baselines.json
+  '/tmp/pt/data/train.tfrecord-*' > benchmarks/pretraining/baselines.json
+python benchmarks/pretraining/evaluate_heldout.py /tmp/pt/tiny/export \
+  /tmp/pt/data/heldout.tfrecord
 python benchmarks/pretraining/plot_curves.py /tmp/pt/tiny \
-  benchmarks/pretraining/curves.png
+  benchmarks/pretraining/curves.png 200 benchmarks/pretraining/baselines.json
 
 # 4. Fine-tune pre-trained vs random bert_tiny, identical settings.
 for task in sst2 stsb; do
