@@ -185,9 +185,9 @@ class BasicTokenizer:
         )
 
     def _mark_special_tokens(self, strings):
-        # Longest tokens first: RE2 takes the leftmost match and, at one
-        # position, the first alternative, as Hugging Face's leftmost-longest
-        # matcher would.
+        # One pass per token, longest first. This equals Hugging Face's
+        # leftmost-longest matching whenever no special token can overlap
+        # another, which holds for bracketed tokens such as BERT's `[...]`.
         strings = tf.strings.regex_replace(strings, SENTINEL_PATTERN, "\ue000")
         order = sorted(
             range(len(self.special_tokens)),

@@ -100,12 +100,3 @@ def test_recipe_on_real_corpus_has_few_unknowns(tmp_path):
     assert results["held_out_unk_rate"] < 0.01
     vocabulary = vocabulary_lib.load_vocabulary(output)
     assert len(vocabulary) == results["vocabulary_size"] > 1000
-
-
-@pytest.mark.slow
-def test_recipe_on_whole_corpus(tmp_path):
-    output = str(tmp_path / "vocab.txt")
-    results = run_recipe(references.python_doc_files(), 8000, output)
-    assert results["words"] > 1_000_000
-    assert results["held_out_unk_rate"] < 0.01
-    assert results["vocabulary_size"] > 5000
