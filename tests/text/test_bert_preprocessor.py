@@ -7,6 +7,7 @@ import keras_bert
 from keras_bert.text.bert_preprocessor import _longest_first
 from keras_bert.text.bert_preprocessor import _round_robin
 from tests.helpers import assert_config_complete
+from tests.helpers import run_model_saving_test
 from tests.helpers import run_serialization_test
 from tests.text.references import TINY_VOCABULARY
 
@@ -162,3 +163,11 @@ def test_docstring_example():
     inputs = as_lists(preprocessor((["The quick fox."], ["The foxes."])))
     assert inputs["token_ids"] == [[2, 5, 6, 3, 5, 8, 9, 3]]
     assert inputs["segment_ids"] == [[0, 0, 0, 0, 1, 1, 1, 1]]
+
+
+def test_keras_file_round_trip(preprocessor):
+    # A functional model from raw strings to the backbone inputs, saved to
+    # and loaded from a .keras file.
+    texts = keras.Input(shape=(), dtype="string", name="text")
+    model = keras.Model(texts, preprocessor(texts))
+    run_model_saving_test(model, np.array(["The quick fox!", "", "日本 é"]))
