@@ -219,6 +219,7 @@ def main(argv):
         ),
         epochs=FLAGS.epochs,
         callbacks=[evaluation, backup],
+        shuffle=False,  # the dataset reshuffles itself every epoch
         verbose=2,
     )
 
