@@ -149,7 +149,6 @@ class BertTokenizer(keras.layers.Layer):
             no_pretokenization=True,
             support_detokenization=False,
         )
-        self._vocabulary_tensor = None
         # A plain object: neither Keras nor SavedModel should track these.
         self._compiled = _EagerFunctions()
 
@@ -282,9 +281,14 @@ class BertTokenizer(keras.layers.Layer):
             ids = tf.ragged.constant(ids, dtype=tf.int32)
             if isinstance(ids, tf.RaggedTensor) and ids.ragged_rank == 0:
                 ids = ids.flat_values
-        if self._vocabulary_tensor is None or not tf.executing_eagerly():
-            self._vocabulary_tensor = tf.constant(self.vocabulary)
-        tokens = tf.gather(self._vocabulary_tensor, ids)
+        functions = self._compiled.functions
+        if not tf.executing_eagerly():
+            vocabulary = tf.constant(self.vocabulary)
+        else:  # build the 30k-string constant once, not per call
+            if "vocabulary" not in functions:
+                functions["vocabulary"] = tf.constant(self.vocabulary)
+            vocabulary = functions["vocabulary"]
+        tokens = tf.gather(vocabulary, ids)
         text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
         return tf.strings.regex_replace(text, " ##", "")
 

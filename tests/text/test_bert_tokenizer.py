@@ -122,6 +122,13 @@ def test_detokenize(tokenizer):
     out = tokenizer.detokenize(tokenizer(["the foxes", "a ab"]))
     assert out.numpy().tolist() == [b"the foxes", b"a ab"]
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def round_trip(strings):
+        return tokenizer.detokenize(tokenizer(strings))
+
+    assert round_trip(tf.constant(["The Foxes"])).numpy() == [b"the foxes"]
+    assert tokenizer.detokenize([8]).numpy() == b"fox"  # eager after graph
+
 
 def test_config_and_serialization(tokenizer):
     assert_config_complete(tokenizer)

@@ -159,3 +159,15 @@ def test_packed_pairs(vocab_path, minilm_tokenizer, sequence_length):
         np.testing.assert_array_equal(
             ours["padding_mask"], [t.attention_mask for t in theirs]
         )
+
+
+def test_detokenize_matches_the_wordpiece_decoder(vocab_path, minilm_tokenizer):
+    decoders = pytest.importorskip("tokenizers.decoders")
+    reference = references.reference_tokenizer(vocab_path)
+    reference.decoder = decoders.WordPiece(prefix="##", cleanup=False)
+    strings = hard_strings.all_hard_strings()
+    strings += references.python_doc_lines()[::512]
+    ids = minilm_tokenizer(strings)
+    ours = [t.decode("utf-8") for t in minilm_tokenizer.detokenize(ids).numpy()]
+    theirs = reference.decode_batch(ids.to_list(), skip_special_tokens=False)
+    assert ours == theirs
