@@ -51,7 +51,10 @@ from keras_bert.serving import export_saved_model
 from keras_bert.training.glue_evaluation import GlueEvaluation
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.strategies import STRATEGIES
+from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
+from keras_bert.training.strategies import is_chief
+from keras_bert.training.strategies import task_id
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 # === Flags ===
@@ -108,6 +111,9 @@ flags.DEFINE_enum(
     list(STRATEGIES),
     "tf.distribute strategy (keras_bert.training.create_strategy).",
 )
+flags.DEFINE_string(
+    "tpu", None, "With --strategy=tpu: the TPU's name, address or 'local'."
+)
 flags.DEFINE_enum(
     "mixed_precision",
     "none",
@@ -157,7 +163,15 @@ def main(argv):
         [f"{t.name}/{split}" for t, split, _ in test_sets],
     )
 
-    strategy = create_strategy(FLAGS.strategy)
+    strategy = create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
+    check_fit_support(strategy)
+    # Every worker trains; only the chief writes the run's results. Other
+    # workers keep their checkpoints apart, to resume from them too.
+    chief = is_chief(strategy)
+    run_dir = model_dir
+    if not chief:
+        run_dir = os.path.join(model_dir, "workers", str(task_id(strategy)))
+        os.makedirs(run_dir, exist_ok=True)
     steps_per_epoch = math.ceil(len(train["label"]) / FLAGS.batch_size)
     total_steps = steps_per_epoch * FLAGS.epochs
     with strategy.scope():
@@ -184,9 +198,9 @@ def main(argv):
     test_features = packed[1 + len(eval_sets) :]
 
     paths = {
-        "best_weights": os.path.join(model_dir, "best.weights.h5"),
-        "history": os.path.join(model_dir, "eval_history.json"),
-        "backup": os.path.join(model_dir, "backup"),
+        "best_weights": os.path.join(run_dir, "best.weights.h5"),
+        "history": os.path.join(run_dir, "eval_history.json"),
+        "backup": os.path.join(run_dir, "backup"),
     }
     history = _resumable_history(paths)
     evaluation = GlueEvaluation(
@@ -225,6 +239,8 @@ def main(argv):
 
     best = evaluation.best
     model.load_weights(paths["best_weights"])
+    if not chief:
+        return
     submissions = {}
     for (test_task, split, examples), inputs in zip(test_sets, test_features):
         outputs = model.predict(
