@@ -22,7 +22,9 @@ def document_streams():
     tokenizer = helpers.real_tokenizer()
     documents = list(read_documents(helpers.python_doc_files(), "text"))
     lines = [sentence for document in documents for sentence in document]
-    ids = tokenizer(lines).to_list()
+    ids = []
+    for start in range(0, len(lines), 1024):  # bounded memory
+        ids.extend(tokenizer(lines[start : start + 1024]).to_list())
     streams, cursor = [], 0
     for document in documents:
         sentences = [s for s in ids[cursor : cursor + len(document)] if s]
