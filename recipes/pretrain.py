@@ -33,7 +33,8 @@ Flags:
     --weight_decay: decoupled decay (not on LayerNorm or biases).
     --clipnorm: global-norm gradient clipping.
     --save_checkpoints_steps: steps between checkpoints.
-    --strategy: "one_device" or "mirrored".
+    --strategy: a keras_bert.training.create_strategy name ("one_device",
+        "mirrored", ...).
     --mixed_precision: mixed_float16 on GPU, mixed_bfloat16 otherwise.
     --jit_compile: compile the train step with XLA.
     --seed: seed of initialisation and input shuffling.
