@@ -89,7 +89,10 @@ def test_many_splits_in_one_pass_equal_one_by_one(preprocessor):
 
 
 def test_glue_dataset_batches_features_with_labels():
-    features = {"token_ids": np.arange(10).reshape(5, 2)}
+    features = {
+        "token_ids": np.arange(10).reshape(5, 2),
+        "padding_mask": np.ones((5, 2), "int32"),
+    }
     batches = list(
         glue_dataset(features, np.arange(5), 2, shuffle=True, seed=1)
     )
