@@ -190,31 +190,23 @@ def remove_write_directory(path, directory):
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _first_replica(strategy, value):
-    if isinstance(value, tf.distribute.DistributedValues):
-        return strategy.experimental_local_results(value)[0]
-    return value
-
-
 def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-    """Keras' `_maybe_symbolic_build`, minus the cross-worker `reduce`.
+    """Keras' `_maybe_symbolic_build`, from the dataset's element spec.
 
-    Keras 3 (keras-team/keras#20329) reduces the first batch with
-    `strategy.reduce("MEAN", batch)` to get its shapes; under
-    `MultiWorkerMirroredStrategy` that fails for nested (dict) batches.
-    Only shapes and dtypes are needed, which the first replica's values
-    give without any communication.
+    Keras 3 takes the first batch of the training iterator (then starts a
+    new one) to learn the input shapes and, under a strategy, averages it
+    across replicas. Under `MultiWorkerMirroredStrategy` that average
+    fails for nested (dict) batches (keras-team/keras#20329). And reading
+    a batch ahead moves shuffling seeds on, by an amount that depends on
+    how far the dataset had been skipped, so a resumed run would see other
+    batches than an uninterrupted one. Only shapes and dtypes are needed:
+    the dataset's `element_spec` has them, without reading anything.
     """
     if self._distribute_strategy is None:
         return
-    strategy = self.distribute_strategy
-    if iterator is not None:
-        for _, _, it in iterator:
-            data_batch = tf.nest.map_structure(
-                lambda v: _first_replica(strategy, v), next(it)
-            )
-            break
-    with strategy.scope():
+    if iterator is not None and data_batch is None:
+        data_batch = iterator.data_adapter.get_tf_dataset().element_spec
+    with self.distribute_strategy.scope():
         self._symbolic_build(data_batch=data_batch)
 
 
@@ -278,7 +270,9 @@ def support_distributed_fit(model):
 
     - keras-team/keras#20329: under `MultiWorkerMirroredStrategy`, `fit`
       averages the first batch (a dict) across workers to read its shapes
-      and fails; the first replica's shapes are used instead.
+      and fails. The shapes are taken from the dataset's `element_spec`
+      instead, which also stops Keras reading a batch ahead: that moved
+      shuffling seeds on and broke exact resumption.
     - Under `MultiWorkerMirroredStrategy` each step's scalar logs are
       averaged along an axis they do not have, which fails; scalars are
       averaged whole (patched in Keras' TensorFlow trainer, for
@@ -308,6 +302,9 @@ def support_distributed_fit(model):
     model._maybe_symbolic_build = types.MethodType(_maybe_symbolic_build, model)
     keras_tf_trainer.reduce_per_replica = _reduce_per_replica
     optimizer = model.optimizer
+    # Under mixed_float16 the inner optimizer of the loss-scale wrapper
+    # clips and applies.
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
     if optimizer is not None:
         optimizer._keras_bert_summed = threading.local()
         optimizer._clip_gradients = types.MethodType(_clip_gradients, optimizer)
