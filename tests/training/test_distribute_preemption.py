@@ -19,13 +19,20 @@ STEPS, INTERVAL = 10, 4
 
 
 def dataset():
-    data = tf.data.Dataset.from_tensor_slices(_data(48, seed=0))
-    data = data.repeat().batch(4, drop_remainder=True)
+    # Reshuffled every pass with a fixed seed: a resumed run must skip to
+    # the same place in the same sequence.
+    data = tf.data.Dataset.from_tensor_slices(_data(24, seed=0))
+    data = data.shuffle(24, seed=5).repeat().batch(4, drop_remainder=True)
     return training.with_auto_shard_policy(data, "data")
 
 
 def tiny_model():
     keras.utils.set_random_seed(3)
+    with training.create_strategy("one_device").scope():
+        return _compiled_model()
+
+
+def _compiled_model():
     backbone = keras_bert.BertBackbone(
         vocabulary_size=40,
         num_layers=1,
@@ -41,7 +48,9 @@ def tiny_model():
         optimizer=training.create_adamw(schedule),
         loss=training.pretraining_losses(),
     )
-    return model
+    # Under a strategy Keras would read a batch ahead, moving the shuffle
+    # on: the resumed run would then see other batches.
+    return training.support_distributed_fit(model)
 
 
 class SigtermAt(keras.callbacks.Callback):
