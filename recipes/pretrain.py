@@ -14,7 +14,9 @@ Flags:
     --input_format: "tfrecord" (default), "sentences" or "text".
     --eval_input_file: held-out TFRecords; evaluated at every checkpoint
         and at the end (--eval_steps batches).
-    --eval_steps: batches of held-out data per evaluation.
+    --eval_steps: batches of held-out data per evaluation; 0 evaluates the
+        whole held-out set once, exactly (no example dropped or repeated,
+        whatever the number of replicas).
     --model_dir: checkpoints, TensorBoard logs and results.json.
     --export_dir: where the final model + vocab go (model_dir/export).
     --vocab_file: WordPiece vocab.txt (also exported).
@@ -33,11 +35,18 @@ Flags:
     --weight_decay: decoupled decay (not on LayerNorm or biases).
     --clipnorm: global-norm gradient clipping.
     --save_checkpoints_steps: steps between checkpoints.
-    --strategy: a keras_bert.training.create_strategy name ("one_device",
-        "mirrored", ...).
+    --strategy: "one_device", "mirrored", "multi_worker_mirrored" (cluster
+        from TF_CONFIG), "tpu" (with --tpu) or "parameter_server" (refused:
+        Keras 3's fit cannot train under it). See docs/distributed.md.
+    --tpu: TPU name or grpc:// address, or "local" on a TPU VM.
+    --auto_shard_policy: how workers split the training data: "auto"
+        (files for TFRecords when there are at least as many files as
+        workers, else data), "file", "data" or "off".
     --mixed_precision: mixed_float16 on GPU, mixed_bfloat16 otherwise.
     --jit_compile: compile the train step with XLA.
     --seed: seed of initialisation and input shuffling.
+    --deterministic_ops: make TensorFlow ops deterministic (slower), so that
+        runs repeat bit for bit.
     --verbose: Keras verbosity (1 = progress bar, 2 = a line per interval).
 
 Example:
@@ -98,9 +107,17 @@ flags.DEFINE_enum(
     "strategy", "one_device", list(training.strategies.STRATEGIES),
     "Distribution strategy.",
 )  # fmt: skip
+flags.DEFINE_string("tpu", None, "--strategy=tpu: TPU address or 'local'.")
+flags.DEFINE_enum(
+    "auto_shard_policy",
+    "auto",
+    ["auto", "file", "data", "off"],
+    "How multi-worker runs split the training data.",
+)
 flags.DEFINE_bool("mixed_precision", False, "Mixed-precision training.")
 flags.DEFINE_bool("jit_compile", False, "XLA-compile the train step.")
 flags.DEFINE_integer("seed", 12345, "Random seed.")
+flags.DEFINE_bool("deterministic_ops", False, "Deterministic TF ops.")
 flags.DEFINE_integer("verbose", 1, "Keras fit verbosity.")
 flags.mark_flags_as_required(["input_file", "model_dir", "vocab_file"])
 
@@ -130,10 +147,21 @@ def _build_model(vocabulary_size):
     return model
 
 
-def _datasets(tokenizer, resumed_step):
-    # A resumed run reshuffles with a different seed rather than replaying
-    # the first batches again.
-    seed = FLAGS.seed + resumed_step
+def _shard_policy(strategy):
+    if FLAGS.auto_shard_policy != "auto":
+        return FLAGS.auto_shard_policy
+    if FLAGS.input_format != "tfrecord":
+        return "data"  # generated on the fly: every worker makes it all
+    return training.file_shard_policy(
+        len(data.expand_input_files(FLAGS.input_file)),
+        training.num_workers(strategy),
+    )
+
+
+def _datasets(tokenizer, strategy):
+    # The same seed on a resumed run: `pretrain` skips the batches already
+    # trained on, so the run sees the data an uninterrupted one would.
+    seed = FLAGS.seed
     if FLAGS.input_format == "tfrecord":
         train = data.pretraining_dataset_from_tfrecords(
             FLAGS.input_file,
@@ -159,20 +187,32 @@ def _datasets(tokenizer, resumed_step):
             FLAGS.train_batch_size,
             input_format=FLAGS.input_format,
         )
+    policy = _shard_policy(strategy)
+    logging.info("Training data shard policy: %s.", policy)
+    train = training.with_auto_shard_policy(train, policy)
     evaluation = None
     if FLAGS.eval_input_file:
+        whole_set = FLAGS.eval_steps == 0
         evaluation = data.pretraining_dataset_from_tfrecords(
             FLAGS.eval_input_file,
             FLAGS.eval_batch_size,
             FLAGS.max_seq_length,
             FLAGS.max_predictions_per_seq,
             shuffle=False,
+            repeat=not whole_set,
+            drop_remainder=not whole_set,
         )
+        # Data sharding keeps every example exactly once across workers.
+        evaluation = training.with_auto_shard_policy(evaluation, "data")
     return train, evaluation
 
 
 def main(argv):
     del argv
+    # Before any other TensorFlow call: a multi-worker strategy configures
+    # the runtime, which must not have started yet.
+    strategy = training.create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
+    training.check_fit_support(strategy)
     module = FLAGS.find_module_defining_flag("input_file")
     configuration = {
         f.name: f.value for f in FLAGS.get_flags_for_module(module)
@@ -187,9 +227,10 @@ def main(argv):
     configuration["dtype_policy"] = keras.mixed_precision.global_policy().name
     logging.info("Configuration: %s", configuration)
     keras.utils.set_random_seed(FLAGS.seed)
+    if FLAGS.deterministic_ops:
+        tf.config.experimental.enable_op_determinism()
 
     tokenizer = BertTokenizer(FLAGS.vocab_file, lowercase=FLAGS.do_lower_case)
-    strategy = training.create_strategy(FLAGS.strategy)
     logging.info(
         "Strategy %s with %d replica(s).",
         type(strategy).__name__,
@@ -208,12 +249,15 @@ def main(argv):
             weight_decay=FLAGS.weight_decay,
             global_clipnorm=FLAGS.clipnorm,
         )
-        model.compile(optimizer=optimizer, jit_compile=FLAGS.jit_compile)
+        # Global-batch means: any number of replicas trains like one.
+        model.compile(
+            optimizer=optimizer,
+            loss=training.pretraining_losses(),
+            jit_compile=FLAGS.jit_compile,
+        )
 
-    resumed_step = training.pretraining.checkpointed_step(
-        FLAGS.model_dir, FLAGS.save_checkpoints_steps
-    )
-    train, evaluation = _datasets(tokenizer, resumed_step)
+    train, evaluation = _datasets(tokenizer, strategy)
+    eval_steps = FLAGS.eval_steps or None
     result = training.pretrain(
         model,
         train,
@@ -221,7 +265,7 @@ def main(argv):
         num_train_steps=FLAGS.num_train_steps,
         steps_per_checkpoint=FLAGS.save_checkpoints_steps,
         validation_data=evaluation,
-        validation_steps=FLAGS.eval_steps if evaluation else None,
+        validation_steps=eval_steps if evaluation else None,
         verbose=FLAGS.verbose,
     )
     result["examples_per_second"] = (
@@ -229,13 +273,19 @@ def main(argv):
     )
     if evaluation is not None:
         result["eval"] = model.evaluate(
-            evaluation, steps=FLAGS.eval_steps, return_dict=True, verbose=0
+            evaluation, steps=eval_steps, return_dict=True, verbose=0
         )
     export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
     result["export_dir"] = export_dir
+    # Every worker exports (as TensorFlow recommends); only the chief's
+    # copy is kept.
+    write_dir = training.write_directory(export_dir, strategy)
     result["exported_files"] = training.save_pretrained(
-        model, tokenizer, export_dir
+        model, tokenizer, write_dir
     )
+    training.remove_write_directory(write_dir, export_dir)
+    if not training.is_chief(strategy):
+        return
     result["configuration"] = configuration
     path = os.path.join(FLAGS.model_dir, "results.json")
     with tf.io.gfile.GFile(path, "w") as f:

@@ -8,22 +8,30 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from keras_bert.training.distribution import remove_write_directory
+from keras_bert.training.distribution import skip_trained_steps
+from keras_bert.training.distribution import support_distributed_fit
+from keras_bert.training.distribution import write_directory
+from keras_bert.training.fault_tolerance import PreemptionCheckpoint
+from keras_bert.training.strategies import check_fit_support
+from keras_bert.training.strategies import is_chief
+
 CHECKPOINT_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
 
 
-def checkpointed_step(model_dir, steps_per_checkpoint):
+def checkpointed_step(model_dir, steps_per_checkpoint=None):
     """The step of the latest checkpoint in `model_dir`, or 0 if none.
 
     Args:
         model_dir: str. The run's directory.
-        steps_per_checkpoint: int. The run's checkpoint interval.
+        steps_per_checkpoint: unused; kept for callers of earlier versions.
     """
-    path = os.path.join(model_dir, CHECKPOINT_DIR, "training_metadata.json")
-    if not tf.io.gfile.exists(path):
+    del steps_per_checkpoint
+    path = tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR))
+    if path is None:
         return 0
-    with tf.io.gfile.GFile(path) as f:
-        return int(json.load(f)["epoch"]) * steps_per_checkpoint
+    return int(path.rsplit("-", 1)[-1])
 
 
 def pretrain(
@@ -39,20 +47,28 @@ def pretrain(
 ):
     """Trains `model` for `num_train_steps`, resuming from `model_dir`.
 
-    One Keras "epoch" is one checkpoint interval of `steps_per_checkpoint`
-    steps; `keras.callbacks.BackupAndRestore` saves the weights *and* the
-    optimizer's variables (its step counter, hence the learning-rate
-    schedule, and its moments) at the end of each. Calling `pretrain`
-    again with the same `model_dir` after a crash restores the latest
-    checkpoint and trains only the remaining steps, so at most one interval
-    is lost. The checkpoint is kept at the end: a finished run re-run does
-    nothing. TensorBoard logs (losses, MLM and NSP accuracy, learning
-    rate) go to `model_dir/tensorboard`.
+    Works the same under every `tf.distribute` strategy `fit` supports:
+    the model's own (the one it was built under) is used. One Keras
+    "epoch" is one checkpoint interval of `steps_per_checkpoint` steps.
+    A `tf.train.Checkpoint` of the weights *and* the optimizer (its step
+    counter, hence the learning-rate schedule, and its moments) is saved
+    every interval and when any worker receives SIGTERM
+    (`keras_bert.training.PreemptionCheckpoint`); the processes then exit
+    with code 42. Calling `pretrain` again with the same `model_dir`
+    restores the latest checkpoint, skips the batches already trained on
+    and trains exactly the remaining steps: after a SIGTERM nothing is
+    lost, after a crash or SIGKILL at most one interval. A finished run
+    re-run does nothing. TensorBoard logs (losses, MLM and NSP accuracy,
+    learning rate) go to `model_dir/tensorboard`. Only the chief of a
+    multi-worker run writes into `model_dir`.
 
     Args:
         model: a compiled `keras_bert.BertMaskedLM` (built under the
             strategy's scope if one is used).
-        dataset: `tf.data.Dataset` of `(features, labels)`, repeating.
+        dataset: `tf.data.Dataset` of global batches `(features, labels)`,
+            repeating, in a fixed order for an exact resume (fixed seeds);
+            set its auto-shard policy for multi-worker runs
+            (`keras_bert.training.with_auto_shard_policy`).
         model_dir: str. Where checkpoints and logs go.
         num_train_steps: int. Total steps of the run, a multiple of
             `steps_per_checkpoint`.
@@ -91,30 +107,50 @@ def pretrain(
             "on interval ends. Use e.g. num_train_steps="
             f"{rounded * steps_per_checkpoint}."
         )
-    tf.io.gfile.makedirs(model_dir)
-    resumed_from_step = checkpointed_step(model_dir, steps_per_checkpoint)
+    strategy = model.distribute_strategy
+    check_fit_support(strategy)
+    support_distributed_fit(model)
+    if is_chief(strategy):
+        tf.io.gfile.makedirs(model_dir)
+    checkpoint = PreemptionCheckpoint(
+        os.path.join(model_dir, CHECKPOINT_DIR),
+        steps_per_checkpoint,
+        final_step=num_train_steps,
+    )
+    resumed_from_step = checkpoint.restore(model)
+    remaining = num_train_steps - resumed_from_step
     if resumed_from_step:
         logging.info(
             "Resuming from the checkpoint at step %d in %s.",
             resumed_from_step,
             model_dir,
         )
+    if remaining <= 0:
+        return {
+            "resumed_from_step": resumed_from_step,
+            "final_step": resumed_from_step,
+            "steps_this_run": 0,
+            "seconds": 0.0,
+            "steps_per_second": 0.0,
+            "history": {},
+        }
+    tensorboard_dir = os.path.join(model_dir, TENSORBOARD_DIR)
+    tensorboard_write_dir = write_directory(tensorboard_dir, strategy)
     all_callbacks = [
-        keras.callbacks.BackupAndRestore(
-            os.path.join(model_dir, CHECKPOINT_DIR),
-            save_freq="epoch",
-            delete_checkpoint=False,
-        ),
+        checkpoint,
         keras.callbacks.TensorBoard(
-            os.path.join(model_dir, TENSORBOARD_DIR),
+            tensorboard_write_dir,
             update_freq=max(1, min(100, steps_per_checkpoint)),
         ),
         *callbacks,
     ]
     start = time.perf_counter()
+    # After a SIGTERM the run stops between interval ends: the first
+    # epoch then ends off the usual boundaries, and `checkpoint` stops
+    # training at exactly `num_train_steps`.
     history = model.fit(
-        dataset,
-        epochs=num_train_steps // steps_per_checkpoint,
+        skip_trained_steps(dataset, resumed_from_step, strategy),
+        epochs=-(-remaining // steps_per_checkpoint),
         steps_per_epoch=steps_per_checkpoint,
         validation_data=validation_data,
         validation_steps=validation_steps,
@@ -122,6 +158,7 @@ def pretrain(
         verbose=verbose,
     )
     seconds = time.perf_counter() - start
+    remove_write_directory(tensorboard_write_dir, tensorboard_dir)
     final_step = int(model.optimizer.iterations.numpy())
     steps_this_run = final_step - resumed_from_step
     logging.info(

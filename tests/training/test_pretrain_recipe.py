@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+import tensorflow as tf
 
 from tests.training import pretraining_data
 
@@ -37,12 +38,8 @@ def command(files, model_dir):
 
 
 def checkpointed_epoch(model_dir):
-    path = os.path.join(model_dir, "checkpoints", "training_metadata.json")
-    try:
-        with open(path) as f:
-            return json.load(f)["epoch"]
-    except (OSError, ValueError):
-        return 0
+    path = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
+    return int(path.rsplit("-", 1)[1]) // INTERVAL if path else 0
 
 
 def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path):
