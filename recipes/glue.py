@@ -48,6 +48,7 @@ from keras_bert.data.glue_submission import write_glue_submission
 from keras_bert.data.glue_tfds import GlueDataNotFoundError
 from keras_bert.data.glue_tsv import glue_split_path
 from keras_bert.serving import export_saved_model
+from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.glue_evaluation import GlueEvaluation
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.strategies import STRATEGIES
@@ -136,6 +137,10 @@ def main(argv):
     start = time.time()
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     _check_flags(config)
+    # The strategy comes before any other TensorFlow work: a multi-worker
+    # strategy must configure collective ops at program start.
+    strategy = create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
+    check_fit_support(strategy)
     model_dir = FLAGS.model_dir
     os.makedirs(model_dir, exist_ok=True)
     if FLAGS.demo:
@@ -163,8 +168,6 @@ def main(argv):
         [f"{t.name}/{split}" for t, split, _ in test_sets],
     )
 
-    strategy = create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)
-    check_fit_support(strategy)
     # Every worker trains; only the chief writes the run's results. Other
     # workers keep their checkpoints apart, to resume from them too.
     chief = is_chief(strategy)
@@ -185,6 +188,8 @@ def main(argv):
                 )
             )
         )
+    # Keras 3 workarounds so that fit under a strategy equals one device.
+    support_distributed_fit(model)
 
     # One tokenizer pass over every split: its graph is built once.
     packed = preprocess_glue_splits(

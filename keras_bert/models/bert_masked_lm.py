@@ -6,6 +6,7 @@ from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
 from keras_bert.models.task import Task
+from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
 from keras_bert.training.optimizers import create_adamw
 
@@ -124,21 +125,18 @@ class BertMaskedLM(Task):
                 0.01 except LayerNorm and biases, global-norm clipping 1.0),
                 or any Keras optimizer.
             loss: `"auto"` for masked-LM cross-entropy averaged over real
-                prediction slots (label != 0) plus NSP cross-entropy.
+                prediction slots (label != 0) plus NSP cross-entropy, both
+                averaged over the global batch (see
+                `keras_bert.training.pretraining_losses`).
             metrics: `"auto"` for `mlm_accuracy` and `nsp_accuracy`.
             **kwargs: passed to `keras.Model.compile` (e.g. `jit_compile`).
         """
         if optimizer == "auto":
             optimizer = create_adamw(learning_rate=1e-4)
         if loss == "auto":
-            loss = {
-                "mlm_logits": keras.losses.SparseCategoricalCrossentropy(
-                    from_logits=True, ignore_class=0, name="mlm_loss"
-                ),
-                "nsp_logits": keras.losses.SparseCategoricalCrossentropy(
-                    from_logits=True, name="nsp_loss"
-                ),
-            }
+            # Means over the global batch: the same numbers on one device
+            # and under any tf.distribute strategy.
+            loss = pretraining_losses()
         if metrics == "auto":
             metrics = {
                 "mlm_logits": [MaskedLMAccuracy(name="mlm_accuracy")],
