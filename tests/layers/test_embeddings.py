@@ -124,3 +124,14 @@ def test_weights_are_not_shared_between_layers():
         a.token_embedding.embeddings.numpy(),
         a.position_embedding.embeddings.numpy(),
     )
+
+
+def test_position_and_segment_embeddings_save_and_load():
+    run_layer_saving_test(
+        PositionEmbedding(max_sequence_length=8, hidden_dim=4),
+        np.array([[3, 1, 2]], "int32"),
+    )
+    run_layer_saving_test(
+        SegmentEmbedding(num_segments=2, hidden_dim=4),
+        np.array([[0, 1, 1]], "int32"),
+    )
