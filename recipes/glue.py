@@ -28,6 +28,7 @@ finished epoch when started again with the same `--model_dir`.
 import json
 import math
 import os
+import shutil
 import time
 
 import keras
@@ -48,14 +49,15 @@ from keras_bert.data.glue_submission import write_glue_submission
 from keras_bert.data.glue_tfds import GlueDataNotFoundError
 from keras_bert.data.glue_tsv import glue_split_path
 from keras_bert.serving import export_saved_model
+from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
+from keras_bert.training.distribution import write_directory
 from keras_bert.training.glue_evaluation import GlueEvaluation
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.strategies import STRATEGIES
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
-from keras_bert.training.strategies import task_id
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 # === Flags ===
@@ -168,13 +170,14 @@ def main(argv):
         [f"{t.name}/{split}" for t, split, _ in test_sets],
     )
 
-    # Every worker trains; only the chief writes the run's results. Other
-    # workers keep their checkpoints apart, to resume from them too.
+    # Every worker trains; only the chief writes into --model_dir. Other
+    # workers write to a temporary directory (removed at the end), seeded
+    # with the chief's backup so that a restarted job resumes everywhere
+    # from the same epoch.
     chief = is_chief(strategy)
-    run_dir = model_dir
+    run_dir = write_directory(model_dir, strategy)
     if not chief:
-        run_dir = os.path.join(model_dir, "workers", str(task_id(strategy)))
-        os.makedirs(run_dir, exist_ok=True)
+        _copy_resume_state(model_dir, run_dir)
     steps_per_epoch = math.ceil(len(train["label"]) / FLAGS.batch_size)
     total_steps = steps_per_epoch * FLAGS.epochs
     with strategy.scope():
@@ -229,13 +232,20 @@ def main(argv):
     # evaluation has recorded that epoch, and restores them on a restart.
     backup = keras.callbacks.BackupAndRestore(paths["backup"])
     model.fit(
+        # Epoch k's order depends on (seed, k) only: a resumed run trains
+        # on the same batches as an uninterrupted one.
         glue_dataset(
             train_features,
             train["label"],
             FLAGS.batch_size,
             shuffle=True,
             seed=FLAGS.seed,
+            first_epoch=min(
+                _backed_up_epochs(paths["backup"]), FLAGS.epochs - 1
+            ),
+            num_epochs=FLAGS.epochs,
         ),
+        steps_per_epoch=steps_per_epoch,
         epochs=FLAGS.epochs,
         callbacks=[evaluation, backup],
         shuffle=False,  # the dataset reshuffles itself every epoch
@@ -244,8 +254,8 @@ def main(argv):
 
     best = evaluation.best
     model.load_weights(paths["best_weights"])
-    if not chief:
-        return
+    # Predicting and exporting can involve every worker (collective ops),
+    # so all go on; the others' outputs land in their temporary run_dir.
     submissions = {}
     for (test_task, split, examples), inputs in zip(test_sets, test_features):
         outputs = model.predict(
@@ -257,14 +267,19 @@ def main(argv):
             split,
             examples["idx"],
             outputs,
-            os.path.join(model_dir, "submissions"),
+            os.path.join(run_dir, "submissions"),
         )
         submissions[f"{test_task.name}/{split}"] = path
         logging.info("Wrote %s", path)
 
     export = None
     if FLAGS.export_dir:
-        export = _export(model, preprocessor, train_task)
+        export = _export(
+            model,
+            preprocessor,
+            train_task,
+            FLAGS.export_dir if chief else os.path.join(run_dir, "export"),
+        )
 
     results = {
         "task": task.name,
@@ -290,10 +305,12 @@ def main(argv):
             "tensorflow": _tensorflow_version(),
         },
     }
-    with open(os.path.join(model_dir, "results.json"), "w") as f:
+    with open(os.path.join(run_dir, "results.json"), "w") as f:
         json.dump(_json_ready(results), f, indent=2, allow_nan=False)
-    logging.info("Wrote %s", os.path.join(model_dir, "results.json"))
-    _print_metrics(task, best)
+    logging.info("Wrote %s", os.path.join(run_dir, "results.json"))
+    if chief:
+        _print_metrics(task, best)
+    remove_write_directory(run_dir, model_dir)
 
 
 def _check_flags(config):
@@ -394,6 +411,25 @@ def _build_model(task):
     return model, preprocessor
 
 
+def _copy_resume_state(model_dir, run_dir):
+    """Copies the chief's backup and eval history into a worker's run_dir."""
+    backup = os.path.join(model_dir, "backup")
+    if not (os.path.isdir(backup) and os.listdir(backup)):
+        return
+    shutil.copytree(backup, os.path.join(run_dir, "backup"))
+    shutil.copy(os.path.join(model_dir, "eval_history.json"), run_dir)
+    logging.info("Worker: copied the chief's backup from %s", backup)
+
+
+def _backed_up_epochs(backup_dir):
+    """Epochs finished according to BackupAndRestore's backup (0 if none)."""
+    path = os.path.join(backup_dir, "training_metadata.json")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return int(json.load(f)["epoch"])
+
+
 def _resumable_history(paths):
     """The eval history of an interrupted run, or `None` for a fresh start."""
     resuming = os.path.exists(paths["backup"]) and os.listdir(paths["backup"])
@@ -413,12 +449,12 @@ def _resumable_history(paths):
     return history
 
 
-def _export(model, preprocessor, task):
+def _export(model, preprocessor, task, export_dir):
     export_dir = str(
         export_saved_model(
             model,
             preprocessor,
-            FLAGS.export_dir,
+            export_dir,
             labels=task.label_names,
             pair=len(task.text_features) == 2,
         )

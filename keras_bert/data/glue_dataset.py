@@ -120,7 +120,14 @@ def preprocess_glue_splits(splits, preprocessor, batch_size=256):
 
 
 def glue_dataset(
-    features, labels, batch_size, shuffle=False, seed=None, trim_padding=True
+    features,
+    labels,
+    batch_size,
+    shuffle=False,
+    seed=None,
+    trim_padding=True,
+    first_epoch=None,
+    num_epochs=None,
 ):
     """Batches of `(features, label)` from packed ids, for `fit`/`predict`.
 
@@ -138,6 +145,14 @@ def glue_dataset(
         seed: int or `None`. Shuffle seed.
         trim_padding: bool. Cut each batch to its longest example.
             Defaults to `True`.
+        first_epoch: int or `None`. With `shuffle`, return epochs
+            `first_epoch, ..., num_epochs - 1` (0-based) one after the
+            other, each shuffled with a seed made from `seed` and its epoch
+            number, so that a run resumed at epoch `k` sees exactly the
+            batches an uninterrupted run sees from epoch `k` on. Pass
+            `steps_per_epoch=ceil(num_examples / batch_size)` to `fit`.
+            `None` (default): one epoch, reshuffled on every iteration.
+        num_epochs: int. The run's number of epochs, with `first_epoch`.
 
     Example:
     ```python
@@ -150,11 +165,31 @@ def glue_dataset(
     ```
     """
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    if shuffle:
-        dataset = dataset.shuffle(
-            len(labels), seed=seed, reshuffle_each_iteration=True
-        )
-    dataset = dataset.batch(batch_size)
+    if shuffle and first_epoch is not None:
+        if not 0 <= first_epoch < (num_epochs or 0):
+            raise ValueError(
+                "Expected 0 <= `first_epoch` < `num_epochs`. Received: "
+                f"first_epoch={first_epoch!r}, num_epochs={num_epochs!r}"
+            )
+        base_seed = 0 if seed is None else int(seed)
+        epochs = [
+            # Each epoch's order is a function of (seed, epoch) alone.
+            dataset.shuffle(
+                len(labels),
+                seed=base_seed * 100_003 + epoch,
+                reshuffle_each_iteration=False,
+            ).batch(batch_size)
+            for epoch in range(first_epoch, num_epochs)
+        ]
+        dataset = epochs[0]
+        for epoch in epochs[1:]:
+            dataset = dataset.concatenate(epoch)
+    else:
+        if shuffle:
+            dataset = dataset.shuffle(
+                len(labels), seed=seed, reshuffle_each_iteration=True
+            )
+        dataset = dataset.batch(batch_size)
     if trim_padding:
         dataset = dataset.map(_trim_padding)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -102,6 +102,46 @@ def test_glue_dataset_batches_features_with_labels():
     np.testing.assert_array_equal(seen, labels)  # rows keep their labels
 
 
+def test_epoch_seeded_shuffle_replays_from_any_epoch():
+    features = {
+        "token_ids": np.arange(14).reshape(7, 2),
+        "padding_mask": np.ones((7, 2), "int32"),
+    }
+
+    def epochs(first_epoch, count):
+        dataset = glue_dataset(
+            features,
+            np.arange(7),
+            3,
+            shuffle=True,
+            seed=5,
+            first_epoch=first_epoch,
+            num_epochs=4,
+        )
+        batches = [labels.numpy() for _, labels in dataset]
+        assert len(batches) == 3 * count
+        return [
+            np.concatenate(batches[i : i + 3]) for i in range(0, 3 * count, 3)
+        ]
+
+    from_start = epochs(0, 4)
+    for epoch in from_start:  # every epoch is a permutation of all rows
+        np.testing.assert_array_equal(np.sort(epoch), np.arange(7))
+    assert len({tuple(epoch) for epoch in from_start}) > 1  # reshuffled
+    resumed = epochs(2, 2)  # a run resumed after 2 finished epochs
+    for mine, theirs in zip(resumed, from_start[2:]):
+        np.testing.assert_array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="first_epoch=4, num_epochs=4"):
+        glue_dataset(
+            features,
+            np.arange(7),
+            3,
+            shuffle=True,
+            first_epoch=4,
+            num_epochs=4,
+        )
+
+
 def test_trimming_padding_does_not_change_the_outputs():
     import keras
 
