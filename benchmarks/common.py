@@ -7,6 +7,7 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 from importlib import metadata
 
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
@@ -98,3 +99,24 @@ def update_results(section, markdown):
         text = text.rstrip() + "\n\n" + block + "\n"
     with open(RESULTS, "w") as f:
         f.write(text)
+
+
+def matmul_peak(dtype, threads):
+    """GFLOP/s of a 2048³ TensorFlow matmul, median of 10."""
+    code = f"""
+import time, tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads({threads})
+a = tf.random.normal([2048, 2048], dtype=tf.{dtype})
+b = tf.random.normal([2048, 2048], dtype=tf.{dtype})
+f = tf.function(lambda: tf.matmul(a, b))
+f().numpy()
+times = []
+for _ in range(10):
+    t = time.perf_counter(); f().numpy(); times.append(time.perf_counter() - t)
+times.sort()
+print("PEAK", 2 * 2048**3 / times[5] / 1e9)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True
+    )
+    return float(out.stdout.split("PEAK")[-1])

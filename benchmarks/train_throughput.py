@@ -220,27 +220,6 @@ def run_worker(name):
     )
 
 
-def matmul_peak(dtype, threads):
-    """GFLOP/s of a 2048³ TensorFlow matmul, median of 10."""
-    code = f"""
-import time, tensorflow as tf
-tf.config.threading.set_intra_op_parallelism_threads({threads})
-a = tf.random.normal([2048, 2048], dtype=tf.{dtype})
-b = tf.random.normal([2048, 2048], dtype=tf.{dtype})
-f = tf.function(lambda: tf.matmul(a, b))
-f().numpy()
-times = []
-for _ in range(10):
-    t = time.perf_counter(); f().numpy(); times.append(time.perf_counter() - t)
-times.sort()
-print("PEAK", 2 * 2048**3 / times[5] / 1e9)
-"""
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True
-    )
-    return float(out.stdout.split("PEAK")[-1])
-
-
 def main(argv):
     del argv
     if FLAGS.worker:
@@ -256,7 +235,7 @@ def main(argv):
     peaks = {"float32": [], "bfloat16": []}
     for round_index in range(FLAGS.rounds):
         for dtype in peaks:
-            peaks[dtype].append(matmul_peak(dtype, threads))
+            peaks[dtype].append(common.matmul_peak(dtype, threads))
         for name in names:
             out = subprocess.run(
                 [

@@ -148,17 +148,19 @@ def pretrain(
     # After a SIGTERM the run stops between interval ends: the first
     # epoch then ends off the usual boundaries, and `checkpoint` stops
     # training at exactly `num_train_steps`.
-    history = model.fit(
-        skip_trained_steps(dataset, resumed_from_step, strategy),
-        epochs=-(-remaining // steps_per_checkpoint),
-        steps_per_epoch=steps_per_checkpoint,
-        validation_data=validation_data,
-        validation_steps=validation_steps,
-        callbacks=all_callbacks,
-        verbose=verbose,
-    )
+    try:
+        history = model.fit(
+            skip_trained_steps(dataset, resumed_from_step, strategy),
+            epochs=-(-remaining // steps_per_checkpoint),
+            steps_per_epoch=steps_per_checkpoint,
+            validation_data=validation_data,
+            validation_steps=validation_steps,
+            callbacks=all_callbacks,
+            verbose=verbose,
+        )
+    finally:  # also on the preemption exit (SystemExit)
+        remove_write_directory(tensorboard_write_dir, tensorboard_dir)
     seconds = time.perf_counter() - start
-    remove_write_directory(tensorboard_write_dir, tensorboard_dir)
     final_step = int(model.optimizer.iterations.numpy())
     steps_this_run = final_step - resumed_from_step
     logging.info(
