@@ -398,7 +398,10 @@ def _build_model(task):
         tokenizer = keras_bert.BertTokenizer(
             FLAGS.vocabulary, lowercase=FLAGS.lowercase
         )
-        backbone = keras_bert.BertBackbone.from_preset(FLAGS.preset)
+        # The embedding table fits the vocabulary it will be used with.
+        backbone = keras_bert.BertBackbone.from_preset(
+            FLAGS.preset, vocabulary_size=tokenizer.vocabulary_size()
+        )
         model = keras_bert.BertClassifier(backbone, task.num_classes)
     if FLAGS.sequence_length > model.backbone.max_sequence_length:
         raise app.UsageError(

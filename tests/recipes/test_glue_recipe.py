@@ -190,6 +190,34 @@ def test_holdout_when_there_is_no_dev_file(checkpoint, tmp_path):
     assert "mrpc/test" in results["submissions_skipped"]
 
 
+def test_preset_gets_an_embedding_table_the_size_of_the_vocabulary(
+    checkpoint, tmp_path
+):
+    vocabulary = os.path.join(checkpoint, "vocab.txt")
+    with open(vocabulary) as f:
+        size = len(f.read().splitlines())
+    built = []
+    original = recipe._build_model
+
+    def build(task):
+        model, preprocessor = original(task)
+        built.append(model.backbone.vocabulary_size)
+        return model, preprocessor
+
+    flag_values = tiny_flags(checkpoint, tmp_path / "run", epochs=1)
+    del flag_values["init_checkpoint"]
+    with mock.patch.object(recipe, "_build_model", build):
+        results = run_recipe(
+            task="sst2",
+            data_dir=FIXTURES,
+            preset="bert_tiny",
+            vocabulary=vocabulary,
+            **flag_values,
+        )
+    assert built == [size]
+    assert results["config"]["preset"] == "bert_tiny"
+
+
 def test_missing_split_file_fails_before_training(checkpoint, tmp_path):
     data_dir = tmp_path / "glue"
     os.makedirs(data_dir / "RTE")
