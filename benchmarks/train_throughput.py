@@ -63,6 +63,9 @@ CONTESTANTS = {
     "torch_pretrain_fp32": ("torch", "pretrain", "float32"),
     "ours_pretrain_bf16": ("ours", "pretrain", "mixed_bfloat16"),
     "hub_pretrain_bf16": ("hub", "pretrain", "mixed_bfloat16"),
+    # XLA (`jit_compile=True`), measured to decide whether it pays.
+    "ours_cls_fp32_xla": ("ours", "classify", "float32"),
+    "ours_pretrain_fp32_xla": ("ours", "pretrain", "float32"),
 }
 
 
@@ -102,7 +105,7 @@ def _batches(seed=0):
     }
 
 
-def _keras_worker(framework, task, precision, threads):
+def _keras_worker(framework, task, precision, threads, jit_compile=False):
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     import keras
     import tensorflow as tf
@@ -122,11 +125,13 @@ def _keras_worker(framework, task, precision, threads):
         backbone = keras_bert.BertBackbone(**CONFIG)
         if task == "classify":
             model = keras_bert.BertClassifier(backbone, num_classes=2)
-            model.compile(optimizer=optimizer, loss=sparse)
+            model.compile(
+                optimizer=optimizer, loss=sparse, jit_compile=jit_compile
+            )
             y = data["labels"]
         else:
             model = keras_bert.BertMaskedLM(backbone)
-            model.compile(optimizer=optimizer)
+            model.compile(optimizer=optimizer, jit_compile=jit_compile)
             features["masked_positions"] = data["masked_positions"]
             y = {"mlm_logits": data["masked_ids"], "nsp_logits": data["labels"]}
     else:
@@ -212,7 +217,9 @@ def run_worker(name):
     if framework == "torch":
         seconds = _torch_worker(task, precision, threads)
     else:
-        seconds = _keras_worker(framework, task, precision, threads)
+        seconds = _keras_worker(
+            framework, task, precision, threads, name.endswith("_xla")
+        )
     tokens_per_second = FLAGS.steps * BATCH * SEQUENCE / seconds
     print(
         "RESULT "
@@ -275,10 +282,19 @@ def main(argv):
         ratios = []
         for peer in ("hub", "torch"):
             peer_name = name.replace("ours", peer)
-            if framework == "ours" and peer_name in results:
+            if (
+                framework == "ours"
+                and not name.endswith("_xla")
+                and peer_name in results
+            ):
                 paired = values / np.array(results[peer_name])
                 ratios.append(f"{peer}: {np.nanmedian(paired):.2f}×")
-        if framework == "ours" and precision != "float32":
+        if name.endswith("_xla"):
+            plain = name[: -len("_xla")]
+            if plain in results:
+                paired = values / np.array(results[plain])
+                ratios.append(f"without XLA: {np.nanmedian(paired):.2f}×")
+        elif framework == "ours" and precision != "float32":
             fp32 = name.replace("bf16", "fp32")
             if fp32 in results:
                 paired = values / np.array(results[fp32])

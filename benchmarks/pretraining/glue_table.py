@@ -1,4 +1,5 @@
-"""Tabulates pre-trained vs random-init GLUE runs (mean ± std over seeds).
+"""Tabulates pre-trained vs random-init GLUE runs (mean ± std over seeds;
+std is the population standard deviation, numpy's default).
 
 Usage: python glue_table.py GLUE_RUNS_DIR   (runs named TASK-INIT-SEED)
 """
@@ -17,7 +18,8 @@ def main(directory):
     for path in sorted(glob.glob(os.path.join(directory, "*", "results.json"))):
         task, init, seed = os.path.basename(os.path.dirname(path)).split("-")
         with open(path) as f:
-            metrics = json.load(f)["metrics"]["validation"]
+            # The one eval split: "validation", or "holdout" (MRPC here).
+            (metrics,) = json.load(f)["metrics"].values()
         for metric, value in metrics.items():
             scores[(task, metric, init)].append((int(seed), value))
     rows = sorted({(task, metric) for task, metric, _ in scores})
