@@ -5,7 +5,8 @@
   divide by the batch, so a dropped or repeated example would show), ends
   with the same best weights within 1e-4, and only the chief writes to
   `--model_dir` (the other worker's temporary directory is removed).
-- Both workers crash right after epoch 1 has been backed up; restarted
+- Both workers (or the one process of a `one_device` run) crash right
+  after epoch 1 has been backed up; restarted
   with the same command, both resume at epoch 2 (the worker from the
   chief's backup) and the run ends with the uninterrupted run's weights
   and metrics.
@@ -297,5 +298,31 @@ def test_crash_after_epoch_one_resumes_on_every_worker(files, reference_runs):
         )
     difference = max_difference(
         best_weights(model_dir), best_weights(reference_runs["two"])
+    )
+    assert difference < TOLERANCE
+
+
+def test_crash_after_epoch_one_resumes_exactly_in_one_process(
+    files, reference_runs
+):
+    # Weights, AdamW moments and step come back: the learning-rate
+    # schedule and the updates go on as if nothing had happened.
+    model_dir = files["root"] / "crashed_one"
+    codes, log = run(
+        files, model_dir, "crash_one", workers=1, crash_after_epoch=1
+    )
+    assert codes == [3], tail(log)
+    codes, log = run(files, model_dir, "resume_one", workers=1)
+    assert codes == [0], tail(log)
+    assert "Skipping variable loading for optimizer" not in log
+    resumed = results(model_dir)
+    assert resumed["resumed_from_epoch"] == 1
+    uninterrupted = results(reference_runs["one"])
+    for mine, theirs in zip(resumed["epochs"], uninterrupted["epochs"]):
+        assert flat(mine["metrics"]) == pytest.approx(
+            flat(theirs["metrics"]), abs=1e-6
+        )
+    difference = max_difference(
+        best_weights(model_dir), best_weights(reference_runs["one"])
     )
     assert difference < TOLERANCE
