@@ -2,7 +2,11 @@
 TensorBoard logs (train and held-out) into a small PNG.
 
 Usage: python plot_curves.py MODEL_DIR OUTPUT_PNG STEPS_PER_CHECKPOINT
-    [BASELINES_JSON]
+    [BASELINES_JSON] [RUN_START_STEPS]
+
+RUN_START_STEPS (comma-separated, one per run of the recipe, e.g. `0,750`)
+places the epochs of logs written before keras-bert numbered a resumed
+run's epochs on from its start (they restarted at 0).
 """
 
 import collections
@@ -17,10 +21,19 @@ matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
 
-def read_scalars(directory):
-    """{tag: [(step, value)]} from every event file under `directory`."""
+def read_scalars(directory, run_start_epochs=None):
+    """{tag: [(epoch, value)]} from every event file under `directory`.
+
+    Event files are read in the order they were written (one per run of
+    the recipe). Runs of keras-bert before its epochs were numbered on
+    after a resume restarted at epoch 0; such a file's epochs are shifted
+    to follow the previous file's last one.
+    """
     scalars = collections.defaultdict(dict)
-    for path in sorted(glob.glob(os.path.join(directory, "events.out.*"))):
+    last_epoch = -1
+    paths = sorted(glob.glob(os.path.join(directory, "events.out.*")))
+    for index, path in enumerate(paths):
+        points = []
         for record in tf.data.TFRecordDataset(path):
             event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
@@ -29,14 +42,29 @@ def read_scalars(directory):
                     if value.HasField("tensor")
                     else value.simple_value
                 )
-                scalars[value.tag][event.step] = float(number)
+                points.append((value.tag, event.step, float(number)))
+        epochs = [step for tag, step, _ in points if tag.startswith("epoch_")]
+        offset = 0
+        if run_start_epochs:
+            offset = run_start_epochs[index]
+        elif epochs and min(epochs) <= last_epoch:
+            offset = last_epoch + 1 - min(epochs)
+        for tag, step, number in points:
+            scalars[tag][step + offset] = number
+        if epochs:
+            last_epoch = max(epochs) + offset
     return {tag: sorted(points.items()) for tag, points in scalars.items()}
 
 
-def main(model_dir, output, steps_per_checkpoint, baselines=None):
+def main(
+    model_dir, output, steps_per_checkpoint, baselines=None, run_starts=None
+):
     interval = int(steps_per_checkpoint)
+    run_start_epochs = None
+    if run_starts:
+        run_start_epochs = [int(s) // interval for s in run_starts.split(",")]
     trivial = {}
-    if baselines:
+    if baselines and baselines != "-":
         import json
 
         with open(baselines) as f:
@@ -47,9 +75,11 @@ def main(model_dir, output, steps_per_checkpoint, baselines=None):
             ],
             "nsp_logits_nsp_accuracy": values["nsp_accuracy_majority"],
         }
-    train = read_scalars(os.path.join(model_dir, "tensorboard", "train"))
+    train = read_scalars(
+        os.path.join(model_dir, "tensorboard", "train"), run_start_epochs
+    )
     held_out = read_scalars(
-        os.path.join(model_dir, "tensorboard", "validation")
+        os.path.join(model_dir, "tensorboard", "validation"), run_start_epochs
     )
     panels = [
         ("loss", "loss (MLM + NSP)"),

@@ -140,7 +140,7 @@ def pretrain(
         checkpoint,
         keras.callbacks.TensorBoard(
             tensorboard_write_dir,
-            update_freq=max(1, min(100, steps_per_checkpoint)),
+            update_freq=summary_frequency(steps_per_checkpoint),
         ),
         *callbacks,
     ]
@@ -148,10 +148,14 @@ def pretrain(
     # After a SIGTERM the run stops between interval ends: the first
     # epoch then ends off the usual boundaries, and `checkpoint` stops
     # training at exactly `num_train_steps`.
+    # Epochs are numbered on from the resumed step, so that TensorBoard's
+    # per-interval curves of a resumed run continue the earlier ones.
+    initial_epoch = resumed_from_step // steps_per_checkpoint
     try:
         history = model.fit(
             skip_trained_steps(dataset, resumed_from_step, strategy),
-            epochs=-(-remaining // steps_per_checkpoint),
+            initial_epoch=initial_epoch,
+            epochs=initial_epoch + -(-remaining // steps_per_checkpoint),
             steps_per_epoch=steps_per_checkpoint,
             validation_data=validation_data,
             validation_steps=validation_steps,
@@ -228,3 +232,19 @@ def save_pretrained(model, tokenizer, directory):
         with tf.io.gfile.GFile(os.path.join(directory, "vocab.txt"), "w") as f:
             f.write("".join(f"{token}\n" for token in tokenizer.vocabulary))
     return sorted(tf.io.gfile.listdir(directory))
+
+
+def summary_frequency(steps_per_checkpoint, at_most=100):
+    """Steps between TensorBoard's batch summaries: a divisor of the interval.
+
+    Keras' condition for writing batch summaries (every `update_freq`
+    steps) also gates the epoch summaries, which are written at the end of
+    each interval: with 100 and intervals of 250, every other interval's
+    curves went missing. The largest divisor of the interval up to
+    `at_most` keeps every interval.
+    """
+    return max(
+        d
+        for d in range(1, min(at_most, steps_per_checkpoint) + 1)
+        if steps_per_checkpoint % d == 0
+    )

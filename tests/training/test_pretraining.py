@@ -14,6 +14,7 @@ from keras_bert.training import create_adamw
 from keras_bert.training import create_strategy
 from keras_bert.training import pretrain
 from keras_bert.training import save_pretrained
+from keras_bert.training.pretraining import summary_frequency
 from tests.data import pretraining_helpers as helpers
 from tests.training import pretraining_data
 
@@ -73,6 +74,27 @@ def test_resume_restores_weights_optimizer_state_and_step(files, tmp_path):
     result = pretrain(again, dataset(files), run, 6, 2, verbose=0)
     assert (result["resumed_from_step"], result["final_step"]) == (4, 6)
     assert len(result["history"]["loss"]) == 1
+    # TensorBoard's per-interval points continue: epochs 0, 1, then 2.
+    assert epoch_summary_steps(os.path.join(run, "tensorboard", "train")) == [
+        0,
+        1,
+        2,
+    ]
+
+
+def epoch_summary_steps(directory):
+    """Steps of the `epoch_loss` summaries in every event file, in order."""
+    import glob
+
+    import tensorflow as tf
+
+    steps = []
+    for path in sorted(glob.glob(os.path.join(directory, "events.out.*"))):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            if any(v.tag == "epoch_loss" for v in event.summary.value):
+                steps.append(event.step)
+    return sorted(steps)
 
 
 @pytest.mark.slow
@@ -131,3 +153,14 @@ def test_jit_compiled_training(files, tmp_path):
     result = pretrain(model, dataset(files), str(tmp_path), 4, 2, verbose=0)
     assert result["final_step"] == 4
     assert np.isfinite(result["history"]["loss"][-1])
+
+
+def test_summary_frequency_divides_the_checkpoint_interval():
+    assert [summary_frequency(n) for n in (250, 200, 1000, 7, 1, 101)] == [
+        50,
+        100,
+        100,
+        7,
+        1,
+        1,
+    ]
