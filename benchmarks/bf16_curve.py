@@ -171,7 +171,7 @@ is the mean per-step training loss over {window} steps.
 |---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-Largest window gap: float32 vs float32 (dropout noise) {noise.max():.4f};
+Largest window gap: float32 vs float32 (seed noise) {noise.max():.4f};
 bf16 vs float32 {bf16_gap.max():.4f} → bf16 is {"**within**" if within else "**outside**"}
 the float32 noise. Mean gap over windows: {noise.mean():.4f} vs {bf16_gap.mean():.4f}.
 Steps/s: {speed}.
