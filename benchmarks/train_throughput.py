@@ -157,9 +157,20 @@ def _keras_worker(framework, task, precision, threads, jit_compile=False):
             y = data["masked_ids"]
     dataset = tf.data.Dataset.from_tensors((features, y)).repeat()
     model.fit(dataset, steps_per_epoch=FLAGS.warmup, verbose=0)
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=FLAGS.steps, verbose=0)
-    return time.perf_counter() - start
+    ends = []
+
+    class StepTimes(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if not ends:
+                ends.append(time.perf_counter())
+
+        def on_train_batch_end(self, batch, logs=None):
+            ends.append(time.perf_counter())
+
+    model.fit(
+        dataset, steps_per_epoch=FLAGS.steps, verbose=0, callbacks=[StepTimes()]
+    )
+    return [b - a for a, b in zip(ends, ends[1:])]
 
 
 def _torch_worker(task, precision, threads):
@@ -205,22 +216,27 @@ def _torch_worker(task, precision, threads):
 
     for _ in range(FLAGS.warmup):
         step()
-    start = time.perf_counter()
+    times = []
     for _ in range(FLAGS.steps):
+        start = time.perf_counter()
         step()
-    return time.perf_counter() - start
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def run_worker(name):
     framework, task, precision = CONTESTANTS[name]
     threads = FLAGS.threads or os.cpu_count()
     if framework == "torch":
-        seconds = _torch_worker(task, precision, threads)
+        step_seconds = _torch_worker(task, precision, threads)
     else:
-        seconds = _keras_worker(
+        step_seconds = _keras_worker(
             framework, task, precision, threads, name.endswith("_xla")
         )
-    tokens_per_second = FLAGS.steps * BATCH * SEQUENCE / seconds
+    # The median step: robust to a slow first step or a stray hiccup, and
+    # free of fit()'s start and end overheads.
+    median = sorted(step_seconds)[len(step_seconds) // 2]
+    tokens_per_second = BATCH * SEQUENCE / median
     print(
         "RESULT "
         + json.dumps({"name": name, "tokens_per_second": tokens_per_second})
@@ -312,7 +328,7 @@ Model L{CONFIG["num_layers"]}/H{CONFIG["hidden_dim"]}/A{CONFIG["num_heads"]}/I{C
 vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW; the pre-training
 step predicts {PREDICTIONS} tokens per sequence (keras-hub's BertMaskedLM has no NSP head;
 ours and `BertForPreTraining` do). {threads} threads per process, contestants in
-separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps.
+separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps;\na process's figure is its median step time (each step timed on its own).
 Matmul peak measured in the same run (2048³, TensorFlow): fp32 {peak["float32"]:.0f} GFLOP/s,
 bf16 {peak["bfloat16"]:.0f} GFLOP/s. FLOPs/token: classify {flops_per_token("classify") / 1e6:.1f} M,
 pre-train {flops_per_token("pretrain") / 1e6:.1f} M (formula in the script's docstring).
