@@ -14,8 +14,9 @@ from keras_bert.data.glue_dataset import preprocess_glue_splits
 from keras_bert.data.glue_loader import load_glue
 from keras_bert.data.glue_loader import missing_glue_data_message
 from keras_bert.data.glue_loader import split_holdout
+from tests.glue_fixtures import glue_fixture_dir
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "glue")
+FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
 
 
 def test_data_dir_reads_the_tsv_files():

@@ -13,10 +13,11 @@ from keras_bert.data import glue_tfds
 from keras_bert.data.glue_tfds import GlueDataNotFoundError
 from keras_bert.data.glue_tfds import load_glue_tfds
 from keras_bert.data.glue_tsv import read_glue_tsv
+from tests.glue_fixtures import glue_fixture_dir
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "glue")
+FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
 
 
 def _prepare(task, data_dir):

@@ -9,8 +9,9 @@ import pytest
 from keras_bert.data.glue import GLUE_TASKS
 from keras_bert.data.glue import get_glue_task
 from keras_bert.data.glue_tsv import read_glue_tsv
+from tests.glue_fixtures import glue_fixture_dir
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "glue")
+FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
 
 
 def test_every_task_and_split_reads_from_its_fixture():

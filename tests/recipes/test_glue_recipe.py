@@ -20,9 +20,10 @@ from keras_bert.data.glue_dataset import preprocess_glue
 from keras_bert.data.glue_metrics import compute_glue_metrics
 from keras_bert.data.glue_tfds import GlueDataNotFoundError
 from keras_bert.data.glue_tsv import read_glue_tsv
+from tests.glue_fixtures import glue_fixture_dir
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "glue")
+FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
 
 
 def _import_recipe():
