@@ -11,6 +11,44 @@ import sys
 from importlib import metadata
 
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
+
+# The model every speed benchmark runs (issue 9's configuration).
+CONFIG = dict(
+    vocabulary_size=30522,
+    num_layers=4,
+    num_heads=8,
+    hidden_dim=512,
+    intermediate_dim=2048,
+    max_sequence_length=512,
+)
+
+
+def encoder_parameters(config=CONFIG):
+    """Non-embedding parameters of the encoder blocks (no pooler, no head)."""
+    L, H, inter = (
+        config["num_layers"],
+        config["hidden_dim"],
+        config["intermediate_dim"],
+    )
+    # Q, K, V, output projections; two feed-forward layers; two LayerNorms.
+    return L * (4 * H * H + 4 * H + 2 * H * inter + inter + H + 4 * H)
+
+
+def hf_bert_config(config=CONFIG, num_labels=2):
+    """The same architecture as a Hugging Face `transformers.BertConfig`."""
+    import transformers
+
+    return transformers.BertConfig(
+        vocab_size=config["vocabulary_size"],
+        hidden_size=config["hidden_dim"],
+        num_hidden_layers=config["num_layers"],
+        num_attention_heads=config["num_heads"],
+        intermediate_size=config["intermediate_dim"],
+        max_position_embeddings=config["max_sequence_length"],
+        num_labels=num_labels,
+    )
+
+
 CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"
 
 

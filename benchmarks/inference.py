@@ -40,6 +40,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 flags.DEFINE_integer("rounds", 3, "Alternating rounds of all contestants.")
 flags.DEFINE_float("seconds", 6.0, "Timed seconds per process (at least).")
 flags.DEFINE_integer("warmup", 3, "Untimed calls per process.")
@@ -50,26 +52,15 @@ flags.DEFINE_list("batch_sizes", ["1", "32"], "Batch sizes to measure.")
 flags.DEFINE_integer("threads", None, "Threads per process; default: cores.")
 FLAGS = flags.FLAGS
 
-CONFIG = dict(
-    vocabulary_size=30522,
-    num_layers=4,
-    num_heads=8,
-    hidden_dim=512,
-    intermediate_dim=2048,
-    max_sequence_length=512,
-)
+CONFIG = common.CONFIG
+
 SEQUENCE = 128
 CONTESTANTS = ["ours", "ours_xla", "hub", "torch", "torch_compile"]
 
 
 def flops_per_token():
-    L, H, inter = (
-        CONFIG["num_layers"],
-        CONFIG["hidden_dim"],
-        CONFIG["intermediate_dim"],
-    )
-    non_embedding = L * (4 * H * H + 4 * H + 2 * H * inter + inter + H + 4 * H)
-    return 2 * non_embedding + 4 * L * SEQUENCE * H
+    L, H = CONFIG["num_layers"], CONFIG["hidden_dim"]
+    return 2 * common.encoder_parameters() + 4 * L * SEQUENCE * H
 
 
 def _inputs(batch, seed=0):
@@ -134,15 +125,7 @@ def _torch_worker(name, batch, threads):
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=CONFIG["vocabulary_size"],
-        hidden_size=CONFIG["hidden_dim"],
-        num_hidden_layers=CONFIG["num_layers"],
-        num_attention_heads=CONFIG["num_heads"],
-        intermediate_size=CONFIG["intermediate_dim"],
-        max_position_embeddings=CONFIG["max_sequence_length"],
-        num_labels=2,
-    )
+    config = common.hf_bert_config()
     model = transformers.BertForSequenceClassification(config).eval()
     data = {k: torch.tensor(v).long() for k, v in _inputs(batch).items()}
     inputs = dict(
@@ -184,8 +167,6 @@ def main(argv):
         run_worker(FLAGS.worker, FLAGS.batch)
         return
     import numpy as np
-
-    from benchmarks import common
 
     names = FLAGS.contestants or CONTESTANTS
     batches = [int(b) for b in FLAGS.batch_sizes]

@@ -29,6 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 flags.DEFINE_integer("rounds", 3, "Alternating rounds of all contestants.")
 flags.DEFINE_integer("steps", 10, "Timed steps per process.")
 flags.DEFINE_integer("warmup", 3, "Untimed steps per process.")
@@ -41,14 +43,8 @@ flags.DEFINE_list(
 flags.DEFINE_integer("threads", None, "Threads per process; default: cores.")
 FLAGS = flags.FLAGS
 
-CONFIG = dict(
-    vocabulary_size=30522,
-    num_layers=4,
-    num_heads=8,
-    hidden_dim=512,
-    intermediate_dim=2048,
-    max_sequence_length=512,
-)
+CONFIG = common.CONFIG
+
 BATCH, SEQUENCE, PREDICTIONS = 16, 128, 20
 
 # name -> (framework, task, precision)
@@ -70,15 +66,9 @@ CONTESTANTS = {
 
 
 def flops_per_token(task):
-    L, H, inter, V = (
-        CONFIG["num_layers"],
-        CONFIG["hidden_dim"],
-        CONFIG["intermediate_dim"],
-        CONFIG["vocabulary_size"],
-    )
-    non_embedding = L * (4 * H * H + 4 * H + 2 * H * inter + inter + H + 4 * H)
-    non_embedding += H * H + H  # pooler
-    flops = 6 * non_embedding + 12 * L * SEQUENCE * H
+    H, V = CONFIG["hidden_dim"], CONFIG["vocabulary_size"]
+    non_embedding = common.encoder_parameters() + H * H + H  # + pooler
+    flops = 6 * non_embedding + 12 * CONFIG["num_layers"] * SEQUENCE * H
     if task == "pretrain":
         flops += 6 * (H * H + H * V) * PREDICTIONS / SEQUENCE
     return flops
@@ -179,15 +169,7 @@ def _torch_worker(task, precision, threads):
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=CONFIG["vocabulary_size"],
-        hidden_size=CONFIG["hidden_dim"],
-        num_hidden_layers=CONFIG["num_layers"],
-        num_attention_heads=CONFIG["num_heads"],
-        intermediate_size=CONFIG["intermediate_dim"],
-        max_position_embeddings=CONFIG["max_sequence_length"],
-        num_labels=2,
-    )
+    config = common.hf_bert_config()
     data = {k: torch.tensor(v).long() for k, v in _batches().items()}
     inputs = dict(
         input_ids=data["token_ids"],
@@ -249,8 +231,6 @@ def main(argv):
         run_worker(FLAGS.worker)
         return
     import numpy as np
-
-    from benchmarks import common
 
     names = FLAGS.contestants or list(CONTESTANTS)
     threads = FLAGS.threads or os.cpu_count()
