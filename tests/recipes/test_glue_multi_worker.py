@@ -279,27 +279,38 @@ def test_only_the_chief_writes_to_model_dir(reference_runs):
     assert reference_runs["new_temp_dirs"] == set(), reference_runs["log"]
 
 
-def test_crash_after_epoch_one_resumes_on_every_worker(files, reference_runs):
-    model_dir = files["root"] / "crashed"
-    codes, log = run(files, model_dir, "crash", workers=2, crash_after_epoch=1)
-    assert codes == [3, 3], tail(log)
+def crash_then_resume(files, name, workers):
+    """Kills every process right after epoch 1's backup, then reruns."""
+    model_dir = files["root"] / name
+    codes, log = run(
+        files, model_dir, f"{name}_crash", workers, crash_after_epoch=1
+    )
+    assert codes == [3] * workers, tail(log)
     assert not os.path.exists(model_dir / "results.json")
     assert os.listdir(model_dir / "backup")
+    codes, log = run(files, model_dir, f"{name}_resume", workers)
+    assert codes == [0] * workers, tail(log)
+    assert results(model_dir)["resumed_from_epoch"] == 1
+    return model_dir, log
 
-    codes, log = run(files, model_dir, "resume", workers=2)
-    assert codes == [0, 0], tail(log)
-    assert "copied the chief's backup" in log
-    resumed = results(model_dir)
-    assert resumed["resumed_from_epoch"] == 1
-    uninterrupted = results(reference_runs["two"])
+
+def assert_same_run(model_dir, reference_dir):
+    """Same dev metrics every epoch, best weights within TOLERANCE."""
+    resumed, uninterrupted = results(model_dir), results(reference_dir)
     for mine, theirs in zip(resumed["epochs"], uninterrupted["epochs"]):
         assert flat(mine["metrics"]) == pytest.approx(
             flat(theirs["metrics"]), abs=1e-6
         )
     difference = max_difference(
-        best_weights(model_dir), best_weights(reference_runs["two"])
+        best_weights(model_dir), best_weights(reference_dir)
     )
     assert difference < TOLERANCE
+
+
+def test_crash_after_epoch_one_resumes_on_every_worker(files, reference_runs):
+    model_dir, log = crash_then_resume(files, "crashed", workers=2)
+    assert "copied the chief's backup" in log
+    assert_same_run(model_dir, reference_runs["two"])
 
 
 def test_crash_after_epoch_one_resumes_exactly_in_one_process(
@@ -307,22 +318,6 @@ def test_crash_after_epoch_one_resumes_exactly_in_one_process(
 ):
     # Weights, AdamW moments and step come back: the learning-rate
     # schedule and the updates go on as if nothing had happened.
-    model_dir = files["root"] / "crashed_one"
-    codes, log = run(
-        files, model_dir, "crash_one", workers=1, crash_after_epoch=1
-    )
-    assert codes == [3], tail(log)
-    codes, log = run(files, model_dir, "resume_one", workers=1)
-    assert codes == [0], tail(log)
+    model_dir, log = crash_then_resume(files, "crashed_one", workers=1)
     assert "Skipping variable loading for optimizer" not in log
-    resumed = results(model_dir)
-    assert resumed["resumed_from_epoch"] == 1
-    uninterrupted = results(reference_runs["one"])
-    for mine, theirs in zip(resumed["epochs"], uninterrupted["epochs"]):
-        assert flat(mine["metrics"]) == pytest.approx(
-            flat(theirs["metrics"]), abs=1e-6
-        )
-    difference = max_difference(
-        best_weights(model_dir), best_weights(reference_runs["one"])
-    )
-    assert difference < TOLERANCE
+    assert_same_run(model_dir, reference_runs["one"])
