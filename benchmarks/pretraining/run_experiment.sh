@@ -42,7 +42,7 @@ python recipes/create_pretraining_data.py --input_file="$T/heldout_files/*" \
   --max_predictions_per_seq=20 --dupe_factor=1 --random_seed=777 --noprogress
 
 # 3. Pre-train bert_tiny. As run: started with --num_train_steps=6000,
-#    killed with SIGKILL after the checkpoint at step 750, then re-run with
+#    killed with SIGKILL shortly after the checkpoint at step 750, then re-run with
 #    --num_train_steps=8000 (everything else the same): it resumed at step
 #    750 (weights, AdamW moments, step) and ran to 8000.
 python recipes/pretrain.py \
