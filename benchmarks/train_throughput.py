@@ -107,7 +107,14 @@ def _keras_worker(framework, task, precision, threads, jit_compile=False):
     features = {
         k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
     }
-    optimizer = keras.optimizers.AdamW(1e-5, weight_decay=0.01)
+    # Each library's own AdamW: keras-hub trains with Keras' AdamW, ours
+    # with keras_bert.training.AdamW (the same math, fused per variable).
+    if framework == "ours":
+        import keras_bert
+
+        optimizer = keras_bert.training.AdamW(1e-5, weight_decay=0.01)
+    else:
+        optimizer = keras.optimizers.AdamW(1e-5, weight_decay=0.01)
     sparse = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     if framework == "ours":
         import keras_bert
@@ -305,7 +312,9 @@ def main(argv):
 Machine: {common.machine_description()}.
 Command: `python benchmarks/train_throughput.py --rounds={FLAGS.rounds} --steps={FLAGS.steps}`.
 Model L{CONFIG["num_layers"]}/H{CONFIG["hidden_dim"]}/A{CONFIG["num_heads"]}/I{CONFIG["intermediate_dim"]},
-vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW; the pre-training
+vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW (lr 1e-5, decay 0.01; each
+library's own: `keras_bert.training.AdamW` for ours, Keras' `AdamW` for keras-hub,
+`torch.optim.AdamW` for PyTorch); the pre-training
 step predicts {PREDICTIONS} tokens per sequence (keras-hub's BertMaskedLM has no NSP head;
 ours and `BertForPreTraining` do). {threads} threads per process, contestants in
 separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps;\na process's figure is its median step time (each step timed on its own).

@@ -11,6 +11,7 @@ from keras_bert.training.fault_tolerance import PreemptionCheckpoint
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
+from keras_bert.training.optimizers import AdamW
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.optimizers import create_lamb
 from keras_bert.training.optimizers import create_optimizer
@@ -22,6 +23,7 @@ from keras_bert.training.strategies import is_chief
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 __all__ = [
+    "AdamW",
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
     "PreemptionCheckpoint",

@@ -9,6 +9,69 @@ NO_DECAY_NAMES = ("gamma", "beta", "bias")
 OPTIMIZERS = ("adamw", "lamb")
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
+class AdamW(keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with each variable's Adam step fused.
+
+    The same optimizer, arguments and math as Keras' `AdamW` (decoupled
+    weight decay `w -= lr * decay * w`, then the Adam step
+    `w -= lr_t * m / (sqrt(v) + epsilon)`). On the TensorFlow backend the
+    Adam step of each variable (the `m`, `v` and weight updates) runs as one
+    fused kernel, `ResourceApplyAdam`, instead of about a dozen element-wise
+    ops that each read and write the whole tensor. This matters on CPUs,
+    where the optimizer update is memory-bound: see `benchmarks/RESULTS.md`.
+    Other backends, and `amsgrad=True`, use Keras' own update.
+
+    A sparse gradient (an embedding's `IndexedSlices`) is applied as its
+    dense sum, so a row looked up twice in a batch gets the square of its
+    summed gradient in `v`, as dense Adam defines it. (Keras' own AdamW
+    squares each slice before summing, which gives such rows a different
+    `v`.)
+
+    Args: those of `keras.optimizers.AdamW`.
+
+    Example:
+    ```python
+    optimizer = keras_bert.training.AdamW(1e-4, weight_decay=0.01)
+    ```
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        import tensorflow as tf
+
+        dtype = variable.dtype
+        # A sparse gradient (from an embedding lookup) updates every row,
+        # as in Keras' AdamW: the moments of untouched rows still decay.
+        gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
+        local_step = tf.cast(self.iterations + 1, dtype)
+        index = self._get_variable_index(variable)
+        m = self._momentums[index]
+        v = self._velocities[index]
+        tf.raw_ops.ResourceApplyAdam(
+            var=_handle(variable),
+            m=_handle(m),
+            v=_handle(v),
+            beta1_power=tf.pow(tf.cast(self.beta_1, dtype), local_step),
+            beta2_power=tf.pow(tf.cast(self.beta_2, dtype), local_step),
+            lr=tf.cast(learning_rate, dtype),
+            beta1=tf.cast(self.beta_1, dtype),
+            beta2=tf.cast(self.beta_2, dtype),
+            epsilon=tf.cast(self.epsilon, dtype),
+            grad=gradient,
+            use_locking=False,
+            use_nesterov=False,
+        )
+
+
+def _handle(variable):
+    """The resource handle of a Keras or TensorFlow variable."""
+    if isinstance(variable, keras.Variable):
+        variable = variable.value
+    return variable.handle
+
+
 def create_adamw(
     learning_rate=1e-4,
     weight_decay=0.01,
@@ -34,7 +97,7 @@ def create_adamw(
     optimizer = keras_bert.training.create_adamw(2e-5)
     ```
     """
-    optimizer = keras.optimizers.AdamW(
+    optimizer = AdamW(
         learning_rate=learning_rate,
         weight_decay=weight_decay,
         beta_1=beta_1,
