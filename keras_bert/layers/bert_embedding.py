@@ -2,8 +2,10 @@
 
 import keras
 
+from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
+from keras_bert.layers.layer_norm import LayerNorm
 from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding
 from keras_bert.layers.validation import check_ids_in_range
@@ -101,12 +103,12 @@ class BertEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="position_embedding",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
             name="layer_norm",
         )
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
 

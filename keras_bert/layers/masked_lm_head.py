@@ -7,6 +7,7 @@ from keras_bert.layers.activations import apply_activation
 from keras_bert.layers.activations import validate_activation
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
+from keras_bert.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -78,7 +79,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
             name="layer_norm",

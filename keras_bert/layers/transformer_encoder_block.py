@@ -7,8 +7,10 @@ from keras import ops
 
 from keras_bert.layers.activations import apply_activation
 from keras_bert.layers.activations import validate_activation
+from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
+from keras_bert.layers.layer_norm import LayerNorm
 
 # Added to the attention scores of padding keys. Large enough that
 # exp() underflows to exactly 0 in float32, finite so that a row with no real
@@ -116,23 +118,23 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.supports_masking = True
 
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
             name="attention_layer_norm",
         )
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
             name="output_layer_norm",
         )
-        self.attention_probs_dropout = keras.layers.Dropout(
+        self.attention_probs_dropout = Dropout(
             attention_dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
-        self.attention_output_dropout = keras.layers.Dropout(
+        self.attention_output_dropout = Dropout(
             dropout, dtype=self.dtype_policy, name="attention_output_dropout"
         )
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = Dropout(
             dropout, dtype=self.dtype_policy, name="output_dropout"
         )
 

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
 from keras_bert.models.task import Task
@@ -63,7 +64,7 @@ class BertClassifier(Task):
 
         # === Layers ===
         self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = Dropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = keras.layers.Dense(

@@ -1,0 +1,66 @@
+"""Dropout that draws half the random bits and keeps its rate in bf16."""
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class Dropout(keras.layers.Dropout):
+    """`keras.layers.Dropout`, faster and exact in half precision.
+
+    On the TensorFlow backend (without `noise_shape`), each 32-bit random
+    word decides two elements: an element is dropped when its 16-bit draw
+    is below `round(rate * 2**16)`. The random-number generation, which is
+    most of dropout's cost on a CPU, halves. The rate is thereby rounded to
+    a multiple of 2**-16 (0.1 becomes 0.100006).
+
+    Keras' own dropout draws the uniform noise in the input's dtype and
+    scales by `1 / (1 - rate)` in that dtype. In bfloat16 that drops 10.13%
+    instead of 10% and scales by 1.109375 instead of 1.1111, so outputs
+    come out 0.3% small on average. Here the scaling is done in float32 and
+    rounded once to the input's dtype, so the rounding errors of varied
+    inputs average out and the expectation is kept (tested on 4M values).
+
+    Other backends, and `noise_shape`, use Keras' own layer.
+
+    Args: those of `keras.layers.Dropout`.
+
+    Example:
+    ```python
+    layer = keras_bert.layers.Dropout(0.1)
+    y = layer(np.ones((2, 8), "float32"), training=True)  # (2, 8)
+    ```
+    """
+
+    def call(self, inputs, training=False):
+        if (
+            not training
+            or self.rate == 0
+            or self.noise_shape is not None
+            or keras.backend.backend() != "tensorflow"
+        ):
+            return super().call(inputs, training=training)
+        return _dropout(inputs, self.rate, self.seed_generator.next())
+
+
+def _dropout(x, rate, seed):
+    import tensorflow as tf
+
+    # Keras keeps its seeds as int64; TF's stateless ops want int32.
+    seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+    threshold = round(rate * 2**16)
+    size = tf.size(x)
+    bits = tf.random.stateless_uniform(
+        [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32
+    )
+    # The high half is >= t exactly when the word is >= t << 16.
+    keep_high = bits >= tf.constant(threshold << 16, tf.uint32)
+    keep_low = tf.bitwise.left_shift(bits, 16) >= tf.constant(
+        threshold << 16, tf.uint32
+    )
+    keep = tf.reshape(tf.concat([keep_high, keep_low], 0)[:size], tf.shape(x))
+    scale = 1.0 / (1.0 - threshold / 2**16)
+    if x.dtype in (tf.float32, tf.float64):
+        scaled = x * tf.cast(scale, x.dtype)
+    else:
+        scaled = tf.cast(tf.cast(x, tf.float32) * scale, x.dtype)
+    return tf.where(keep, scaled, tf.zeros_like(scaled))

@@ -1,0 +1,91 @@
+"""LayerNorm with a hand-written gradient."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class LayerNorm(keras.layers.LayerNormalization):
+    """`keras.layers.LayerNormalization` with a hand-written gradient.
+
+    The forward pass is Keras' own op for op, so outputs are identical.
+    On the TensorFlow backend, normalising over the last axis with a scale
+    and an offset (BERT's only use), the backward pass is the closed form
+
+    ```
+    dx = rsqrt(var + eps) * (g - mean(g) - x_hat * mean(g * x_hat)),
+    g = dy * gamma,  dgamma = sum(dy * x_hat),  dbeta = sum(dy)
+    ```
+
+    instead of TensorFlow's differentiation of every forward op (means,
+    variance, broadcasts), which reads and writes the activations many more
+    times. Measured in `benchmarks/RESULTS.md`. Other settings and backends
+    use Keras' own layer. Like Keras, it computes in at least float32.
+
+    Args: those of `keras.layers.LayerNormalization`.
+
+    Input and output: a tensor of any shape; normalised over `axis`.
+
+    Example:
+    ```python
+    layer = keras_bert.layers.LayerNorm(epsilon=1e-12)
+    y = layer(np.random.rand(2, 3, 8).astype("float32"))  # (2, 3, 8)
+    ```
+    """
+
+    def call(self, inputs):
+        axis = self.axis if isinstance(self.axis, list) else [self.axis]
+        last_axis = axis == [-1] or axis == [len(inputs.shape) - 1]
+        if (
+            keras.backend.backend() != "tensorflow"
+            or not (last_axis and self.center and self.scale)
+            or self.rms_scaling
+        ):
+            return super().call(inputs)
+        import tensorflow as tf
+
+        outputs = _layer_norm(
+            inputs,
+            tf.convert_to_tensor(self.gamma.value),
+            tf.convert_to_tensor(self.beta.value),
+            self.epsilon,
+        )
+        return ops.cast(outputs, self.compute_dtype)
+
+
+def _layer_norm(x, gamma, beta, epsilon):
+    """LayerNorm over the last axis, as Keras computes it, with the closed
+    form gradient. TensorFlow only."""
+    import tensorflow as tf
+
+    input_dtype = x.dtype
+    dtype = keras.backend.result_type(input_dtype, "float32")
+
+    @tf.custom_gradient
+    def layer_norm(x, gamma, beta):
+        x = tf.cast(x, dtype)
+        gamma = tf.cast(gamma, dtype)
+        beta = tf.cast(beta, dtype)
+        # Keras' forward pass, op for op.
+        mean, variance = ops.moments(x, axes=[-1], keepdims=True)
+        inverse_std = ops.rsqrt(variance + epsilon)
+        inverse = inverse_std * gamma
+        outputs = x * inverse + (-mean * inverse + beta)
+
+        def grad(upstream):
+            upstream = tf.cast(upstream, dtype)
+            x_hat = (x - mean) * inverse_std
+            batch_axes = list(range(len(x.shape) - 1))
+            d_gamma = tf.reduce_sum(upstream * x_hat, axis=batch_axes)
+            d_beta = tf.reduce_sum(upstream, axis=batch_axes)
+            g = upstream * gamma
+            dx = inverse_std * (
+                g
+                - tf.reduce_mean(g, axis=-1, keepdims=True)
+                - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True)
+            )
+            return tf.cast(dx, input_dtype), d_gamma, d_beta
+
+        return tf.cast(outputs, input_dtype), grad
+
+    return layer_norm(x, gamma, beta)

@@ -1,0 +1,132 @@
+"""LayerNorm and exact GELU: Keras' forward pass, hand-written gradients."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.layers import LayerNorm
+from keras_bert.layers.activations import apply_activation
+from tests.helpers import run_layer_saving_test
+from tests.helpers import run_serialization_test
+
+
+def _pair(dtype="float32", **kwargs):
+    """Ours and Keras' layer with the same random scale and offset."""
+    ours = LayerNorm(epsilon=1e-12, dtype=dtype, **kwargs)
+    reference = keras.layers.LayerNormalization(
+        epsilon=1e-12, dtype=dtype, **kwargs
+    )
+    rng = np.random.default_rng(0)
+    for layer in (ours, reference):
+        layer.build((2, 5, 16))
+    for v, r in zip(ours.weights, reference.weights):
+        value = rng.normal(1.0, 0.5, v.shape).astype(v.dtype)
+        v.assign(value)
+        r.assign(value)
+    return ours, reference
+
+
+def _value_and_grads(layer, x, upstream):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x)
+        loss = tf.reduce_sum(tf.cast(y, "float64") * upstream)
+    grads = tape.gradient(loss, [x] + [w.value for w in layer.weights])
+    return [y.numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_forward_identical_and_gradients_match_autodiff(dtype):
+    """Outputs equal Keras' bit for bit; the closed-form gradients of the
+    input, scale and offset match TensorFlow's differentiation of Keras'
+    layer within float rounding (float32: rtol 1e-4 / atol 1e-5 on O(1)
+    values; float64: 1e-10)."""
+    ours, reference = _pair(dtype)
+    rng = np.random.default_rng(1)
+    # Rows with very different means and spreads, as residual sums have.
+    x = (rng.normal(size=(2, 5, 16)) * rng.uniform(0.1, 10, (2, 5, 1))) + 3
+    upstream = rng.normal(size=(2, 5, 16))
+    a = _value_and_grads(ours, x.astype(dtype), upstream)
+    b = _value_and_grads(reference, x.astype(dtype), upstream)
+    np.testing.assert_array_equal(a[0], b[0])
+    tolerance = 1e-4 if dtype == "float32" else 1e-10
+    for name, u, v in zip(("dx", "dgamma", "dbeta"), a[1:], b[1:]):
+        scale = np.abs(v).max()
+        np.testing.assert_allclose(
+            u, v, rtol=tolerance, atol=tolerance * scale * 0.1, err_msg=name
+        )
+
+
+def test_layer_norm_in_bfloat16_computes_in_float32_like_keras():
+    ours, reference = _pair("mixed_bfloat16")
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    upstream = rng.normal(size=(2, 5, 16))
+    a = _value_and_grads(ours, tf.cast(x, "bfloat16"), upstream)
+    b = _value_and_grads(reference, tf.cast(x, "bfloat16"), upstream)
+    assert a[0].dtype == b[0].dtype == tf.bfloat16.as_numpy_dtype
+    np.testing.assert_array_equal(a[0], b[0])
+    # dx is rounded to bfloat16 (8 bits): within two bf16 ulps.
+    np.testing.assert_allclose(
+        a[1].astype("float32"), b[1].astype("float32"), rtol=2**-6, atol=0.02
+    )
+    for u, v in zip(a[2:], b[2:]):
+        np.testing.assert_allclose(u, v, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"axis": 1}, {"rms_scaling": True}, {"center": False}]
+)
+def test_layer_norm_other_settings_fall_back_to_keras(kwargs):
+    ours, reference = _pair(**kwargs)
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 5, 16)).astype("float32")
+    upstream = rng.normal(size=(2, 5, 16))
+    for u, v in zip(
+        _value_and_grads(ours, x, upstream),
+        _value_and_grads(reference, x, upstream),
+    ):
+        np.testing.assert_array_equal(u, v)
+
+
+def test_layer_norm_saving():
+    layer = LayerNorm(epsilon=1e-12)
+    rebuilt = run_serialization_test(layer)
+    assert type(rebuilt) is LayerNorm and rebuilt.epsilon == 1e-12
+    x = np.random.default_rng(4).normal(size=(2, 3, 8)).astype("float32")
+    run_layer_saving_test(LayerNorm(epsilon=1e-12), x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_exact_gelu_forward_identical_and_gradient_accurate(dtype):
+    """Outputs equal `tf.nn.gelu` bit for bit. The hand-written derivative
+    `Phi(x) + x * phi(x)` is at least as close to the exact one (Python's
+    float64 `math.erfc`) as TensorFlow's differentiation of the forward
+    pass, over [-8, 8]."""
+    x = tf.constant(np.linspace(-8, 8, 2001), dtype)
+
+    def value_and_grad(fn):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return y.numpy(), tape.gradient(y, x).numpy().astype("float64")
+
+    ours, our_grad = value_and_grad(lambda t: apply_activation(t, "gelu"))
+    ref, ref_grad = value_and_grad(lambda t: tf.nn.gelu(t, approximate=False))
+    np.testing.assert_array_equal(ours, ref)
+    points = x.numpy().astype("float64")
+    exact = np.array(
+        [
+            0.5 * math.erfc(-v / math.sqrt(2))
+            + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+            for v in points
+        ]
+    )
+    our_error = np.abs(our_grad - exact).max()
+    autodiff_error = np.abs(ref_grad - exact).max()
+    bound = {"float32": 1e-6, "float64": 1e-8, "bfloat16": 2**-6}[dtype]
+    assert our_error <= max(autodiff_error, bound), (our_error, autodiff_error)
