@@ -42,23 +42,31 @@ _INV_SQRT_2PI = 0.3989422804014327
 def _exact_gelu(x):
     """Exact GELU, `x * Phi(x)`, with its derivative written out.
 
-    The forward pass is `tf.nn.gelu(x, approximate=False)` op for op, so
-    outputs are identical. The gradient `Phi(x) + x * phi(x)` reuses the
-    forward pass's `Phi(x)` and takes four element-wise ops where
-    TensorFlow's differentiation of the forward pass takes about twice as
-    many. TensorFlow only.
+    Computed in at least float32 and rounded once to the input's dtype.
+    In float32 and float64 the outputs are `tf.nn.gelu(x, approximate=False)`
+    bit for bit (the same products, up to exact scalings by 0.5 and -1); in
+    bfloat16 they are more accurate than TensorFlow's, which evaluates
+    `erfc` in bfloat16 (and slowly: 17 of a 375 ms training step here).
+    The gradient `Phi(x) + x * phi(x)` reuses the forward pass's `Phi(x)`
+    and takes fewer element-wise passes than TensorFlow's differentiation of
+    the forward pass. TensorFlow only.
     """
     import tensorflow as tf
 
+    dtype = keras.backend.result_type(x.dtype, "float32")
+
     @tf.custom_gradient
     def gelu(x):
-        erfc = tf.math.erfc(-x * tf.cast(_SQRT_HALF, x.dtype))
-        outputs = 0.5 * x * erfc
-        cdf = 0.5 * erfc
+        input_dtype = x.dtype
+        x = tf.cast(x, dtype)
+        cdf = 0.5 * tf.math.erfc(x * tf.constant(-_SQRT_HALF, dtype))
+        outputs = tf.cast(x * cdf, input_dtype)
 
         def grad(upstream):
-            pdf = tf.exp(-0.5 * tf.square(x)) * tf.cast(_INV_SQRT_2PI, x.dtype)
-            return upstream * (cdf + x * pdf)
+            upstream = tf.cast(upstream, dtype)
+            x_pdf = x * tf.exp(tf.square(x) * tf.constant(-0.5, dtype))
+            x_pdf = x_pdf * tf.constant(_INV_SQRT_2PI, dtype)
+            return tf.cast(upstream * (cdf + x_pdf), input_dtype)
 
         return outputs, grad
 

@@ -47,20 +47,20 @@ def _dropout(x, rate, seed):
 
     # Keras keeps its seeds as int64; TF's stateless ops want int32.
     seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-    threshold = round(rate * 2**16)
+    threshold = min(round(rate * 2**16), 2**16 - 1)
     size = tf.size(x)
-    bits = tf.random.stateless_uniform(
+    words = tf.random.stateless_uniform(
         [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32
     )
-    # The high half is >= t exactly when the word is >= t << 16.
-    keep_high = bits >= tf.constant(threshold << 16, tf.uint32)
-    keep_low = tf.bitwise.left_shift(bits, 16) >= tf.constant(
-        threshold << 16, tf.uint32
-    )
-    keep = tf.reshape(tf.concat([keep_high, keep_low], 0)[:size], tf.shape(x))
+    # Each 32-bit word, reinterpreted, is two 16-bit draws: no shifts.
+    draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])
+    keep = draws >= tf.constant(threshold, tf.uint16)
+    if x.shape.num_elements() is None or x.shape.num_elements() % 2:
+        keep = keep[:size]
+    keep = tf.reshape(keep, tf.shape(x))
     scale = 1.0 / (1.0 - threshold / 2**16)
     if x.dtype in (tf.float32, tf.float64):
         scaled = x * tf.cast(scale, x.dtype)
     else:
         scaled = tf.cast(tf.cast(x, tf.float32) * scale, x.dtype)
-    return tf.where(keep, scaled, tf.zeros_like(scaled))
+    return tf.where(keep, scaled, tf.constant(0, scaled.dtype))

@@ -8,9 +8,11 @@ from keras import ops
 class LayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` with a hand-written gradient.
 
-    The forward pass is Keras' own op for op, so outputs are identical.
     On the TensorFlow backend, normalising over the last axis with a scale
-    and an offset (BERT's only use), the backward pass is the closed form
+    and an offset (BERT's only use), the forward pass is
+    `(x - mean) * rsqrt(var + eps) * gamma + beta` (Keras computes the same
+    as `x * inv + (beta - mean * inv)`, so outputs agree to float rounding),
+    and keeps `x_hat` for the backward pass, which is the closed form
 
     ```
     dx = rsqrt(var + eps) * (g - mean(g) - x_hat * mean(g * x_hat)),
@@ -54,8 +56,8 @@ class LayerNorm(keras.layers.LayerNormalization):
 
 
 def _layer_norm(x, gamma, beta, epsilon):
-    """LayerNorm over the last axis, as Keras computes it, with the closed
-    form gradient. TensorFlow only."""
+    """LayerNorm over the last axis with the closed-form gradient.
+    TensorFlow only."""
     import tensorflow as tf
 
     input_dtype = x.dtype
@@ -66,15 +68,15 @@ def _layer_norm(x, gamma, beta, epsilon):
         x = tf.cast(x, dtype)
         gamma = tf.cast(gamma, dtype)
         beta = tf.cast(beta, dtype)
-        # Keras' forward pass, op for op.
-        mean, variance = ops.moments(x, axes=[-1], keepdims=True)
-        inverse_std = ops.rsqrt(variance + epsilon)
-        inverse = inverse_std * gamma
-        outputs = x * inverse + (-mean * inverse + beta)
+        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+        centered = x - mean
+        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+        inverse_std = tf.math.rsqrt(variance + epsilon)
+        x_hat = centered * inverse_std
+        outputs = x_hat * gamma + beta
 
         def grad(upstream):
             upstream = tf.cast(upstream, dtype)
-            x_hat = (x - mean) * inverse_std
             batch_axes = list(range(len(x.shape) - 1))
             d_gamma = tf.reduce_sum(upstream * x_hat, axis=batch_axes)
             d_beta = tf.reduce_sum(upstream, axis=batch_axes)
