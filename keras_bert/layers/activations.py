@@ -24,10 +24,15 @@ def validate_activation(activation):
     return activation
 
 
-def apply_activation(x, activation):
-    """Applies the named activation to `x`."""
+def apply_activation(x, activation, training=None):
+    """Applies the named activation to `x`.
+
+    In training, exact GELU on TensorFlow uses a hand-written derivative
+    (`_exact_gelu`); otherwise TensorFlow's own `gelu`, whose graph pattern
+    TensorFlow fuses into the preceding matmul at inference.
+    """
     if activation == "gelu":
-        if keras.backend.backend() == "tensorflow":
+        if training and keras.backend.backend() == "tensorflow":
             return _exact_gelu(x)
         return keras.ops.gelu(x, approximate=False)
     if activation == "gelu_approximate":

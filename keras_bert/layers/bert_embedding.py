@@ -124,7 +124,7 @@ class BertEmbedding(keras.layers.Layer):
         x = self.token_embedding(token_ids)
         x = x + self.segment_embedding(segment_ids)
         x = x + self.position_embedding(token_ids)
-        x = self.layer_norm(x)
+        x = self.layer_norm(x, training=training)
         return self.dropout_layer(x, training=training)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):

@@ -8,7 +8,8 @@ from keras import ops
 class LayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` with a hand-written gradient.
 
-    On the TensorFlow backend, normalising over the last axis with a scale
+    In training, on the TensorFlow backend, normalising over the last axis
+    with a scale
     and an offset (BERT's only use), the forward pass is
     `(x - mean) * rsqrt(var + eps) * gamma + beta` (Keras computes the same
     as `x * inv + (beta - mean * inv)`, so outputs agree to float rounding),
@@ -21,12 +22,19 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     instead of TensorFlow's differentiation of every forward op (means,
     variance, broadcasts), which reads and writes the activations many more
-    times. Measured in `benchmarks/RESULTS.md`. Other settings and backends
-    use Keras' own layer. Like Keras, it computes in at least float32.
+    times. Measured in `benchmarks/RESULTS.md`. Outside training (a falsy
+    `training`, as at inference), other settings and other backends, it is
+    Keras' own layer: at inference nothing needs the gradient, and
+    TensorFlow's CPU graph rewrites recognise Keras' graph. Like Keras, it
+    computes in at least float32.
 
     Args: those of `keras.layers.LayerNormalization`.
 
-    Input and output: a tensor of any shape; normalised over `axis`.
+    Call arguments:
+        inputs: a tensor of any shape; normalised over `axis`.
+        training: bool. Selects the hand-written gradient (see above).
+
+    Returns a tensor of the input's shape.
 
     Example:
     ```python
@@ -35,7 +43,11 @@ class LayerNorm(keras.layers.LayerNormalization):
     ```
     """
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
+        if not training:
+            # Nothing to differentiate (in all likelihood): Keras' own graph,
+            # which TensorFlow's CPU graph rewrites recognise.
+            return super().call(inputs)
         axis = self.axis if isinstance(self.axis, list) else [self.axis]
         last_axis = axis == [-1] or axis == [len(inputs.shape) - 1]
         if (

@@ -120,14 +120,14 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
+    def call(self, sequence_output, masked_positions, training=None):
         masked_positions = ops.cast(masked_positions, "int32")
         # (batch, predictions, hidden): gather before any vocab-sized work.
         x = ops.take_along_axis(
             sequence_output, masked_positions[:, :, None], axis=1
         )
-        x = apply_activation(self.dense(x), self.activation)
-        x = self.layer_norm(x)
+        x = apply_activation(self.dense(x), self.activation, training=training)
+        x = self.layer_norm(x, training=training)
         if self.token_embedding is not None:
             embeddings = self.token_embedding.embeddings
         else:

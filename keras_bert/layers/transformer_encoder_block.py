@@ -183,9 +183,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         )
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def _self_attention(self, x, padding_mask, training):
-        batch_size, sequence_length = ops.shape(x)[0], ops.shape(x)[1]
-        qkv = self.qkv_dense(x)  # (batch, seq, 3 * hidden)
+    def _self_attention(
+        self, x, padding_mask, training, batch_size, sequence_length
+    ):
+        qkv = self.qkv_dense(x)  # (tokens, 3 * hidden)
         # Split first, then one 4-D transpose per tensor: measured 1.18x
         # faster per block (fp32, forward + backward) than a single 5-D
         # transpose of the fused tensor, which TF's CPU kernels handle badly.
@@ -211,19 +212,31 @@ class TransformerEncoderBlock(keras.layers.Layer):
         context = ops.matmul(probs, value)  # (batch, heads, seq, dim)
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(
-            context, (batch_size, sequence_length, self.hidden_dim)
+            context, (batch_size * sequence_length, self.hidden_dim)
         )
         return self.attention_output_dense(context)
 
     def call(self, inputs, padding_mask=None, training=None):
-        attention = self._self_attention(inputs, padding_mask, training)
+        batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        # Everything but the attention itself works on (tokens, hidden):
+        # 2-D matmuls let TensorFlow fuse the bias add (and, at inference,
+        # the GELU) into the matmul.
+        x = ops.reshape(inputs, (-1, self.hidden_dim))
+        attention = self._self_attention(
+            x, padding_mask, training, batch_size, sequence_length
+        )
         attention = self.attention_output_dropout(attention, training=training)
-        x = self.attention_layer_norm(inputs + attention)
-        hidden = apply_activation(self.intermediate_dense(x), self.activation)
+        x = self.attention_layer_norm(x + attention, training=training)
+        hidden = apply_activation(
+            self.intermediate_dense(x), self.activation, training=training
+        )
         output = self.output_dropout(
             self.output_dense(hidden), training=training
         )
-        return self.output_layer_norm(x + output)
+        output = self.output_layer_norm(x + output, training=training)
+        return ops.reshape(
+            output, (batch_size, sequence_length, self.hidden_dim)
+        )
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
         return inputs_shape

@@ -33,7 +33,7 @@ def _value_and_grads(layer, x, upstream):
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = layer(x)
+        y = layer(x, training=True)
         loss = tf.reduce_sum(tf.cast(y, "float64") * upstream)
     grads = tape.gradient(loss, [x] + [w.value for w in layer.weights])
     return [y.numpy()] + [g.numpy() for g in grads]
@@ -125,7 +125,9 @@ def test_exact_gelu_matches_tf_and_is_at_least_as_accurate(dtype):
             tf.cast(grad, "float64").numpy(),
         )
 
-    ours, our_grad = value_and_grad(lambda t: apply_activation(t, "gelu"))
+    ours, our_grad = value_and_grad(
+        lambda t: apply_activation(t, "gelu", training=True)
+    )
     ref, ref_grad = value_and_grad(lambda t: tf.nn.gelu(t, approximate=False))
     if dtype == "float32":
         np.testing.assert_array_equal(ours, ref)
@@ -148,3 +150,18 @@ def test_exact_gelu_matches_tf_and_is_at_least_as_accurate(dtype):
         our_error = np.max(np.abs(a - e) / scale)
         tf_error = np.max(np.abs(b - e) / scale)
         assert our_error <= max(tf_error, bound), (name, our_error, tf_error)
+
+
+def test_outside_training_both_are_keras_and_tensorflow_exactly():
+    """At inference LayerNorm is Keras' layer and GELU is `tf.nn.gelu`,
+    whose graphs TensorFlow's CPU rewrites fuse: outputs are identical."""
+    ours, reference = _pair()
+    x = np.random.default_rng(5).normal(size=(2, 5, 16)).astype("float32")
+    np.testing.assert_array_equal(ours(x), reference(x))
+    np.testing.assert_array_equal(
+        ours(x, training=False), reference(x, training=False)
+    )
+    np.testing.assert_array_equal(
+        apply_activation(tf.constant(x), "gelu"),
+        tf.nn.gelu(tf.constant(x), approximate=False),
+    )
