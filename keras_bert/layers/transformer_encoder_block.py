@@ -128,8 +128,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="output_layer_norm",
         )
+        # Attention probabilities are dropped in the softmax's dtype (at
+        # least float32), before the cast to the compute dtype: under mixed
+        # precision that saves two casts of a (batch, heads, seq, seq)
+        # tensor each way.
         self.attention_probs_dropout = Dropout(
-            attention_dropout, dtype=self.dtype_policy, name="attention_dropout"
+            attention_dropout,
+            dtype="float64" if self.compute_dtype == "float64" else "float32",
+            name="attention_dropout",
         )
         self.attention_output_dropout = Dropout(
             dropout, dtype=self.dtype_policy, name="attention_output_dropout"
@@ -207,8 +213,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
             scores = ops.where(key_mask, scores, _MASK_SCORE)
         probs = ops.softmax(scores, axis=-1)
-        probs = ops.cast(probs, self.compute_dtype)
         probs = self.attention_probs_dropout(probs, training=training)
+        probs = ops.cast(probs, self.compute_dtype)
         context = ops.matmul(probs, value)  # (batch, heads, seq, dim)
         context = ops.transpose(context, (0, 2, 1, 3))
         context = ops.reshape(
