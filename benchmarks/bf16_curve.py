@@ -174,7 +174,9 @@ is the mean per-step training loss over {window} steps.
 Largest window gap: float32 vs float32 (seed noise) {noise.max():.4f};
 bf16 vs float32 {bf16_gap.max():.4f} → bf16 is {"**within**" if within else "**outside**"}
 the float32 noise. Mean gap over windows: {noise.mean():.4f} vs {bf16_gap.mean():.4f}.
-Steps/s: {speed}.
+Steps/s: {speed}. (Not a speed comparison: batches are trimmed to their
+longest sentence, short in SST-2, so per-op overheads dominate; the
+training-throughput section compares speed.)
 """
     common.update_results("bf16_curve", markdown)
     print(markdown)

@@ -23,6 +23,33 @@ CONFIG = dict(
 )
 
 
+# The training benchmarks' batch: size, sequence length, masked positions.
+BATCH, SEQUENCE, PREDICTIONS = 16, 128, 20
+
+
+def synthetic_batch(seed=0):
+    """The training benchmarks' batch: random ids, two segments, no
+    padding, sorted masked positions, labels (numpy, int32)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1000, CONFIG["vocabulary_size"], (BATCH, SEQUENCE))
+    return {
+        "token_ids": token_ids.astype("int32"),
+        "segment_ids": np.repeat(
+            [[0] * (SEQUENCE // 2) + [1] * (SEQUENCE // 2)], BATCH, 0
+        ).astype("int32"),
+        "padding_mask": np.ones((BATCH, SEQUENCE), "int32"),
+        "masked_positions": np.sort(
+            rng.choice(np.arange(1, SEQUENCE), (BATCH, PREDICTIONS)), axis=1
+        ).astype("int32"),
+        "masked_ids": rng.integers(1000, 30000, (BATCH, PREDICTIONS)).astype(
+            "int32"
+        ),
+        "labels": rng.integers(0, 2, (BATCH,)).astype("int32"),
+    }
+
+
 def encoder_parameters(config=CONFIG):
     """Non-embedding parameters of the encoder blocks (no pooler, no head)."""
     L, H, inter = (

@@ -45,7 +45,7 @@ FLAGS = flags.FLAGS
 
 CONFIG = common.CONFIG
 
-BATCH, SEQUENCE, PREDICTIONS = 16, 128, 20
+BATCH, SEQUENCE, PREDICTIONS = common.BATCH, common.SEQUENCE, common.PREDICTIONS
 
 # name -> (framework, task, precision)
 CONTESTANTS = {
@@ -74,27 +74,6 @@ def flops_per_token(task):
     return flops
 
 
-def _batches(seed=0):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    token_ids = rng.integers(1000, CONFIG["vocabulary_size"], (BATCH, SEQUENCE))
-    return {
-        "token_ids": token_ids.astype("int32"),
-        "segment_ids": np.repeat(
-            [[0] * (SEQUENCE // 2) + [1] * (SEQUENCE // 2)], BATCH, 0
-        ).astype("int32"),
-        "padding_mask": np.ones((BATCH, SEQUENCE), "int32"),
-        "masked_positions": np.sort(
-            rng.choice(np.arange(1, SEQUENCE), (BATCH, PREDICTIONS)), axis=1
-        ).astype("int32"),
-        "masked_ids": rng.integers(1000, 30000, (BATCH, PREDICTIONS)).astype(
-            "int32"
-        ),
-        "labels": rng.integers(0, 2, (BATCH,)).astype("int32"),
-    }
-
-
 def _keras_worker(framework, task, precision, threads, jit_compile=False):
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     import keras
@@ -103,7 +82,7 @@ def _keras_worker(framework, task, precision, threads, jit_compile=False):
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.config.set_dtype_policy(precision)
-    data = _batches()
+    data = common.synthetic_batch()
     features = {
         k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
     }
@@ -177,7 +156,9 @@ def _torch_worker(task, precision, threads):
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     config = common.hf_bert_config()
-    data = {k: torch.tensor(v).long() for k, v in _batches().items()}
+    data = {
+        k: torch.tensor(v).long() for k, v in common.synthetic_batch().items()
+    }
     inputs = dict(
         input_ids=data["token_ids"],
         token_type_ids=data["segment_ids"],

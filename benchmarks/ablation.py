@@ -1,0 +1,195 @@
+"""What each of the package's speed optimisations is worth, in one process.
+
+Builds the benchmark classifier (L4/H512/A8/I2048, batch 16, sequence 128)
+several times in one process, each time with one optimisation swapped back
+for what Keras or TensorFlow does by default, and times their training
+steps in alternation (A B C A B C ...), so every variant sees the same
+machine load. Reported: median step time and the paired ratio
+"variant step time / package step time" (>1: the optimisation pays).
+
+Variants:
+  package        keras-bert as shipped.
+  keras_adamw    `keras.optimizers.AdamW` instead of `training.AdamW`.
+  keras_layers   Keras' `LayerNormalization` and `Dropout` and `tf.nn.gelu`
+                 (TensorFlow's differentiation) instead of the package's.
+  fused_qkv_5d   the attention heads split by one 5-D transpose of the fused
+                 q|k|v tensor (the package's first version) instead of
+                 splitting q, k and v first.
+
+    python benchmarks/ablation.py [--rounds=10] [--precision=float32]
+
+Writes the "ablation_<precision>" section of benchmarks/RESULTS.md.
+"""
+
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+flags.DEFINE_integer("rounds", 10, "Alternating rounds of timed steps.")
+flags.DEFINE_string("precision", "float32", "float32 or mixed_bfloat16.")
+FLAGS = flags.FLAGS
+
+VARIANTS = ("package", "keras_adamw", "keras_layers", "fused_qkv_5d")
+
+
+def _attention_5d(self, x, padding_mask, training, batch_size, seq_len):
+    """The package's first attention: one 5-D transpose of q|k|v."""
+    from keras import ops
+
+    qkv = ops.reshape(
+        self.qkv_dense(x),
+        (batch_size, seq_len, 3, self.num_heads, self.head_dim),
+    )
+    qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))
+    query, key, value = qkv[0], qkv[1], qkv[2]
+    query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+    scores = ops.cast(
+        ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32"
+    )
+    if padding_mask is not None:
+        mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+        scores = ops.where(mask, scores, -1e9)
+    probs = self.attention_probs_dropout(
+        ops.softmax(scores, axis=-1), training=training
+    )
+    context = ops.matmul(ops.cast(probs, self.compute_dtype), value)
+    context = ops.reshape(
+        ops.transpose(context, (0, 2, 1, 3)),
+        (batch_size * seq_len, self.hidden_dim),
+    )
+    return self.attention_output_dense(context)
+
+
+def _patches(variant):
+    """(object, attribute, replacement) triples that undo one optimisation."""
+    import keras
+
+    from keras_bert.layers import activations
+    from keras_bert.layers import dropout
+    from keras_bert.layers import layer_norm
+    from keras_bert.layers import transformer_encoder_block
+
+    if variant == "keras_layers":
+
+        def keras_layer_norm(self, inputs, training=None):
+            return keras.layers.LayerNormalization.call(self, inputs)
+
+        def keras_dropout(self, inputs, training=False):
+            return keras.layers.Dropout.call(self, inputs, training=training)
+
+        return [
+            (layer_norm.LayerNorm, "call", keras_layer_norm),
+            (dropout.Dropout, "call", keras_dropout),
+            (
+                activations,
+                "_exact_gelu",
+                lambda x: keras.ops.gelu(x, approximate=False),
+            ),
+        ]
+    if variant == "fused_qkv_5d":
+        block = transformer_encoder_block.TransformerEncoderBlock
+        return [(block, "_self_attention", _attention_5d)]
+    return []
+
+
+def _train_function(variant):
+    import keras
+    import tensorflow as tf
+
+    import keras_bert
+
+    data = common.synthetic_batch()
+    features = {
+        k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
+    }
+    patches = _patches(variant)
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    for obj, name, replacement in patches:
+        setattr(obj, name, replacement)
+    try:
+        keras.utils.set_random_seed(0)
+        model = keras_bert.BertClassifier(
+            keras_bert.BertBackbone(**common.CONFIG), num_classes=2
+        )
+        optimizer_class = (
+            keras.optimizers.AdamW
+            if variant == "keras_adamw"
+            else keras_bert.training.AdamW
+        )
+        model.compile(
+            optimizer=optimizer_class(1e-5, weight_decay=0.01),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+        dataset = tf.data.Dataset.from_tensors((features, data["labels"]))
+        dataset = dataset.repeat()
+        # Traces (with the patches in place) and warms up.
+        model.fit(dataset, steps_per_epoch=3, verbose=0)
+    finally:
+        for obj, name, original in saved:
+            setattr(obj, name, original)
+    iterator = iter(dataset)
+    train_function = model.train_function
+
+    def step():
+        logs = train_function(iterator)
+        return {k: float(v) for k, v in logs.items()}
+
+    return step
+
+
+def main(argv):
+    del argv
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    threads = os.cpu_count()
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras.config.set_dtype_policy(FLAGS.precision)
+    steps = {variant: _train_function(variant) for variant in VARIANTS}
+    seconds = {variant: [] for variant in VARIANTS}
+    for _ in range(FLAGS.rounds):
+        for variant, step in steps.items():
+            start = time.perf_counter()
+            step()
+            seconds[variant].append(time.perf_counter() - start)
+    package = np.array(seconds["package"])
+    rows = []
+    for variant in VARIANTS:
+        values = np.array(seconds[variant])
+        ratio = float(np.median(values / package))
+        rows.append(
+            f"| {variant} | {1000 * np.median(values):.0f} "
+            f"| {16 * 128 / np.median(values):.0f} | {ratio:.3f} |"
+        )
+        print(rows[-1], flush=True)
+    markdown = f"""## Ablation: what each optimisation is worth, {FLAGS.precision} (issue 9)
+
+Machine: {common.machine_description()}.
+Command: `python benchmarks/ablation.py --rounds={FLAGS.rounds} --precision={FLAGS.precision}`.
+The classifier of `train_throughput.py` (L{common.CONFIG["num_layers"]}/H{common.CONFIG["hidden_dim"]}, batch 16, sequence 128,
+AdamW), built once per variant in one process; each variant undoes one
+optimisation (see the script's docstring); {FLAGS.rounds} rounds of one training
+step per variant, alternating. "× package" is the median of the paired
+step-time ratios variant / package (>1: the optimisation pays).
+
+| variant | step ms (median) | tokens/s | × package |
+|---|---|---|---|
+{chr(10).join(rows)}
+"""
+    common.update_results(f"ablation_{FLAGS.precision}", markdown)
+    print(markdown)
+
+
+if __name__ == "__main__":
+    app.run(main)
