@@ -54,11 +54,13 @@ CONTESTANTS = {
     "torch_cls_fp32": ("torch", "classify", "float32"),
     "ours_cls_bf16": ("ours", "classify", "mixed_bfloat16"),
     "hub_cls_bf16": ("hub", "classify", "mixed_bfloat16"),
+    "torch_cls_bf16": ("torch", "classify", "mixed_bfloat16"),
     "ours_pretrain_fp32": ("ours", "pretrain", "float32"),
     "hub_pretrain_fp32": ("hub", "pretrain", "float32"),
     "torch_pretrain_fp32": ("torch", "pretrain", "float32"),
     "ours_pretrain_bf16": ("ours", "pretrain", "mixed_bfloat16"),
     "hub_pretrain_bf16": ("hub", "pretrain", "mixed_bfloat16"),
+    "torch_pretrain_bf16": ("torch", "pretrain", "mixed_bfloat16"),
     # XLA (`jit_compile=True`), measured to decide whether it pays.
     "ours_cls_fp32_xla": ("ours", "classify", "float32"),
     "ours_pretrain_fp32_xla": ("ours", "pretrain", "float32"),
@@ -178,9 +180,15 @@ def _torch_worker(task, precision, threads):
         model.parameters(), lr=1e-5, weight_decay=0.01
     )
 
+    # bf16: autocast, as transformers' Trainer does with `bf16=True` on CPU.
+    autocast = torch.autocast(
+        "cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16"
+    )
+
     def step():
         optimizer.zero_grad()
-        loss = model(**inputs).loss
+        with autocast:
+            loss = model(**inputs).loss
         loss.backward()
         optimizer.step()
 
@@ -297,7 +305,8 @@ vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW (lr
 library's own: `keras_bert.training.AdamW` for ours, Keras' `AdamW` for keras-hub,
 `torch.optim.AdamW` for PyTorch); the pre-training
 step predicts {PREDICTIONS} tokens per sequence (keras-hub's BertMaskedLM has no NSP head;
-ours and `BertForPreTraining` do). {threads} threads per process, contestants in
+ours and `BertForPreTraining` do); PyTorch's bf16 rows use
+`torch.autocast("cpu", torch.bfloat16)`, as transformers' Trainer does. {threads} threads per process, contestants in
 separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps;\na process's figure is its median step time (each step timed on its own).
 Matmul peak measured in the same run (2048³, TensorFlow): fp32 {peak["float32"]:.0f} GFLOP/s,
 bf16 {peak["bfloat16"]:.0f} GFLOP/s. FLOPs/token: classify {flops_per_token("classify") / 1e6:.1f} M,
