@@ -75,8 +75,9 @@ def _adamw_problem(steps=10):
     # Gradients over four orders of magnitude, as real ones are.
     gradients = [
         [
-            (rng.normal(size=w.shape) * 10 ** rng.uniform(-4, 0, w.shape))
-            .astype("float32")
+            (
+                rng.normal(size=w.shape) * 10 ** rng.uniform(-4, 0, w.shape)
+            ).astype("float32")
             for w in weights
         ]
         for _ in range(steps)
@@ -142,8 +143,7 @@ def test_fused_adamw_sparse_gradient_equals_dense():
         for v in values
     ]
     dense = [
-        [tf.math.unsorted_segment_sum(tf.constant(v), rows, 64)]
-        for v in values
+        [tf.math.unsorted_segment_sum(tf.constant(v), rows, 64)] for v in values
     ]
     a, _ = _adamw_run(keras_bert.training.AdamW(1e-2), weights[:1], sparse)
     b, _ = _adamw_run(keras_bert.training.AdamW(1e-2), weights[:1], dense)
