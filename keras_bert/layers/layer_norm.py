@@ -9,8 +9,7 @@ class LayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` with a hand-written gradient.
 
     In training, on the TensorFlow backend, normalising over the last axis
-    with a scale
-    and an offset (BERT's only use), the forward pass is
+    with a scale and an offset (BERT's only use), the forward pass is
     `(x - mean) * rsqrt(var + eps) * gamma + beta` (Keras computes the same
     as `x * inv + (beta - mean * inv)`, so outputs agree to float rounding),
     and keeps `x_hat` for the backward pass, which is the closed form
