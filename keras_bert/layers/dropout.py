@@ -45,22 +45,43 @@ class Dropout(keras.layers.Dropout):
 def _dropout(x, rate, seed):
     import tensorflow as tf
 
-    # Keras keeps its seeds as int64; TF's stateless ops want int32.
-    seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-    threshold = min(round(rate * 2**16), 2**16 - 1)
-    size = tf.size(x)
-    words = tf.random.stateless_uniform(
-        [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32
-    )
-    # Each 32-bit word, reinterpreted, is two 16-bit draws: no shifts.
-    draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])
-    keep = draws >= tf.constant(threshold, tf.uint16)
-    if x.shape.num_elements() is None or x.shape.num_elements() % 2:
-        keep = keep[:size]
-    keep = tf.reshape(keep, tf.shape(x))
+    threshold = dropout_threshold(rate)
+    words = random_words(tf.size(x), seed)
+    keep = keep_mask(words, tf.shape(x), threshold, x.shape.num_elements())
     scale = 1.0 / (1.0 - threshold / 2**16)
     if x.dtype in (tf.float32, tf.float64):
         scaled = x * tf.cast(scale, x.dtype)
     else:
         scaled = tf.cast(tf.cast(x, tf.float32) * scale, x.dtype)
     return tf.where(keep, scaled, tf.constant(0, scaled.dtype))
+
+
+def dropout_threshold(rate):
+    """The 16-bit draw below which an element is dropped."""
+    return min(round(rate * 2**16), 2**16 - 1)
+
+
+def random_words(size, seed):
+    """`ceil(size / 2)` random uint32 words from a Keras seed (TensorFlow)."""
+    import tensorflow as tf
+
+    # Keras keeps its seeds as int64; TF's stateless ops want int32.
+    seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+    return tf.random.stateless_uniform(
+        [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32
+    )
+
+
+def keep_mask(words, shape, threshold, num_elements=None):
+    """The boolean keep mask of `shape` that `words` decide (TensorFlow).
+
+    `num_elements`: the static element count, if known (`None` otherwise).
+    """
+    import tensorflow as tf
+
+    # Each 32-bit word, reinterpreted, is two 16-bit draws: no shifts.
+    draws = tf.reshape(tf.bitcast(words, tf.uint16), [-1])
+    keep = draws >= tf.constant(threshold, tf.uint16)
+    if num_elements is None or num_elements % 2:
+        keep = keep[: tf.reduce_prod(shape)]
+    return tf.reshape(keep, shape)

@@ -1,0 +1,289 @@
+"""XLA-fused element-wise stretches of the encoder block's training step.
+
+Between its matmuls, a training step of `TransformerEncoderBlock` runs
+chains of memory-bound element-wise work: scale, mask, softmax and dropout
+of the attention scores; dropout, residual add and LayerNorm after each
+sublayer; the GELU. TensorFlow's graph executor runs each op of such a chain
+as its own kernel, one pass over memory per op, plus casts under mixed
+precision. Each function here compiles one chain (and, separately, its
+hand-written gradient) with XLA, which fuses it into one or two passes.
+The math and the dropout masks are those of the unfused layers
+(`Dropout`, `LayerNorm`, `apply_activation`): the same seeds give the same
+masks, and outputs agree to float rounding (tested).
+
+These are used only in training, on TensorFlow, under a 16-bit compute
+dtype (`mixed_bfloat16`, `mixed_float16`), where they remove most of the
+casts to and from float32 around the element-wise work (in float32 they
+measured no faster), and only for tensors whose shape is static when the
+step is traced (a fixed-size batch, as the pre-training pipeline and
+`drop_remainder=True` give): XLA compiles once per shape, so a step traced
+with unknown shapes (GLUE batches cut to their longest sentence) keeps the
+unfused ops instead of recompiling for every new batch shape. The two
+fused ops after a dense layer also add its bias and sum its gradient, so
+that the bias gradient costs no pass of its own. Measured in
+`benchmarks/ablation.py` (variant `unfused`).
+"""
+
+import keras
+
+from keras_bert.layers.dropout import dropout_threshold
+from keras_bert.layers.dropout import keep_mask
+from keras_bert.layers.dropout import random_words
+
+# Below this many elements per tensor, the XLA launch and the compilation
+# cost more than fusion saves; tiny models keep the unfused ops. Tests set
+# it to 0 to exercise the fused path on tiny shapes.
+MIN_ELEMENTS = 65536
+
+_SQRT_HALF = 0.7071067811865476
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+def can_fuse(*tensors):
+    """Whether the fused ops apply to these tensors in a training step."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    for x in tensors:
+        if x is None:
+            continue
+        shape = getattr(x, "shape", None)
+        if shape is None or any(d is None for d in shape):
+            return False
+        # In float32, fusion measured no faster (the unfused ops are
+        # already float32, without casts).
+        if keras.backend.standardize_dtype(x.dtype) not in (
+            "bfloat16",
+            "float16",
+        ):
+            return False
+    count = tensors[0].shape.num_elements()
+    return count is not None and count >= MIN_ELEMENTS
+
+
+def _scale(threshold):
+    return 1.0 / (1.0 - threshold / 2**16)
+
+
+def _xla(function):
+    import tensorflow as tf
+
+    return tf.function(function, jit_compile=True, autograph=False)
+
+
+_COMPILED = {}
+
+
+def _compiled(name, function):
+    # Created on first use, so that importing the package builds nothing.
+    if name not in _COMPILED:
+        _COMPILED[name] = _xla(function)
+    return _COMPILED[name]
+
+
+# ----------------------------------------------------------------------------
+# Dropout, residual add, LayerNorm: `LayerNorm(residual + Dropout(x))`.
+
+
+def _add_norm_forward(
+    x, bias, residual, words, gamma, beta, threshold, epsilon
+):
+    import tensorflow as tf
+
+    z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
+    if words is not None:
+        keep = keep_mask(words, x.shape, threshold, x.shape.num_elements())
+        z = tf.where(keep, z * _scale(threshold), 0.0)
+    z = z + tf.cast(residual, tf.float32)
+    mean = tf.reduce_mean(z, axis=-1, keepdims=True)
+    centered = z - mean
+    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+    inverse_std = tf.math.rsqrt(variance + epsilon)
+    x_hat = centered * inverse_std
+    outputs = x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32)
+    return tf.cast(outputs, x.dtype), x_hat, inverse_std
+
+
+def _add_norm_backward(upstream, x_hat, inverse_std, words, gamma, threshold):
+    import tensorflow as tf
+
+    dtype = upstream.dtype
+    upstream = tf.cast(upstream, tf.float32)
+    axes = list(range(len(x_hat.shape) - 1))
+    d_gamma = tf.reduce_sum(upstream * x_hat, axis=axes)
+    d_beta = tf.reduce_sum(upstream, axis=axes)
+    g = upstream * tf.cast(gamma, tf.float32)
+    dz = inverse_std * (
+        g
+        - tf.reduce_mean(g, axis=-1, keepdims=True)
+        - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True)
+    )
+    dx = dz
+    if words is not None:
+        keep = keep_mask(
+            words, x_hat.shape, threshold, x_hat.shape.num_elements()
+        )
+        dx = tf.where(keep, dz * _scale(threshold), 0.0)
+    d_bias = tf.reduce_sum(dx, axis=axes)
+    return tf.cast(dx, dtype), d_bias, tf.cast(dz, dtype), d_gamma, d_beta
+
+
+def dropout_add_layer_norm(x, bias, residual, gamma, beta, rate, seed, epsilon):
+    """`LayerNorm(residual + Dropout(x + bias))` over the last axis, fused
+    by XLA. `bias` (the preceding dense layer's) is added in float32, and its
+    gradient summed in the same pass as the others.
+
+    The dropout mask is the one `keras_bert.layers.Dropout` draws from
+    `seed`; the LayerNorm computes in float32 with the closed-form gradient
+    of `keras_bert.layers.LayerNorm`. Returns `x`'s dtype. TensorFlow only,
+    static shapes only (see `can_fuse`).
+    """
+    import tensorflow as tf
+
+    threshold = dropout_threshold(rate)
+    words = random_words(x.shape.num_elements(), seed) if threshold else None
+    forward = _compiled("add_norm_forward", _add_norm_forward)
+    backward = _compiled("add_norm_backward", _add_norm_backward)
+
+    @tf.custom_gradient
+    def add_norm(x, bias, residual, gamma, beta):
+        outputs, x_hat, inverse_std = forward(
+            x, bias, residual, words, gamma, beta, threshold, epsilon
+        )
+
+        def grad(upstream):
+            dx, d_bias, dz, d_gamma, d_beta = backward(
+                upstream, x_hat, inverse_std, words, gamma, threshold
+            )
+            return (
+                dx,
+                tf.cast(d_bias, bias.dtype),
+                tf.cast(dz, residual.dtype),
+                tf.cast(d_gamma, gamma.dtype),
+                tf.cast(d_beta, beta.dtype),
+            )
+
+        return outputs, grad
+
+    return add_norm(x, bias, residual, gamma, beta)
+
+
+# ----------------------------------------------------------------------------
+# Exact GELU.
+
+
+def _gelu_cdf(x):
+    import tensorflow as tf
+
+    return 0.5 * tf.math.erfc(x * -_SQRT_HALF)
+
+
+def _gelu_forward(x, bias):
+    import tensorflow as tf
+
+    x32 = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
+    return tf.cast(x32 * _gelu_cdf(x32), x.dtype)
+
+
+def _gelu_backward(upstream, x, bias):
+    import tensorflow as tf
+
+    x32 = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
+    x_pdf = x32 * (tf.exp(tf.square(x32) * -0.5) * _INV_SQRT_2PI)
+    grad = tf.cast(upstream, tf.float32) * (_gelu_cdf(x32) + x_pdf)
+    d_bias = tf.reduce_sum(grad, axis=list(range(len(x.shape) - 1)))
+    return tf.cast(grad, upstream.dtype), d_bias
+
+
+def exact_gelu(x, bias):
+    """Exact GELU `x * Phi(x)` of `x + bias`, fused by XLA, computed in
+    float32.
+
+    The same products as `activations._exact_gelu`; the backward pass
+    recomputes `Phi` from `x + bias` instead of keeping it, and sums the
+    bias gradient in the same pass. TensorFlow only, static shapes only (see
+    `can_fuse`).
+    """
+    import tensorflow as tf
+
+    forward = _compiled("gelu_forward", _gelu_forward)
+    backward = _compiled("gelu_backward", _gelu_backward)
+
+    @tf.custom_gradient
+    def gelu(x, bias):
+        def grad(upstream):
+            dx, d_bias = backward(upstream, x, bias)
+            return dx, tf.cast(d_bias, bias.dtype)
+
+        return forward(x, bias), grad
+
+    return gelu(x, bias)
+
+
+# ----------------------------------------------------------------------------
+# Attention probabilities: mask, softmax and dropout of the scores.
+
+
+def _softmax_forward(scores, key_mask, words, threshold, mask_score, dtype):
+    import tensorflow as tf
+
+    scores = tf.cast(scores, tf.float32)
+    if key_mask is not None:
+        scores = tf.where(key_mask, scores, mask_score)
+    probs = tf.nn.softmax(scores, axis=-1)
+    dropped = probs
+    if words is not None:
+        keep = keep_mask(
+            words, probs.shape, threshold, probs.shape.num_elements()
+        )
+        dropped = tf.where(keep, probs * _scale(threshold), 0.0)
+    return tf.cast(dropped, dtype), probs
+
+
+def _softmax_backward(upstream, probs, key_mask, words, threshold, dtype):
+    import tensorflow as tf
+
+    upstream = tf.cast(upstream, tf.float32)
+    if words is not None:
+        keep = keep_mask(
+            words, probs.shape, threshold, probs.shape.num_elements()
+        )
+        upstream = tf.where(keep, upstream * _scale(threshold), 0.0)
+    grad = probs * (
+        upstream - tf.reduce_sum(upstream * probs, axis=-1, keepdims=True)
+    )
+    if key_mask is not None:
+        grad = tf.where(key_mask, grad, 0.0)
+    return tf.cast(grad, dtype)
+
+
+def attention_probabilities(scores, key_mask, rate, seed, mask_score, dtype):
+    """`Dropout(softmax(where(key_mask, scores, mask_score)))`, fused by XLA.
+
+    Computes in float32, like the block's unfused path (softmax and
+    attention dropout in float32), and returns `dtype`. `key_mask` is a boolean
+    tensor broadcastable to `scores`, or `None`. The dropout mask is the one
+    `keras_bert.layers.Dropout` draws from `seed`. TensorFlow only, static
+    shapes only (see `can_fuse`).
+    """
+    import tensorflow as tf
+
+    threshold = dropout_threshold(rate)
+    count = scores.shape.num_elements()
+    words = random_words(count, seed) if threshold else None
+    forward = _compiled("softmax_forward", _softmax_forward)
+    backward = _compiled("softmax_backward", _softmax_backward)
+
+    @tf.custom_gradient
+    def probabilities(scores):
+        dropped, probs = forward(
+            scores, key_mask, words, threshold, mask_score, dtype
+        )
+
+        def grad(upstream):
+            return backward(
+                upstream, probs, key_mask, words, threshold, scores.dtype
+            )
+
+        return dropped, grad
+
+    return probabilities(scores)

@@ -1,0 +1,190 @@
+"""The XLA-fused training path of TransformerEncoderBlock against the
+unfused layers: same seeds, same dropout masks, same outputs and gradients
+up to float rounding; used only where it should be."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.layers import TransformerEncoderBlock
+from keras_bert.layers import fused_ops
+
+HIDDEN, HEADS, INTERMEDIATE = 16, 2, 32
+MASK = [[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]]
+
+
+@pytest.fixture
+def fuse_everything(monkeypatch):
+    """Fused ops on the tests' tiny tensors."""
+    monkeypatch.setattr(fused_ops, "MIN_ELEMENTS", 0)
+
+
+def _block_step(fused, mask, activation="gelu", dropout=0.1):
+    """Outputs and gradients (inputs, then weights) of one training call."""
+    keras.utils.set_random_seed(0)
+    block = TransformerEncoderBlock(
+        num_heads=HEADS,
+        intermediate_dim=INTERMEDIATE,
+        dropout=dropout,
+        activation=activation,
+    )
+    x = tf.constant(
+        np.random.default_rng(1).normal(size=(2, 6, HIDDEN)), "float32"
+    )
+    padding_mask = tf.constant(MASK) if mask else None
+    block(x, padding_mask=padding_mask)  # builds
+    original = fused_ops.can_fuse
+    if not fused:
+        fused_ops.can_fuse = lambda *tensors: False
+    try:
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = block(x, padding_mask=padding_mask, training=True)
+            # Distinct weights per feature, so that no gradient is
+            # identically zero (LayerNorm makes plain sums constant).
+            weights = tf.range(HIDDEN, dtype="float32")
+            loss = tf.reduce_sum(tf.cast(y, "float32") * weights)
+        grads = tape.gradient(loss, [x] + block.trainable_variables)
+    finally:
+        fused_ops.can_fuse = original
+    to_numpy = lambda t: np.asarray(tf.cast(t, "float32"))  # noqa: E731
+    return to_numpy(y), [to_numpy(g) for g in grads]
+
+
+def _error(actual, expected):
+    """Max |difference|, relative to the largest |expected|."""
+    scale = np.abs(expected).max()
+    assert scale > 0
+    return np.abs(actual - expected).max() / scale
+
+
+def _check_against_float32(policy, mask, activation="gelu", dropout=0.1):
+    """Outputs and all 13 gradients (input, 12 weights) of the fused and the
+    unfused 16-bit step, each against the float32 step with the same seeds:
+    the fused one is as close as the unfused one (each only rounds, in a
+    different order; measured ratios 0.25 to 1.06), and both are within a
+    few 16-bit roundings. The same seeds must have drawn the same dropout
+    masks: otherwise outputs differ by O(1)."""
+    y32, grads32 = _block_step(False, mask, activation, dropout)
+    keras.config.set_dtype_policy(policy)
+    try:
+        y_fused, grads_fused = _block_step(True, mask, activation, dropout)
+        y, grads = _block_step(False, mask, activation, dropout)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    assert len(grads_fused) == len(grads) == len(grads32) == 13
+    bound = 2**-6  # two roundings to 8 significant bits (bfloat16)
+    for fused, unfused, exact in zip(
+        [y_fused] + grads_fused, [y] + grads, [y32] + grads32
+    ):
+        if not np.abs(exact).max():  # the key bias: no gradient at all
+            assert not np.abs(fused).max() and not np.abs(unfused).max()
+            continue
+        fused_error, unfused_error = (
+            _error(fused, exact),
+            _error(unfused, exact),
+        )
+        assert fused_error < bound and unfused_error < bound
+        assert fused_error <= 1.5 * unfused_error + 2**-12
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+@pytest.mark.parametrize("mask", [True, False])
+def test_fused_training_step_as_accurate_as_unfused(
+    fuse_everything, policy, mask
+):
+    _check_against_float32(policy, mask)
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
+def test_fused_without_dropout_and_with_approximate_gelu(
+    fuse_everything, activation
+):
+    # The approximate GELU is not fused; its neighbours are.
+    _check_against_float32("mixed_bfloat16", True, activation, dropout=0.0)
+
+
+def _count_fused_calls(monkeypatch):
+    calls = []
+    for name in (
+        "dropout_add_layer_norm",
+        "exact_gelu",
+        "attention_probabilities",
+    ):
+        original = getattr(fused_ops, name)
+
+        def counted(*args, _original=original, _name=name, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(fused_ops, name, counted)
+    return calls
+
+
+def _bf16_block():
+    return TransformerEncoderBlock(
+        num_heads=HEADS, intermediate_dim=32, dtype="mixed_bfloat16"
+    )
+
+
+def test_fused_only_in_training_with_static_shapes(
+    fuse_everything, monkeypatch
+):
+    calls = _count_fused_calls(monkeypatch)
+    block = _bf16_block()
+    x = np.zeros((2, 6, HIDDEN), "float32")
+    block(x, training=False)
+    assert calls == []
+    block(x, training=True)
+    assert sorted(set(calls)) == [
+        "attention_probabilities",
+        "dropout_add_layer_norm",
+        "exact_gelu",
+    ]
+
+    calls.clear()
+    dynamic = tf.function(
+        lambda t: block(t, training=True),
+        input_signature=[tf.TensorSpec((None, None, HIDDEN), "float32")],
+    )
+    dynamic(x)  # would recompile for every new shape: not fused
+    assert calls == []
+    static = tf.function(lambda t: block(t, training=True))
+    static(x)
+    assert len(calls) == 4
+
+
+def test_small_tensors_are_not_fused(monkeypatch):
+    calls = _count_fused_calls(monkeypatch)
+    _bf16_block()(np.zeros((2, 6, HIDDEN), "float32"), training=True)
+    assert calls == []  # 192 elements < MIN_ELEMENTS
+    assert fused_ops.MIN_ELEMENTS > 2 * 6 * HIDDEN
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float32_and_float64_are_not_fused(fuse_everything, monkeypatch, dtype):
+    calls = _count_fused_calls(monkeypatch)
+    block = TransformerEncoderBlock(
+        num_heads=HEADS, intermediate_dim=32, dtype=dtype
+    )
+    block(np.zeros((2, 6, HIDDEN), dtype), training=True)
+    assert calls == []
+
+
+def test_fused_attention_probabilities_dropout_statistics():
+    # 4M probabilities of a uniform softmax over 64 keys: the kept ones are
+    # scaled to 1 / 64 / (1 - rate'), where rate' = round(rate * 2**16)
+    # / 2**16 as in keras_bert.layers.Dropout.
+    scores = tf.zeros((64, 16, 64, 64), "float32")
+    probs = fused_ops.attention_probabilities(
+        scores, None, 0.1, tf.constant([3, 4], "int64"), -1e9, "float32"
+    ).numpy()
+    rate = round(0.1 * 2**16) / 2**16
+    dropped = np.mean(probs == 0)
+    std = np.sqrt(rate * (1 - rate) / probs.size)
+    assert abs(dropped - rate) < 5 * std
+    kept = probs[probs != 0]
+    np.testing.assert_allclose(kept, 1 / 64 / (1 - rate), rtol=1e-6)
+    # Each kept row still sums, in expectation, to one.
+    assert abs(probs.sum(-1).mean() - 1) < 1e-3
