@@ -15,6 +15,12 @@ Variants:
   fused_qkv_5d   the attention heads split by one 5-D transpose of the fused
                  q|k|v tensor (the package's first version) instead of
                  splitting q, k and v first.
+  unfused        the training step's element-wise chains as separate
+                 TensorFlow ops instead of `layers.fused_ops`' XLA-fused
+                 ones (which only mixed precision uses).
+  decay_apart    `training.AdamW`'s weight decay as Keras' own pass before
+                 the fused Adam kernel, instead of in one XLA-compiled pass
+                 with it.
 
     python benchmarks/ablation.py [--rounds=10] [--precision=float32]
 
@@ -35,12 +41,22 @@ from benchmarks import common  # noqa: E402
 
 flags.DEFINE_integer("rounds", 10, "Alternating rounds of timed steps.")
 flags.DEFINE_string("precision", "float32", "float32 or mixed_bfloat16.")
+flags.DEFINE_list("variants", None, "Variants to time; default: all.")
 FLAGS = flags.FLAGS
 
-VARIANTS = ("package", "keras_adamw", "keras_layers", "fused_qkv_5d")
+VARIANTS = (
+    "package",
+    "keras_adamw",
+    "keras_layers",
+    "fused_qkv_5d",
+    "unfused",
+    "decay_apart",
+)
 
 
-def _attention_5d(self, x, padding_mask, training, batch_size, seq_len):
+def _attention_5d(
+    self, x, padding_mask, training, batch_size, seq_len, fuse=False
+):
     """The package's first attention: one 5-D transpose of q|k|v."""
     from keras import ops
 
@@ -51,21 +67,34 @@ def _attention_5d(self, x, padding_mask, training, batch_size, seq_len):
     qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))
     query, key, value = qkv[0], qkv[1], qkv[2]
     query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-    scores = ops.cast(
-        ops.matmul(query, ops.transpose(key, (0, 1, 3, 2))), "float32"
-    )
+    scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+    mask = None
     if padding_mask is not None:
         mask = ops.cast(padding_mask, "bool")[:, None, None, :]
-        scores = ops.where(mask, scores, -1e9)
-    probs = self.attention_probs_dropout(
-        ops.softmax(scores, axis=-1), training=training
-    )
+    if fuse:  # as the package does
+        from keras_bert.layers import fused_ops
+
+        probs = fused_ops.attention_probabilities(
+            scores,
+            mask,
+            self.attention_dropout,
+            self.attention_probs_dropout.seed_generator.next(),
+            -1e9,
+            self.compute_dtype,
+        )
+    else:
+        scores = ops.cast(scores, "float32")
+        if mask is not None:
+            scores = ops.where(mask, scores, -1e9)
+        probs = self.attention_probs_dropout(
+            ops.softmax(scores, axis=-1), training=training
+        )
     context = ops.matmul(ops.cast(probs, self.compute_dtype), value)
-    context = ops.reshape(
+    # The context, before the output projection (the block applies it).
+    return ops.reshape(
         ops.transpose(context, (0, 2, 1, 3)),
         (batch_size * seq_len, self.hidden_dim),
     )
-    return self.attention_output_dense(context)
 
 
 def _patches(variant):
@@ -94,6 +123,14 @@ def _patches(variant):
                 lambda x: keras.ops.gelu(x, approximate=False),
             ),
         ]
+    if variant == "decay_apart":
+        from keras_bert.training import optimizers
+
+        return [(optimizers.AdamW, "_fuses_decay", lambda self, v: False)]
+    if variant == "unfused":
+        from keras_bert.layers import fused_ops
+
+        return [(fused_ops, "can_fuse", lambda *tensors: False)]
     if variant == "fused_qkv_5d":
         block = transformer_encoder_block.TransformerEncoderBlock
         return [(block, "_self_attention", _attention_5d)]
@@ -156,8 +193,15 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.config.set_dtype_policy(FLAGS.precision)
-    steps = {variant: _train_function(variant) for variant in VARIANTS}
-    seconds = {variant: [] for variant in VARIANTS}
+    variants = FLAGS.variants or VARIANTS
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown or variants[0] != "package":
+        raise app.UsageError(
+            f"--variants must start with 'package' and name variants of "
+            f"{VARIANTS}. Received: --variants={','.join(variants)}"
+        )
+    steps = {variant: _train_function(variant) for variant in variants}
+    seconds = {variant: [] for variant in variants}
     for _ in range(FLAGS.rounds):
         for variant, step in steps.items():
             start = time.perf_counter()
@@ -165,7 +209,7 @@ def main(argv):
             seconds[variant].append(time.perf_counter() - start)
     package = np.array(seconds["package"])
     rows = []
-    for variant in VARIANTS:
+    for variant in variants:
         values = np.array(seconds[variant])
         ratio = float(np.median(values / package))
         rows.append(

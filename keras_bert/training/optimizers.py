@@ -22,6 +22,10 @@ class AdamW(keras.optimizers.AdamW):
     where the optimizer update is memory-bound: see `benchmarks/RESULTS.md`.
     Other backends, and `amsgrad=True`, use Keras' own update.
 
+    Without a distribution strategy, a decayed variable's weight decay and
+    Adam step run as one XLA-compiled pass over the variable and its
+    moments, instead of the decay's own two passes before the Adam kernel.
+
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
     dense sum, so a row looked up twice in a batch gets the square of its
     summed gradient in `v`, as dense Adam defines it. (Keras' own AdamW
@@ -36,6 +40,27 @@ class AdamW(keras.optimizers.AdamW):
     ```
     """
 
+    def _fuses_decay(self, variable):
+        """Whether `update_step` applies `variable`'s weight decay itself,
+        in one XLA-fused kernel with its Adam step.
+
+        Only without a distribution strategy: under one, `update_step` sees
+        per-replica variables that an XLA function cannot take apart, and
+        Keras' own decay pass runs instead.
+        """
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+            return False
+        if not self.weight_decay or not self._use_weight_decay(variable):
+            return False
+        import tensorflow as tf
+
+        return not tf.distribute.has_strategy()
+
+    def _apply_weight_decay(self, variables):
+        super()._apply_weight_decay(
+            [v for v in variables if not self._fuses_decay(v)]
+        )
+
     def update_step(self, gradient, variable, learning_rate):
         if keras.backend.backend() != "tensorflow" or self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
@@ -49,12 +74,35 @@ class AdamW(keras.optimizers.AdamW):
         index = self._get_variable_index(variable)
         m = self._momentums[index]
         v = self._velocities[index]
+        beta_1_power = tf.pow(tf.cast(self.beta_1, dtype), local_step)
+        beta_2_power = tf.pow(tf.cast(self.beta_2, dtype), local_step)
+        if self._fuses_decay(variable):
+            # One compiled function per optimizer: a function shared
+            # between optimizers would hold on to a deleted one's variables.
+            if getattr(self, "_decay_and_adam", None) is None:
+                self._decay_and_adam = tf.function(
+                    _decay_and_adam, jit_compile=True, autograph=False
+                )
+            self._decay_and_adam(
+                _tf_variable(variable),
+                _tf_variable(m),
+                _tf_variable(v),
+                gradient,
+                tf.cast(learning_rate, dtype),
+                tf.cast(self.weight_decay, dtype),
+                beta_1_power,
+                beta_2_power,
+                tf.cast(self.beta_1, dtype),
+                tf.cast(self.beta_2, dtype),
+                tf.cast(self.epsilon, dtype),
+            )
+            return
         tf.raw_ops.ResourceApplyAdam(
             var=_handle(variable),
             m=_handle(m),
             v=_handle(v),
-            beta1_power=tf.pow(tf.cast(self.beta_1, dtype), local_step),
-            beta2_power=tf.pow(tf.cast(self.beta_2, dtype), local_step),
+            beta1_power=beta_1_power,
+            beta2_power=beta_2_power,
             lr=tf.cast(learning_rate, dtype),
             beta1=tf.cast(self.beta_1, dtype),
             beta2=tf.cast(self.beta_2, dtype),
@@ -63,6 +111,38 @@ class AdamW(keras.optimizers.AdamW):
             use_locking=False,
             use_nesterov=False,
         )
+
+
+def _decay_and_adam(
+    variable,
+    m,
+    v,
+    gradient,
+    learning_rate,
+    weight_decay,
+    beta_1_power,
+    beta_2_power,
+    beta_1,
+    beta_2,
+    epsilon,
+):
+    """Keras' AdamW step, decay first, in the order Keras computes it
+    (compiled by XLA into one pass over the variable and its moments)."""
+    value = variable.read_value()
+    value = value - value * weight_decay * learning_rate
+    alpha = learning_rate * (1 - beta_2_power) ** 0.5 / (1 - beta_1_power)
+    m_new = m.read_value() + (gradient - m.read_value()) * (1 - beta_1)
+    v_new = v.read_value() + (gradient * gradient - v.read_value()) * (
+        1 - beta_2
+    )
+    m.assign(m_new)
+    v.assign(v_new)
+    variable.assign(value - m_new * alpha / (v_new**0.5 + epsilon))
+
+
+def _tf_variable(variable):
+    """The `tf.Variable` of a Keras or TensorFlow variable."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
 
 
 def _handle(variable):

@@ -56,13 +56,21 @@ def test_unknown_optimizer_names_the_value():
         create_optimizer("sgd", 1e-3)
 
 
-def _adamw_run(optimizer, weights, gradients):
-    """Applies `gradients` (a list of per-step lists) in a compiled step;
-    returns the final weights and the optimizer's moments."""
+def _adamw_run(optimizer, weights, gradients, strategy=None):
+    """Applies `gradients` (a list of per-step lists) in a compiled step,
+    in `strategy`'s replica context if one is given; returns the final
+    weights and the optimizer's moments."""
     import tensorflow as tf
 
     variables = [keras.Variable(w, name=f"w{i}") for i, w in enumerate(weights)]
-    step = tf.function(lambda grads: optimizer.apply(grads, variables))
+
+    def apply(grads):
+        return optimizer.apply(grads, variables)
+
+    if strategy is None:
+        step = tf.function(apply)
+    else:
+        step = tf.function(lambda grads: strategy.run(apply, args=(grads,)))
     for grads in gradients:
         step(grads)
     moments = [v.numpy() for v in optimizer._momentums + optimizer._velocities]
@@ -125,6 +133,32 @@ def test_fused_adamw_matches_keras_adamw_and_float64():
     # Both only round: 10 steps of float32 updates on O(1) weights.
     assert our_error < 3e-6 and keras_error < 3e-6
     assert our_error <= 1.5 * keras_error
+
+
+def test_decay_fused_into_the_step_only_without_a_strategy():
+    """Without a strategy, decay and Adam run as one XLA pass per decayed
+    variable; under a strategy, Keras' decay pass and `ResourceApplyAdam`.
+    Both give the same weights."""
+    import tensorflow as tf
+
+    weights, gradients = _adamw_problem(steps=5)
+    kwargs = dict(learning_rate=1e-3, weight_decay=0.01)
+    optimizer = keras_bert.training.AdamW(**kwargs)
+    kernel, bias = keras.Variable(weights[0]), keras.Variable(weights[1])
+    optimizer.exclude_from_weight_decay(var_list=[bias])
+    optimizer.build([kernel, bias])
+    assert optimizer._fuses_decay(kernel)
+    assert not optimizer._fuses_decay(bias)  # no decay to fuse
+    default, _ = _adamw_run(
+        keras_bert.training.AdamW(**kwargs), weights, gradients
+    )
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        optimizer = keras_bert.training.AdamW(**kwargs)
+        assert not optimizer._fuses_decay(kernel)
+        distributed, _ = _adamw_run(optimizer, weights, gradients, strategy)
+    for a, b in zip(default, distributed):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_fused_adamw_sparse_gradient_equals_dense():
