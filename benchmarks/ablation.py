@@ -18,6 +18,9 @@ Variants:
   unfused        the training step's element-wise chains as separate
                  TensorFlow ops instead of `layers.fused_ops`' XLA-fused
                  ones (which only mixed precision uses).
+  transpose_b    dense layers' input gradients by TensorFlow's matmul with
+                 `transpose_b=True` instead of `layers.dense_matmul`'s
+                 explicitly transposed kernel (float32 only).
   decay_apart    `training.AdamW`'s weight decay as Keras' own pass before
                  the fused Adam kernel, instead of in one XLA-compiled pass
                  with it.
@@ -51,6 +54,7 @@ VARIANTS = (
     "fused_qkv_5d",
     "unfused",
     "decay_apart",
+    "transpose_b",
 )
 
 
@@ -123,6 +127,10 @@ def _patches(variant):
                 lambda x: keras.ops.gelu(x, approximate=False),
             ),
         ]
+    if variant == "transpose_b":
+        from keras_bert.layers import dense_matmul
+
+        return [(dense_matmul, "use_plain_backward", lambda *args: False)]
     if variant == "decay_apart":
         from keras_bert.training import optimizers
 
