@@ -1,7 +1,8 @@
 """What each of the package's speed optimisations is worth, in one process.
 
-Builds the benchmark classifier (L4/H512/A8/I2048, batch 16, sequence 128)
-several times in one process, each time with one optimisation swapped back
+Builds the benchmark classifier (L4/H512/A8/I2048, batch 16, sequence 128;
+with `--task=pretrain` the `BertMaskedLM` with 20 predictions per
+sequence) several times in one process, each time with one optimisation swapped back
 for what Keras or TensorFlow does by default, and times their training
 steps in alternation (A B C A B C ...), so every variant sees the same
 machine load. Reported: median step time and the paired ratio
@@ -11,7 +12,9 @@ Variants:
   package        keras-bert as shipped.
   keras_adamw    `keras.optimizers.AdamW` instead of `training.AdamW`.
   keras_layers   Keras' `LayerNormalization` and `Dropout` and `tf.nn.gelu`
-                 (TensorFlow's differentiation) instead of the package's.
+                 (TensorFlow's differentiation) instead of the package's,
+                 and no XLA-fused element-wise ops (Keras' defaults for all
+                 the element-wise work).
   fused_qkv_5d   the attention heads split by one 5-D transpose of the fused
                  q|k|v tensor (the package's first version) instead of
                  splitting q, k and v first.
@@ -24,10 +27,15 @@ Variants:
   decay_apart    `training.AdamW`'s weight decay as Keras' own pass before
                  the fused Adam kernel, instead of in one XLA-compiled pass
                  with it.
+  keras_xent     the masked-LM loss by Keras' (TensorFlow's) sparse
+                 cross-entropy kernel instead of `training.losses`' two
+                 XLA passes (`--task=pretrain` only).
 
     python benchmarks/ablation.py [--rounds=10] [--precision=float32]
+        [--task=classify] [--variants=package,unfused,...]
 
-Writes the "ablation_<precision>" section of benchmarks/RESULTS.md.
+Writes the "ablation_<task>_<precision>" section of benchmarks/RESULTS.md
+(when all the task's variants ran).
 """
 
 import math
@@ -45,6 +53,7 @@ from benchmarks import common  # noqa: E402
 flags.DEFINE_integer("rounds", 10, "Alternating rounds of timed steps.")
 flags.DEFINE_string("precision", "float32", "float32 or mixed_bfloat16.")
 flags.DEFINE_list("variants", None, "Variants to time; default: all.")
+flags.DEFINE_enum("task", "classify", ["classify", "pretrain"], "Model.")
 FLAGS = flags.FLAGS
 
 VARIANTS = (
@@ -55,6 +64,7 @@ VARIANTS = (
     "unfused",
     "decay_apart",
     "transpose_b",
+    "keras_xent",
 )
 
 
@@ -118,7 +128,10 @@ def _patches(variant):
         def keras_dropout(self, inputs, training=False):
             return keras.layers.Dropout.call(self, inputs, training=training)
 
+        from keras_bert.layers import fused_ops
+
         return [
+            (fused_ops, "can_fuse", lambda *tensors: False),
             (layer_norm.LayerNorm, "call", keras_layer_norm),
             (dropout.Dropout, "call", keras_dropout),
             (
@@ -127,6 +140,10 @@ def _patches(variant):
                 lambda x: keras.ops.gelu(x, approximate=False),
             ),
         ]
+    if variant == "keras_xent":
+        from keras_bert.training import losses
+
+        return [(losses, "MIN_LOGITS", float("inf"))]
     if variant == "transpose_b":
         from keras_bert.layers import dense_matmul
 
@@ -161,19 +178,27 @@ def _train_function(variant):
         setattr(obj, name, replacement)
     try:
         keras.utils.set_random_seed(0)
-        model = keras_bert.BertClassifier(
-            keras_bert.BertBackbone(**common.CONFIG), num_classes=2
-        )
+        backbone = keras_bert.BertBackbone(**common.CONFIG)
         optimizer_class = (
             keras.optimizers.AdamW
             if variant == "keras_adamw"
             else keras_bert.training.AdamW
         )
-        model.compile(
-            optimizer=optimizer_class(1e-5, weight_decay=0.01),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        )
-        dataset = tf.data.Dataset.from_tensors((features, data["labels"]))
+        optimizer = optimizer_class(1e-5, weight_decay=0.01)
+        if FLAGS.task == "classify":
+            model = keras_bert.BertClassifier(backbone, num_classes=2)
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            model.compile(optimizer=optimizer, loss=loss)
+            labels = data["labels"]
+        else:
+            model = keras_bert.BertMaskedLM(backbone)
+            model.compile(optimizer=optimizer)
+            features["masked_positions"] = data["masked_positions"]
+            labels = {
+                "mlm_logits": data["masked_ids"],
+                "nsp_logits": data["labels"],
+            }
+        dataset = tf.data.Dataset.from_tensors((features, labels))
         dataset = dataset.repeat()
         # Traces (with the patches in place) and warms up.
         model.fit(dataset, steps_per_epoch=3, verbose=0)
@@ -201,12 +226,16 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.config.set_dtype_policy(FLAGS.precision)
-    variants = FLAGS.variants or VARIANTS
-    unknown = sorted(set(variants) - set(VARIANTS))
+    task_variants = [
+        v for v in VARIANTS if FLAGS.task == "pretrain" or v != "keras_xent"
+    ]
+    variants = FLAGS.variants or task_variants
+    unknown = sorted(set(variants) - set(task_variants))
     if unknown or variants[0] != "package":
         raise app.UsageError(
             f"--variants must start with 'package' and name variants of "
-            f"{VARIANTS}. Received: --variants={','.join(variants)}"
+            f"{task_variants} (--task={FLAGS.task}). "
+            f"Received: --variants={','.join(variants)}"
         )
     steps = {variant: _train_function(variant) for variant in variants}
     seconds = {variant: [] for variant in variants}
@@ -225,11 +254,18 @@ def main(argv):
             f"| {16 * 128 / np.median(values):.0f} | {ratio:.3f} |"
         )
         print(rows[-1], flush=True)
-    markdown = f"""## Ablation: what each optimisation is worth, {FLAGS.precision} (issue 9)
+    if FLAGS.variants:
+        return  # a partial table: printed, not written to RESULTS.md
+    model = {
+        "classify": "The classifier",
+        "pretrain": "The pre-training model (MLM + NSP, 20 predictions)",
+    }[FLAGS.task]
+    task_flag = " --task=pretrain" if FLAGS.task == "pretrain" else ""
+    markdown = f"""## Ablation: what each optimisation is worth, {FLAGS.task}, {FLAGS.precision} (issue 9)
 
 Machine: {common.machine_description()}.
-Command: `python benchmarks/ablation.py --rounds={FLAGS.rounds} --precision={FLAGS.precision}`.
-The classifier of `train_throughput.py` (L{common.CONFIG["num_layers"]}/H{common.CONFIG["hidden_dim"]}, batch 16, sequence 128,
+Command: `python benchmarks/ablation.py --rounds={FLAGS.rounds} --precision={FLAGS.precision}{task_flag}`.
+{model} of `train_throughput.py` (L{common.CONFIG["num_layers"]}/H{common.CONFIG["hidden_dim"]}, batch 16, sequence 128,
 AdamW), built once per variant in one process; each variant undoes one
 optimisation (see the script's docstring); {FLAGS.rounds} rounds of one training
 step per variant, alternating. "× package" is the median of the paired
@@ -239,7 +275,10 @@ step-time ratios variant / package (>1: the optimisation pays).
 |---|---|---|---|
 {chr(10).join(rows)}
 """
-    common.update_results(f"ablation_{FLAGS.precision}", markdown)
+    section = f"ablation_{FLAGS.precision}"  # the classifier's
+    if FLAGS.task == "pretrain":
+        section = f"ablation_pretrain_{FLAGS.precision}"
+    common.update_results(section, markdown)
     print(markdown)
 
 
