@@ -64,15 +64,30 @@ def _exact_gelu(x):
     def gelu(x):
         input_dtype = x.dtype
         x = tf.cast(x, dtype)
-        cdf = 0.5 * tf.math.erfc(x * tf.constant(-_SQRT_HALF, dtype))
+        cdf = gelu_cdf(x)
         outputs = tf.cast(x * cdf, input_dtype)
 
         def grad(upstream):
-            upstream = tf.cast(upstream, dtype)
-            x_pdf = x * tf.exp(tf.square(x) * tf.constant(-0.5, dtype))
-            x_pdf = x_pdf * tf.constant(_INV_SQRT_2PI, dtype)
-            return tf.cast(upstream * (cdf + x_pdf), input_dtype)
+            grad = gelu_gradient(tf.cast(upstream, dtype), x, cdf)
+            return tf.cast(grad, input_dtype)
 
         return outputs, grad
 
     return gelu(x)
+
+
+def gelu_cdf(x):
+    """`Phi(x)`, the standard normal CDF, in `x`'s dtype (TensorFlow)."""
+    import tensorflow as tf
+
+    return 0.5 * tf.math.erfc(x * tf.constant(-_SQRT_HALF, x.dtype))
+
+
+def gelu_gradient(upstream, x, cdf):
+    """`upstream * (Phi(x) + x * phi(x))`, the exact GELU's gradient, given
+    `cdf = gelu_cdf(x)` (TensorFlow, in `x`'s dtype)."""
+    import tensorflow as tf
+
+    x_pdf = x * tf.exp(tf.square(x) * tf.constant(-0.5, x.dtype))
+    x_pdf = x_pdf * tf.constant(_INV_SQRT_2PI, x.dtype)
+    return upstream * (cdf + x_pdf)

@@ -48,7 +48,7 @@ def _dropout(x, rate, seed):
     threshold = dropout_threshold(rate)
     words = random_words(tf.size(x), seed)
     keep = keep_mask(words, tf.shape(x), threshold, x.shape.num_elements())
-    scale = 1.0 / (1.0 - threshold / 2**16)
+    scale = dropout_scale(threshold)
     if x.dtype in (tf.float32, tf.float64):
         scaled = x * tf.cast(scale, x.dtype)
     else:
@@ -59,6 +59,11 @@ def _dropout(x, rate, seed):
 def dropout_threshold(rate):
     """The 16-bit draw below which an element is dropped."""
     return min(round(rate * 2**16), 2**16 - 1)
+
+
+def dropout_scale(threshold):
+    """`1 / (1 - rate)` for the rate that `threshold` actually drops."""
+    return 1.0 / (1.0 - threshold / 2**16)
 
 
 def random_words(size, seed):

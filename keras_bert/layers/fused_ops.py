@@ -26,9 +26,14 @@ that the bias gradient costs no pass of its own. Measured in
 
 import keras
 
+from keras_bert.layers.activations import gelu_cdf
+from keras_bert.layers.activations import gelu_gradient
+from keras_bert.layers.dropout import dropout_scale
 from keras_bert.layers.dropout import dropout_threshold
 from keras_bert.layers.dropout import keep_mask
 from keras_bert.layers.dropout import random_words
+from keras_bert.layers.layer_norm import normalize
+from keras_bert.layers.layer_norm import normalize_gradient
 
 # Below this many elements per tensor, the XLA launch and the compilation
 # cost more than fusion saves; tiny models keep the unfused ops. Measured
@@ -37,33 +42,20 @@ from keras_bert.layers.dropout import random_words
 # 524288. Tests set it to 0 to exercise the fused path on tiny shapes.
 MIN_ELEMENTS = 65536
 
-_SQRT_HALF = 0.7071067811865476
-_INV_SQRT_2PI = 0.3989422804014327
 
-
-def can_fuse(*tensors):
-    """Whether the fused ops apply to these tensors in a training step."""
+def can_fuse(x):
+    """Whether the fused ops apply to a training step on `x`."""
     if keras.backend.backend() != "tensorflow":
         return False
-    for x in tensors:
-        if x is None:
-            continue
-        shape = getattr(x, "shape", None)
-        if shape is None or any(d is None for d in shape):
-            return False
-        # In float32, fusion measured no faster (the unfused ops are
-        # already float32, without casts).
-        if keras.backend.standardize_dtype(x.dtype) not in (
-            "bfloat16",
-            "float16",
-        ):
-            return False
-    count = tensors[0].shape.num_elements()
-    return count is not None and count >= MIN_ELEMENTS
-
-
-def _scale(threshold):
-    return 1.0 / (1.0 - threshold / 2**16)
+    shape = getattr(x, "shape", None)
+    if shape is None or any(d is None for d in shape):
+        return False
+    # In float32, fusion measured no faster (the unfused ops are already
+    # float32, without casts).
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    return dtype in ("bfloat16", "float16") and (
+        shape.num_elements() >= MIN_ELEMENTS
+    )
 
 
 def _xla(function):
@@ -94,13 +86,8 @@ def _add_norm_forward(
     z = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
     if words is not None:
         keep = keep_mask(words, x.shape, threshold, x.shape.num_elements())
-        z = tf.where(keep, z * _scale(threshold), 0.0)
-    z = z + tf.cast(residual, tf.float32)
-    mean = tf.reduce_mean(z, axis=-1, keepdims=True)
-    centered = z - mean
-    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
-    inverse_std = tf.math.rsqrt(variance + epsilon)
-    x_hat = centered * inverse_std
+        z = tf.where(keep, z * dropout_scale(threshold), 0.0)
+    x_hat, inverse_std = normalize(z + tf.cast(residual, tf.float32), epsilon)
     outputs = x_hat * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32)
     return tf.cast(outputs, x.dtype), x_hat, inverse_std
 
@@ -109,23 +96,19 @@ def _add_norm_backward(upstream, x_hat, inverse_std, words, gamma, threshold):
     import tensorflow as tf
 
     dtype = upstream.dtype
-    upstream = tf.cast(upstream, tf.float32)
-    axes = list(range(len(x_hat.shape) - 1))
-    d_gamma = tf.reduce_sum(upstream * x_hat, axis=axes)
-    d_beta = tf.reduce_sum(upstream, axis=axes)
-    g = upstream * tf.cast(gamma, tf.float32)
-    dz = inverse_std * (
-        g
-        - tf.reduce_mean(g, axis=-1, keepdims=True)
-        - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True)
+    dz, d_gamma, d_beta = normalize_gradient(
+        tf.cast(upstream, tf.float32),
+        x_hat,
+        inverse_std,
+        tf.cast(gamma, tf.float32),
     )
     dx = dz
     if words is not None:
         keep = keep_mask(
             words, x_hat.shape, threshold, x_hat.shape.num_elements()
         )
-        dx = tf.where(keep, dz * _scale(threshold), 0.0)
-    d_bias = tf.reduce_sum(dx, axis=axes)
+        dx = tf.where(keep, dz * dropout_scale(threshold), 0.0)
+    d_bias = tf.reduce_sum(dx, axis=list(range(len(x_hat.shape) - 1)))
     return tf.cast(dx, dtype), d_bias, tf.cast(dz, dtype), d_gamma, d_beta
 
 
@@ -173,25 +156,18 @@ def dropout_add_layer_norm(x, bias, residual, gamma, beta, rate, seed, epsilon):
 # Exact GELU.
 
 
-def _gelu_cdf(x):
-    import tensorflow as tf
-
-    return 0.5 * tf.math.erfc(x * -_SQRT_HALF)
-
-
 def _gelu_forward(x, bias):
     import tensorflow as tf
 
     x32 = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    return tf.cast(x32 * _gelu_cdf(x32), x.dtype)
+    return tf.cast(x32 * gelu_cdf(x32), x.dtype)
 
 
 def _gelu_backward(upstream, x, bias):
     import tensorflow as tf
 
     x32 = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    x_pdf = x32 * (tf.exp(tf.square(x32) * -0.5) * _INV_SQRT_2PI)
-    grad = tf.cast(upstream, tf.float32) * (_gelu_cdf(x32) + x_pdf)
+    grad = gelu_gradient(tf.cast(upstream, tf.float32), x32, gelu_cdf(x32))
     d_bias = tf.reduce_sum(grad, axis=list(range(len(x.shape) - 1)))
     return tf.cast(grad, upstream.dtype), d_bias
 
@@ -237,7 +213,7 @@ def _softmax_forward(scores, key_mask, words, threshold, mask_score, dtype):
         keep = keep_mask(
             words, probs.shape, threshold, probs.shape.num_elements()
         )
-        dropped = tf.where(keep, probs * _scale(threshold), 0.0)
+        dropped = tf.where(keep, probs * dropout_scale(threshold), 0.0)
     return tf.cast(dropped, dtype), probs
 
 
@@ -249,7 +225,7 @@ def _softmax_backward(upstream, probs, key_mask, words, threshold, dtype):
         keep = keep_mask(
             words, probs.shape, threshold, probs.shape.num_elements()
         )
-        upstream = tf.where(keep, upstream * _scale(threshold), 0.0)
+        upstream = tf.where(keep, upstream * dropout_scale(threshold), 0.0)
     grad = probs * (
         upstream - tf.reduce_sum(upstream * probs, axis=-1, keepdims=True)
     )

@@ -79,26 +79,44 @@ def _layer_norm(x, gamma, beta, epsilon):
         x = tf.cast(x, dtype)
         gamma = tf.cast(gamma, dtype)
         beta = tf.cast(beta, dtype)
-        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
-        centered = x - mean
-        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
-        inverse_std = tf.math.rsqrt(variance + epsilon)
-        x_hat = centered * inverse_std
+        x_hat, inverse_std = normalize(x, epsilon)
         outputs = x_hat * gamma + beta
 
         def grad(upstream):
-            upstream = tf.cast(upstream, dtype)
-            batch_axes = list(range(len(x.shape) - 1))
-            d_gamma = tf.reduce_sum(upstream * x_hat, axis=batch_axes)
-            d_beta = tf.reduce_sum(upstream, axis=batch_axes)
-            g = upstream * gamma
-            dx = inverse_std * (
-                g
-                - tf.reduce_mean(g, axis=-1, keepdims=True)
-                - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True)
+            dx, d_gamma, d_beta = normalize_gradient(
+                tf.cast(upstream, dtype), x_hat, inverse_std, gamma
             )
             return tf.cast(dx, input_dtype), d_gamma, d_beta
 
         return tf.cast(outputs, input_dtype), grad
 
     return layer_norm(x, gamma, beta)
+
+
+def normalize(x, epsilon):
+    """`(x_hat, rsqrt(var + epsilon))` of `x` over its last axis
+    (TensorFlow, in `x`'s dtype)."""
+    import tensorflow as tf
+
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+    inverse_std = tf.math.rsqrt(variance + epsilon)
+    return centered * inverse_std, inverse_std
+
+
+def normalize_gradient(upstream, x_hat, inverse_std, gamma):
+    """The closed-form LayerNorm gradient: `(dx, d_gamma, d_beta)` of
+    `x_hat * gamma + beta`, from `normalize`'s outputs (TensorFlow)."""
+    import tensorflow as tf
+
+    batch_axes = list(range(len(x_hat.shape) - 1))
+    d_gamma = tf.reduce_sum(upstream * x_hat, axis=batch_axes)
+    d_beta = tf.reduce_sum(upstream, axis=batch_axes)
+    g = upstream * gamma
+    dx = inverse_std * (
+        g
+        - tf.reduce_mean(g, axis=-1, keepdims=True)
+        - x_hat * tf.reduce_mean(g * x_hat, axis=-1, keepdims=True)
+    )
+    return dx, d_gamma, d_beta

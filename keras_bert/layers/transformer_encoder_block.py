@@ -221,10 +221,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         # (batch, heads, seq_q, seq_k)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        key_mask = None
+        if padding_mask is not None:
+            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
         if fuse:
-            key_mask = None
-            if padding_mask is not None:
-                key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
             probs = fused_ops.attention_probabilities(
                 scores,
                 key_mask,
@@ -242,8 +242,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             "float64" if self.compute_dtype == "float64" else "float32"
         )
         scores = ops.cast(scores, softmax_dtype)
-        if padding_mask is not None:
-            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+        if key_mask is not None:
             scores = ops.where(key_mask, scores, _MASK_SCORE)
         probs = ops.softmax(scores, axis=-1)
         probs = self.attention_probs_dropout(probs, training=training)

@@ -98,9 +98,9 @@ class AdamW(keras.optimizers.AdamW):
             )
             return
         tf.raw_ops.ResourceApplyAdam(
-            var=_handle(variable),
-            m=_handle(m),
-            v=_handle(v),
+            var=_tf_variable(variable).handle,
+            m=_tf_variable(m).handle,
+            v=_tf_variable(v).handle,
             beta1_power=beta_1_power,
             beta2_power=beta_2_power,
             lr=tf.cast(learning_rate, dtype),
@@ -131,10 +131,9 @@ def _decay_and_adam(
     value = variable.read_value()
     value = value - value * weight_decay * learning_rate
     alpha = learning_rate * (1 - beta_2_power) ** 0.5 / (1 - beta_1_power)
-    m_new = m.read_value() + (gradient - m.read_value()) * (1 - beta_1)
-    v_new = v.read_value() + (gradient * gradient - v.read_value()) * (
-        1 - beta_2
-    )
+    m_old, v_old = m.read_value(), v.read_value()
+    m_new = m_old + (gradient - m_old) * (1 - beta_1)
+    v_new = v_old + (gradient * gradient - v_old) * (1 - beta_2)
     m.assign(m_new)
     v.assign(v_new)
     variable.assign(value - m_new * alpha / (v_new**0.5 + epsilon))
@@ -143,13 +142,6 @@ def _decay_and_adam(
 def _tf_variable(variable):
     """The `tf.Variable` of a Keras or TensorFlow variable."""
     return variable.value if isinstance(variable, keras.Variable) else variable
-
-
-def _handle(variable):
-    """The resource handle of a Keras or TensorFlow variable."""
-    if isinstance(variable, keras.Variable):
-        variable = variable.value
-    return variable.handle
 
 
 def create_adamw(
