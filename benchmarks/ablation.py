@@ -20,7 +20,11 @@ Variants:
                  splitting q, k and v first.
   unfused        the training step's element-wise chains as separate
                  TensorFlow ops instead of `layers.fused_ops`' XLA-fused
-                 ones (which only mixed precision uses).
+                 ones.
+  philox         dropout's random words from TensorFlow's Philox kernel
+                 instead of XLA's ThreeFry generator (`layers.dropout`).
+  erfc_gelu      the fused GELU's `Phi` in the erfc form of the unfused
+                 path instead of the erf form (`activations.gelu_cdf_erf`).
   transpose_b    dense layers' input gradients by TensorFlow's matmul with
                  `transpose_b=True` instead of `layers.dense_matmul`'s
                  explicitly transposed kernel (float32 only).
@@ -62,6 +66,8 @@ VARIANTS = (
     "keras_layers",
     "fused_qkv_5d",
     "unfused",
+    "philox",
+    "erfc_gelu",
     "decay_apart",
     "transpose_b",
     "keras_xent",
@@ -156,6 +162,23 @@ def _patches(variant):
         from keras_bert.layers import fused_ops
 
         return [(fused_ops, "can_fuse", lambda *tensors: False)]
+    if variant == "philox":
+        import tensorflow as tf
+
+        from keras_bert.layers import fused_ops
+
+        def philox_words(size, seed, _original=dropout.random_words):
+            # A tensor size takes the Philox branch.
+            return _original(tf.constant(size), seed)
+
+        return [
+            (dropout, "random_words", philox_words),
+            (fused_ops, "random_words", philox_words),
+        ]
+    if variant == "erfc_gelu":
+        from keras_bert.layers import fused_ops
+
+        return [(fused_ops, "gelu_cdf_erf", activations.gelu_cdf)]
     if variant == "fused_qkv_5d":
         block = transformer_encoder_block.TransformerEncoderBlock
         return [(block, "_self_attention", _attention_5d)]

@@ -36,20 +36,37 @@ def use_plain_backward(x, kernel, training):
     return not tf.config.list_logical_devices("GPU")
 
 
-def dense(x, kernel, bias):
-    """`x @ kernel + bias` for 2-D `x`, whose gradient for `x` multiplies
-    by an explicitly transposed kernel (see the module docstring).
-    TensorFlow only."""
+def dense(x, kernel, bias=None):
+    """`x @ kernel + bias` (or `x @ kernel` without `bias`) for 2-D `x`,
+    whose gradient for `x` multiplies by an explicitly transposed kernel
+    (see the module docstring). TensorFlow only."""
     import tensorflow as tf
+
+    def input_gradient(upstream, kernel):
+        transposed = tf.raw_ops.Snapshot(input=tf.transpose(kernel))
+        return tf.matmul(upstream, transposed)
+
+    if bias is None:
+
+        @tf.custom_gradient
+        def matmul(x, kernel):
+            def grad(upstream):
+                return (
+                    input_gradient(upstream, kernel),
+                    tf.matmul(x, upstream, transpose_a=True),
+                )
+
+            return tf.matmul(x, kernel), grad
+
+        return matmul(x, kernel)
 
     @tf.custom_gradient
     def dense(x, kernel, bias):
         outputs = tf.nn.bias_add(tf.matmul(x, kernel), bias)
 
         def grad(upstream):
-            transposed = tf.raw_ops.Snapshot(input=tf.transpose(kernel))
             return (
-                tf.matmul(upstream, transposed),
+                input_gradient(upstream, kernel),
                 tf.matmul(x, upstream, transpose_a=True),
                 tf.raw_ops.BiasAddGrad(out_backprop=upstream),
             )

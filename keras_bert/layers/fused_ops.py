@@ -14,14 +14,15 @@ The math and the dropout masks are those of the unfused layers
 form): the same seeds give the same masks, and outputs agree to float
 rounding (tested).
 
-These are used only in training, on TensorFlow, under a 16-bit compute
-dtype (`mixed_bfloat16`, `mixed_float16`), where they remove most of the
-casts to and from float32 around the element-wise work (in float32 they
-measured no faster), and only for tensors whose shape is static when the
-step is traced (a fixed-size batch, as the pre-training pipeline and
+These are used only in training, on TensorFlow, in float32 and under a
+16-bit compute dtype (`mixed_bfloat16`, `mixed_float16`, where they also
+remove most of the casts to and from float32 around the element-wise
+work), and only for tensors whose shape is static when the step is
+traced (a fixed-size batch, as the pre-training pipeline and
 `drop_remainder=True` give): XLA compiles once per shape, so a step traced
 with unknown shapes (GLUE batches cut to their longest sentence) keeps the
-unfused ops instead of recompiling for every new batch shape. The two
+unfused ops instead of recompiling for every new batch shape. float64 keeps
+the unfused ops too (they compute in float64, as parity checks need). The two
 fused ops after a dense layer also add its bias and sum its gradient, so
 that the bias gradient costs no pass of its own. Measured in
 `benchmarks/ablation.py` (variant `unfused`).
@@ -40,9 +41,10 @@ from keras_bert.layers.layer_norm import normalize_gradient
 
 # Below this many elements per tensor, the XLA launch and the compilation
 # cost more than fusion saves; tiny models keep the unfused ops. Measured
-# on a bfloat16 block, forward + backward, unfused / fused time: 0.88 at
-# 8192 elements, 0.94 at 16384, 1.04 at 32768, 1.10 at 65536, 1.07 at
-# 524288. Tests set it to 0 to exercise the fused path on tiny shapes.
+# on a block, forward + backward, unfused / fused time, in bfloat16: 0.88
+# at 8192 elements, 0.94 at 16384, 1.04 at 32768, 1.10 at 65536, 1.07 at
+# 524288; in float32: 0.95, 0.96, 1.08, 1.03, 1.10 (131072), 1.09. Tests
+# set it to 0 to exercise the fused path on tiny shapes.
 MIN_ELEMENTS = 65536
 
 
@@ -53,10 +55,10 @@ def can_fuse(x):
     shape = getattr(x, "shape", None)
     if shape is None or any(d is None for d in shape):
         return False
-    # In float32, fusion measured no faster (the unfused ops are already
-    # float32, without casts).
+    # float64 (used to check parity exactly) keeps the unfused ops, which
+    # compute in float64; the fused ones compute in float32.
     dtype = keras.backend.standardize_dtype(x.dtype)
-    return dtype in ("bfloat16", "float16") and (
+    return dtype in ("float32", "bfloat16", "float16") and (
         shape.num_elements() >= MIN_ELEMENTS
     )
 

@@ -42,8 +42,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     `hidden_dim` is taken from the input and must be divisible by
     `num_heads`.
 
-    In mixed-precision training on TensorFlow (`mixed_bfloat16`,
-    `mixed_float16`), when the input's shape is static (a
+    In training on TensorFlow in float32, `mixed_bfloat16` or
+    `mixed_float16`, when the input's shape is static (a
     fixed-size batch) and large enough to pay, the element-wise work
     between the matmuls (mask, softmax and dropout of the attention scores;
     dropout, residual add and LayerNorm; exact GELU) runs as XLA-fused ops
@@ -261,9 +261,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def _dense(self, dense, x, training, fuse=False):
         """`dense(x)` for 2-D `x`; without its bias when `fuse` (a fused op
         adds it)."""
+        plain_backward = dense_matmul.use_plain_backward(
+            x, dense.kernel, training
+        )
         if fuse:
-            return ops.matmul(x, ops.cast(dense.kernel, self.compute_dtype))
-        if dense_matmul.use_plain_backward(x, dense.kernel, training):
+            kernel = ops.cast(dense.kernel, self.compute_dtype)
+            if plain_backward:
+                return dense_matmul.dense(x, kernel)
+            return ops.matmul(x, kernel)
+        if plain_backward:
             return dense_matmul.dense(x, dense.kernel.value, dense.bias.value)
         return dense(x)
 

@@ -3,27 +3,33 @@ backward pass: the gradients of `x @ kernel + bias`, and where it is used."""
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert.layers import TransformerEncoderBlock
 from keras_bert.layers import dense_matmul
 
 
-def test_gradients_equal_tensorflows():
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_gradients_equal_tensorflows(with_bias):
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(64, 32)), "float32")
     kernel = tf.constant(rng.normal(size=(32, 96)), "float32")
     bias = tf.constant(rng.normal(size=(96,)), "float32")
     upstream = tf.constant(rng.normal(size=(64, 96)), "float32")
+    inputs = [x, kernel, bias] if with_bias else [x, kernel]
     results = []
     for function in (
         dense_matmul.dense,
-        lambda x, k, b: tf.nn.bias_add(tf.matmul(x, k), b),
+        lambda x, k, b=None: (
+            tf.matmul(x, k) if b is None else tf.nn.bias_add(tf.matmul(x, k), b)
+        ),
     ):
         with tf.GradientTape() as tape:
-            tape.watch([x, kernel, bias])
-            y = function(x, kernel, bias)
-        results.append([y] + tape.gradient(y, [x, kernel, bias], upstream))
+            tape.watch(inputs)
+            y = function(*inputs)
+        results.append([y] + tape.gradient(y, inputs, upstream))
+    assert len(results[0]) == len(inputs) + 1
     assert [r.shape for r in results[0]] == [r.shape for r in results[1]]
     for ours, theirs in zip(*results):
         # The same products and sums, possibly in another order.
