@@ -218,7 +218,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
         query = self._split_heads(query, batch_size, sequence_length)
         key = self._split_heads(key, batch_size, sequence_length)
         value = self._split_heads(value, batch_size, sequence_length)
-        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        scale = 1.0 / math.sqrt(self.head_dim)
+        if not fuse:
+            # The fused op scales the scores in its own pass instead.
+            query = query * ops.cast(scale, query.dtype)
         # (batch, heads, seq_q, seq_k)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         key_mask = None
@@ -232,6 +235,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 _next_seed(self.attention_probs_dropout),
                 _MASK_SCORE,
                 self.compute_dtype,
+                scale=scale,
             )
             return self._attention_context(
                 probs, value, batch_size, sequence_length
