@@ -31,6 +31,10 @@ Variants:
   decay_apart    `training.AdamW`'s weight decay as Keras' own pass before
                  the fused Adam kernel, instead of in one XLA-compiled pass
                  with it.
+  dense_embedding_grad
+                 the embedding's sparse gradient summed into a dense,
+                 table-sized tensor before `training.AdamW`'s XLA pass,
+                 instead of read row by row from the summed slices in it.
   keras_xent     the masked-LM loss by Keras' (TensorFlow's) sparse
                  cross-entropy kernel instead of `training.losses`' two
                  XLA passes (`--task=pretrain` only).
@@ -69,6 +73,7 @@ VARIANTS = (
     "philox",
     "erfc_gelu",
     "decay_apart",
+    "dense_embedding_grad",
     "transpose_b",
     "keras_xent",
 )
@@ -154,6 +159,10 @@ def _patches(variant):
         from keras_bert.layers import dense_matmul
 
         return [(dense_matmul, "use_plain_backward", lambda *args: False)]
+    if variant == "dense_embedding_grad":
+        from keras_bert.training import optimizers
+
+        return [(optimizers, "_summed_rows", lambda *args: None)]
     if variant == "decay_apart":
         from keras_bert.training import optimizers
 
