@@ -17,7 +17,7 @@ reference is at most the float32-vs-float32 one (and the final windows
 agree as closely). Also reports the steps/s of each run.
 
 By default every batch is padded to 128 tokens, so that the step is
-traced with static shapes and mixed precision takes the XLA-fused path
+traced with static shapes and both precisions take the XLA-fused path
 (`keras_bert.layers.fused_ops`), as in pre-training and the throughput
 benchmark; `--nofixed_shape` trims each batch to its longest sentence (the
 GLUE recipe's batches, which keep the unfused ops).
@@ -175,8 +175,8 @@ def main(argv):
     )
     if FLAGS.fixed_shape:
         shape = (
-            "every batch padded to 128 (static shapes: mixed precision "
-            "takes the XLA-fused path)"
+            "every batch padded to 128 (static shapes: both precisions "
+            "take the XLA-fused path)"
         )
         command_flag = ""
     else:
