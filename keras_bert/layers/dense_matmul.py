@@ -42,35 +42,22 @@ def dense(x, kernel, bias=None):
     (see the module docstring). TensorFlow only."""
     import tensorflow as tf
 
-    def input_gradient(upstream, kernel):
-        transposed = tf.raw_ops.Snapshot(input=tf.transpose(kernel))
-        return tf.matmul(upstream, transposed)
-
-    if bias is None:
-
-        @tf.custom_gradient
-        def matmul(x, kernel):
-            def grad(upstream):
-                return (
-                    input_gradient(upstream, kernel),
-                    tf.matmul(x, upstream, transpose_a=True),
-                )
-
-            return tf.matmul(x, kernel), grad
-
-        return matmul(x, kernel)
-
     @tf.custom_gradient
-    def dense(x, kernel, bias):
-        outputs = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    def dense(x, kernel, *bias):
+        outputs = tf.matmul(x, kernel)
+        if bias:
+            outputs = tf.nn.bias_add(outputs, bias[0])
 
         def grad(upstream):
-            return (
-                input_gradient(upstream, kernel),
+            transposed = tf.raw_ops.Snapshot(input=tf.transpose(kernel))
+            grads = [
+                tf.matmul(upstream, transposed),
                 tf.matmul(x, upstream, transpose_a=True),
-                tf.raw_ops.BiasAddGrad(out_backprop=upstream),
-            )
+            ]
+            if bias:
+                grads.append(tf.raw_ops.BiasAddGrad(out_backprop=upstream))
+            return grads
 
         return outputs, grad
 
-    return dense(x, kernel, bias)
+    return dense(x, kernel, *([] if bias is None else [bias]))

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert.layers.xla import compiled
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class Dropout(keras.layers.Dropout):
@@ -48,7 +50,7 @@ def _dropout(x, rate, seed):
     threshold = dropout_threshold(rate)
     size = x.shape.num_elements()
     words = random_words(tf.size(x) if size is None else size, seed)
-    keep = keep_mask(words, tf.shape(x), threshold, x.shape.num_elements())
+    keep = keep_mask(words, tf.shape(x), threshold, size)
     scale = dropout_scale(threshold)
     if x.dtype in (tf.float32, tf.float64):
         scaled = x * tf.cast(scale, x.dtype)
@@ -85,7 +87,7 @@ def random_words(size, seed):
     if isinstance(size, int):
         if count == 0:
             return tf.zeros([0], tf.uint32)
-        return _threefry_words(seed, count)
+        return compiled(_threefry)(seed, count)
     return tf.random.stateless_uniform(
         [count],
         tf.cast(seed, tf.int32),
@@ -93,21 +95,6 @@ def random_words(size, seed):
         maxval=None,
         dtype=tf.uint32,
     )
-
-
-_THREEFRY = []
-
-
-def _threefry_words(seed, count):
-    import tensorflow as tf
-
-    if not _THREEFRY:
-        # Created on first use, so that importing the package builds
-        # nothing; one function, traced and compiled once per `count`.
-        _THREEFRY.append(
-            tf.function(_threefry, jit_compile=True, autograph=False)
-        )
-    return _THREEFRY[0](seed, count)
 
 
 def _threefry(seed, count):

@@ -38,6 +38,7 @@ from keras_bert.layers.dropout import keep_mask
 from keras_bert.layers.dropout import random_words
 from keras_bert.layers.layer_norm import normalize
 from keras_bert.layers.layer_norm import normalize_gradient
+from keras_bert.layers.xla import compiled
 
 # Below this many elements per tensor, the XLA launch and the compilation
 # cost more than fusion saves; tiny models keep the unfused ops. Measured
@@ -61,22 +62,6 @@ def can_fuse(x):
     return dtype in ("float32", "bfloat16", "float16") and (
         shape.num_elements() >= MIN_ELEMENTS
     )
-
-
-def _xla(function):
-    import tensorflow as tf
-
-    return tf.function(function, jit_compile=True, autograph=False)
-
-
-_COMPILED = {}
-
-
-def _compiled(name, function):
-    # Created on first use, so that importing the package builds nothing.
-    if name not in _COMPILED:
-        _COMPILED[name] = _xla(function)
-    return _COMPILED[name]
 
 
 # ----------------------------------------------------------------------------
@@ -129,8 +114,8 @@ def dropout_add_layer_norm(x, bias, residual, gamma, beta, rate, seed, epsilon):
 
     threshold = dropout_threshold(rate)
     words = random_words(x.shape.num_elements(), seed) if threshold else None
-    forward = _compiled("add_norm_forward", _add_norm_forward)
-    backward = _compiled("add_norm_backward", _add_norm_backward)
+    forward = compiled(_add_norm_forward)
+    backward = compiled(_add_norm_backward)
 
     @tf.custom_gradient
     def add_norm(x, bias, residual, gamma, beta):
@@ -187,8 +172,8 @@ def exact_gelu(x, bias):
     """
     import tensorflow as tf
 
-    forward = _compiled("gelu_forward", _gelu_forward)
-    backward = _compiled("gelu_backward", _gelu_backward)
+    forward = compiled(_gelu_forward)
+    backward = compiled(_gelu_backward)
 
     @tf.custom_gradient
     def gelu(x, bias):
@@ -269,8 +254,8 @@ def attention_probabilities(
     threshold = dropout_threshold(rate)
     count = scores.shape.num_elements()
     words = random_words(count, seed) if threshold else None
-    forward = _compiled("softmax_forward", _softmax_forward)
-    backward = _compiled("softmax_backward", _softmax_backward)
+    forward = compiled(_softmax_forward)
+    backward = compiled(_softmax_backward)
 
     @tf.custom_gradient
     def probabilities(scores):

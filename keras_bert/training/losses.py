@@ -4,6 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.layers.xla import compiled
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class GlobalBatchCrossEntropy(keras.losses.Loss):
@@ -82,8 +84,6 @@ class GlobalBatchCrossEntropy(keras.losses.Loss):
 # cost more than they save. Tests set it to 0.
 MIN_LOGITS = 65536
 
-_COMPILED = {}
-
 
 def sparse_cross_entropy_from_logits(labels, logits):
     """Per-example `sparse_categorical_crossentropy(from_logits=True)`.
@@ -124,20 +124,15 @@ def sparse_cross_entropy_from_logits(labels, logits):
     ]
     with tf.control_dependencies(checks):
         labels = tf.identity(labels)
-    if not _COMPILED:
-        _COMPILED["forward"] = tf.function(
-            _cross_entropy_forward, jit_compile=True, autograph=False
-        )
-        _COMPILED["backward"] = tf.function(
-            _cross_entropy_backward, jit_compile=True, autograph=False
-        )
 
     @tf.custom_gradient
     def cross_entropy(logits):
-        losses, log_sum_exp = _COMPILED["forward"](labels, logits)
+        losses, log_sum_exp = compiled(_cross_entropy_forward)(labels, logits)
 
         def grad(upstream):
-            return _COMPILED["backward"](labels, logits, log_sum_exp, upstream)
+            return compiled(_cross_entropy_backward)(
+                labels, logits, log_sum_exp, upstream
+            )
 
         return losses, grad
 
