@@ -1,4 +1,5 @@
-"""Training throughput: keras-bert vs keras-hub vs Hugging Face PyTorch.
+"""Training throughput: keras-bert vs keras-hub vs Hugging Face PyTorch (eager
+and `torch.compile`).
 
 Every contestant trains the same architecture on the same synthetic batches
 with the same thread settings, in its own process; the driver runs the
@@ -52,15 +53,23 @@ CONTESTANTS = {
     "ours_cls_fp32": ("ours", "classify", "float32"),
     "hub_cls_fp32": ("hub", "classify", "float32"),
     "torch_cls_fp32": ("torch", "classify", "float32"),
+    "torch_compile_cls_fp32": ("torch_compile", "classify", "float32"),
     "ours_cls_bf16": ("ours", "classify", "mixed_bfloat16"),
     "hub_cls_bf16": ("hub", "classify", "mixed_bfloat16"),
     "torch_cls_bf16": ("torch", "classify", "mixed_bfloat16"),
+    "torch_compile_cls_bf16": ("torch_compile", "classify", "mixed_bfloat16"),
     "ours_pretrain_fp32": ("ours", "pretrain", "float32"),
     "hub_pretrain_fp32": ("hub", "pretrain", "float32"),
     "torch_pretrain_fp32": ("torch", "pretrain", "float32"),
+    "torch_compile_pretrain_fp32": ("torch_compile", "pretrain", "float32"),
     "ours_pretrain_bf16": ("ours", "pretrain", "mixed_bfloat16"),
     "hub_pretrain_bf16": ("hub", "pretrain", "mixed_bfloat16"),
     "torch_pretrain_bf16": ("torch", "pretrain", "mixed_bfloat16"),
+    "torch_compile_pretrain_bf16": (
+        "torch_compile",
+        "pretrain",
+        "mixed_bfloat16",
+    ),
     # XLA (`jit_compile=True`), measured to decide whether it pays.
     "ours_cls_fp32_xla": ("ours", "classify", "float32"),
     "ours_pretrain_fp32_xla": ("ours", "pretrain", "float32"),
@@ -151,7 +160,7 @@ def _keras_worker(framework, task, precision, threads, jit_compile=False):
     return [b - a for a, b in zip(ends, ends[1:])]
 
 
-def _torch_worker(task, precision, threads):
+def _torch_worker(task, precision, threads, compiled=False):
     import torch
     import transformers
 
@@ -180,6 +189,10 @@ def _torch_worker(task, precision, threads):
         model.parameters(), lr=1e-5, weight_decay=0.01
     )
 
+    # `torch.compile` compiles the model's forward and backward (Inductor,
+    # C++ on a CPU) on the first warm-up step; the optimizer stays eager.
+    forward = torch.compile(model) if compiled else model
+
     # bf16: autocast, as transformers' Trainer does with `bf16=True` on CPU.
     autocast = torch.autocast(
         "cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16"
@@ -188,7 +201,7 @@ def _torch_worker(task, precision, threads):
     def step():
         optimizer.zero_grad()
         with autocast:
-            loss = model(**inputs).loss
+            loss = forward(**inputs).loss
         loss.backward()
         optimizer.step()
 
@@ -205,8 +218,10 @@ def _torch_worker(task, precision, threads):
 def run_worker(name):
     framework, task, precision = CONTESTANTS[name]
     threads = FLAGS.threads or os.cpu_count()
-    if framework == "torch":
-        step_seconds = _torch_worker(task, precision, threads)
+    if framework.startswith("torch"):
+        step_seconds = _torch_worker(
+            task, precision, threads, compiled=framework == "torch_compile"
+        )
     else:
         step_seconds = _keras_worker(
             framework, task, precision, threads, name.endswith("_xla")
@@ -272,7 +287,7 @@ def main(argv):
         peak_key = "float32" if precision == "float32" else "bfloat16"
         mfu = median * flops_per_token(task) / (peak[peak_key] * 1e9)
         ratios = []
-        for peer in ("hub", "torch"):
+        for peer in ("hub", "torch", "torch_compile"):
             peer_name = name.replace("ours", peer)
             if (
                 framework == "ours"
@@ -306,7 +321,8 @@ library's own: `keras_bert.training.AdamW` for ours, Keras' `AdamW` for keras-hu
 `torch.optim.AdamW` for PyTorch); the pre-training
 step predicts {PREDICTIONS} tokens per sequence (keras-hub's BertMaskedLM has no NSP head;
 ours and `BertForPreTraining` do); PyTorch's bf16 rows use
-`torch.autocast("cpu", torch.bfloat16)`, as transformers' Trainer does. {threads} threads per process, contestants in
+`torch.autocast("cpu", torch.bfloat16)`, as transformers' Trainer does; `torch_compile` rows run the
+same PyTorch model through `torch.compile` (compiled during warm-up). {threads} threads per process, contestants in
 separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps;\na process's figure is its median step time (each step timed on its own).
 Matmul peak measured in the same run (2048³, TensorFlow): fp32 {peak["float32"]:.0f} GFLOP/s,
 bf16 {peak["bfloat16"]:.0f} GFLOP/s. FLOPs/token: classify {flops_per_token("classify") / 1e6:.1f} M,
