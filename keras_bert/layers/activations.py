@@ -91,8 +91,9 @@ def gelu_cdf_erf(x):
     within 8.5e-8: the rounding of `1 + erf` costs accuracy only where
     `Phi` is near 0 or 1, far below bfloat16's resolution. XLA evaluates
     `erf` in 0.59 of the time of `erfc` (GELU forward on 2048 x 2048
-    bfloat16: 1.56 against 2.67 ms). The XLA-fused bfloat16 path uses it;
-    the float32 path keeps `gelu_cdf`, which is `tf.nn.gelu`'s.
+    bfloat16: 1.56 against 2.67 ms). The XLA-fused training ops use it (in
+    every dtype they fuse); the unfused path keeps `gelu_cdf`, which is
+    `tf.nn.gelu`'s.
     """
     import tensorflow as tf
 

@@ -81,7 +81,7 @@ def random_words(size, seed):
     """
     import tensorflow as tf
 
-    # Keras keeps its seeds as int64; fold each into 31 bits as before.
+    # Keras keeps its seeds as int64; fold each into 31 bits.
     seed = tf.math.floormod(seed, tf.int32.max - 1)
     count = (size + 1) // 2
     if isinstance(size, int):
