@@ -35,6 +35,7 @@ from keras_bert import training  # noqa: E402
 from keras_bert.models import BertBackbone  # noqa: E402
 from keras_bert.models import BertClassifier  # noqa: E402
 from keras_bert.models import BertMaskedLM  # noqa: E402
+from keras_bert.models import BertQuestionAnswerer  # noqa: E402
 from keras_bert.text import BertPreprocessor  # noqa: E402
 from keras_bert.text import BertTokenizer  # noqa: E402
 from keras_bert.version import __version__  # noqa: E402
@@ -43,6 +44,7 @@ __all__ = [
     "BertBackbone",
     "BertClassifier",
     "BertMaskedLM",
+    "BertQuestionAnswerer",
     "BertPreprocessor",
     "BertTokenizer",
     "__version__",

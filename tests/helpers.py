@@ -1,7 +1,10 @@
 """Small shared helpers so each test file reads as a list of facts."""
 
 import inspect
+import json
 import os
+import subprocess
+import sys
 import tempfile
 
 import keras
@@ -99,3 +102,57 @@ def run_layer_saving_test(layer, *args, **kwargs):
         keras.ops.convert_to_numpy(actual), keras.ops.convert_to_numpy(expected)
     )
     return restored
+
+
+def run_saved_model_outside_python(tmp_path, export_dir, requests):
+    """Runs `requests` on an export in a TF + tensorflow-text-only process.
+
+    See `tests/serving/serve_outside_python_package.py`; fails if the
+    process imported keras_bert. Returns `{"<index>/<output>": array}`.
+    """
+    requests_path = os.path.join(tmp_path, "requests.json")
+    with open(requests_path, "w") as file:
+        json.dump(requests, file)
+    out = os.path.join(tmp_path, "out.npz")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(
+                os.path.dirname(__file__),
+                "serving",
+                "serve_outside_python_package.py",
+            ),
+            str(export_dir),
+            requests_path,
+            out,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=str(tmp_path),  # so the repository is not importable
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Our own file; string outputs need pickle.
+    return dict(np.load(out, allow_pickle=True))
+
+
+def non_core_ops(op_types, tmp_path):
+    """The op types a bare TensorFlow (no tensorflow_text) does not know."""
+    code = (
+        "import sys, tensorflow as tf\n"
+        "from tensorflow.python.framework import op_def_registry\n"
+        "get = op_def_registry.get\n"
+        "unknown = [o for o in sys.argv[1:] if get(o) is None]\n"
+        "print('\\n'.join(unknown))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *op_types],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return set(result.stdout.split())

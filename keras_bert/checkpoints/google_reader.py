@@ -12,6 +12,7 @@ from keras_bert.checkpoints.checkpoint_config import (
     backbone_config_from_checkpoint_config,
 )
 from keras_bert.checkpoints.checkpoint_config import read_config_file
+from keras_bert.models.task import Task
 
 CONFIG_FILE = "bert_config.json"
 # Optimizer state and counters saved alongside the weights.
@@ -20,8 +21,10 @@ _IGNORED = re.compile(
     r"|^(global_step|beta1_power|beta2_power|good_steps|bad_steps|"
     r"loss_scale)$"
 )
-# Whole names that do not follow the scope -> dotted-name rule.
-_SPECIAL_NAMES = {
+# Whole names that do not follow the scope -> dotted-name rule; task heads
+# add theirs (`Task.GOOGLE_NAMES`, e.g. run_classifier.py's
+# `output_weights`).
+_BACKBONE_SPECIAL_NAMES = {
     "bert/embeddings/word_embeddings": "bert.embeddings.word_embeddings.weight",
     "bert/embeddings/token_type_embeddings": (
         "bert.embeddings.token_type_embeddings.weight"
@@ -29,14 +32,16 @@ _SPECIAL_NAMES = {
     "bert/embeddings/position_embeddings": (
         "bert.embeddings.position_embeddings.weight"
     ),
-    "cls/predictions/output_bias": "cls.predictions.bias",
-    "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
-    "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
-    # run_classifier.py's fine-tuned head.
-    "output_weights": "classifier.weight",
-    "output_bias": "classifier.bias",
 }
-_SPECIAL_SOURCES = {value: key for key, value in _SPECIAL_NAMES.items()}
+
+
+def _special_names():
+    names = dict(_BACKBONE_SPECIAL_NAMES)
+    for task_class in Task.registry:
+        names.update(task_class.GOOGLE_NAMES)
+    return names
+
+
 _SUFFIXES = {"kernel": "weight", "gamma": "weight", "beta": "bias"}
 
 
@@ -52,8 +57,9 @@ def google_to_huggingface_name(name):
     # ("bert.encoder.layer.0.output.dense.weight", True)
     ```
     """
-    if name in _SPECIAL_NAMES:
-        return _SPECIAL_NAMES[name], False
+    special = _special_names()
+    if name in special:
+        return special[name], False
     scopes = name.split("/")
     last = scopes[-1]
     if scopes[-2:-1] == ["LayerNorm"] or last == "kernel":
@@ -72,8 +78,9 @@ def huggingface_to_google_name(name):
     # ("bert/pooler/dense/kernel", True)
     ```
     """
-    if name in _SPECIAL_SOURCES:
-        return _SPECIAL_SOURCES[name], False
+    sources = {value: key for key, value in _special_names().items()}
+    if name in sources:
+        return sources[name], False
     scopes = re.sub(r"(^|\.)layer\.(\d+)(\.|$)", r"\1layer_\2\3", name).split(
         "."
     )

@@ -1,14 +1,17 @@
 """Builds a model from a checkpoint's config and loads its weights, whole."""
 
+import inspect
+import json
+
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from keras_bert.checkpoints.read_checkpoint import read_checkpoint
-from keras_bert.checkpoints.weight_map import GROUP_PREFIXES
+from keras_bert.checkpoints.weight_map import group_prefixes
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
-from keras_bert.models.bert_classifier import BertClassifier
-from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.task import Task
 
 # Tied copies PyTorch may save beside the tensors they duplicate.
 _TIED = {
@@ -16,23 +19,25 @@ _TIED = {
     "cls.predictions.decoder.bias": "cls.predictions.bias",
 }
 _FORMAT_NAMES = {"huggingface": "Hugging Face", "google": "Google BERT"}
-_GROUP_NAMES = {
-    "pooler": "pooler (bert.pooler; BertForMaskedLM checkpoints have none)",
-    "masked_lm": "masked-LM head (cls.predictions)",
-    "next_sentence": "next-sentence head (cls.seq_relationship)",
-    "classifier": "classifier head (classifier)",
-}
+_POOLER_DESCRIPTION = (
+    "pooler (bert.pooler; BertForMaskedLM checkpoints have none)"
+)
+# Backbone arguments a caller may override (e.g. `dropout`, `dtype`).
+_BACKBONE_ARGUMENTS = frozenset(
+    inspect.signature(BertBackbone.__init__).parameters
+) | {"dtype"}
 
 
-def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
+def load_checkpoint(path, model_class=BertBackbone, **kwargs):
     """Builds `model_class` from a checkpoint directory and loads its weights.
 
     The architecture comes from the checkpoint's config (see
     `read_checkpoint`). Loading is all-or-nothing:
 
     - every encoder weight must be in the checkpoint with the right shape;
-    - the pooler and each head of the model (masked LM, next sentence,
-      classifier) are loaded whole when the checkpoint has any of their
+    - the pooler and each head group of the model (its
+      `CHECKPOINT_HEADS`: masked LM, next sentence, classifier, ...) are
+      loaded whole when the checkpoint has any of their
       tensors, and must then be complete; one with no tensors at all stays
       freshly initialised and is named in a warning (`BertForMaskedLM`
       checkpoints have no pooler, encoder-only ones no heads);
@@ -47,14 +52,18 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
 
     Args:
         path: str. A Hugging Face or Google BERT checkpoint directory.
-        model_class: `BertBackbone`, `BertMaskedLM` or `BertClassifier` (or
-            a subclass), or `"auto"`: `BertMaskedLM` if the checkpoint has a
-            masked-LM head, `BertClassifier` if it has a classifier head,
-            else `BertBackbone`. Defaults to `BertBackbone`.
-        num_classes: int. For `BertClassifier` only: the number of classes.
-            Defaults to the checkpoint's classifier size when it has one.
-        **kwargs: overrides of the backbone config (e.g. `dropout=0.0`,
-            `dtype="mixed_bfloat16"`).
+        model_class: `BertBackbone` or a task model class
+            (`keras_bert.models.Task`: `BertMaskedLM`, `BertClassifier`,
+            ...), or `"auto"`: the task class named by a Hugging Face
+            config's `architectures`, else the first task class whose head
+            tensors are in the checkpoint, else `BertBackbone`. Defaults to
+            `BertBackbone`.
+        **kwargs: the task head's constructor arguments (e.g.
+            `num_classes` for `BertClassifier`; see the class's
+            `config_from_checkpoint` for what the checkpoint supplies) and
+            overrides of the backbone config (e.g. `dropout=0.0`,
+            `dtype="mixed_bfloat16"`). A name that is both (`dropout`)
+            goes to both.
 
     Returns the model, with weights loaded.
 
@@ -75,31 +84,55 @@ def load_checkpoint(path, model_class=BertBackbone, num_classes=None, **kwargs):
     if model_class == "auto":
         model_class = _detect_model_class(checkpoint)
     if not isinstance(model_class, type) or not issubclass(
-        model_class, (BertBackbone, BertMaskedLM, BertClassifier)
+        model_class, (BertBackbone, Task)
     ):
         raise TypeError(
-            "`model_class` must be BertBackbone, BertMaskedLM, "
-            f"BertClassifier or 'auto'. Received: model_class={model_class!r}"
+            "`model_class` must be BertBackbone, a keras_bert task model "
+            "class (BertMaskedLM, BertClassifier, ...) or 'auto'. Received: "
+            f"model_class={model_class!r}"
         )
-    if num_classes is not None and not issubclass(model_class, BertClassifier):
+    head_arguments = set()
+    if issubclass(model_class, Task):
+        head_arguments = set(
+            inspect.signature(model_class.__init__).parameters
+        ) - {"self", "backbone", "kwargs"}
+    unknown = sorted(set(kwargs) - head_arguments - _BACKBONE_ARGUMENTS)
+    if unknown:
+        owners = {
+            name: [
+                task.__name__
+                for task in Task.registry
+                if name in inspect.signature(task.__init__).parameters
+            ]
+            for name in unknown
+        }
+        problems = [
+            f"`{name}` applies to {' and '.join(owners[name])} only"
+            if owners[name]
+            else f"`{name}` is no argument of any keras_bert model"
+            for name in unknown
+        ]
         raise ValueError(
-            f"`num_classes` applies to BertClassifier only, but "
-            f"model_class={model_class.__name__}. Received: "
-            f"num_classes={num_classes!r}"
+            f"{model_class.__name__}.from_checkpoint received "
+            f"{', '.join(f'{n}={kwargs[n]!r}' for n in unknown)}: "
+            f"{'; '.join(problems)}. It takes "
+            f"{model_class.__name__}'s own arguments "
+            f"({sorted(head_arguments)}) and BertBackbone overrides "
+            f"({sorted(_BACKBONE_ARGUMENTS - {'self', 'kwargs'})})."
         )
-    backbone_config = {**checkpoint.backbone_config, **kwargs}
+    backbone_config = {
+        **checkpoint.backbone_config,
+        **{k: v for k, v in kwargs.items() if k in _BACKBONE_ARGUMENTS},
+    }
     if issubclass(model_class, BertBackbone):
         model = model_class(**backbone_config)
-    elif issubclass(model_class, BertMaskedLM):
-        model = model_class(BertBackbone(**backbone_config))
     else:
-        if num_classes is None:
-            num_classes = _checkpoint_num_classes(checkpoint)
-        model = model_class(
-            BertBackbone(**backbone_config),
-            num_classes=num_classes,
-            dropout=backbone_config["dropout"],
+        head_config = model_class.config_from_checkpoint(
+            checkpoint,
+            backbone_config,
+            **{k: v for k, v in kwargs.items() if k in head_arguments},
         )
+        model = model_class(BertBackbone(**backbone_config), **head_config)
     assign_checkpoint(model, checkpoint)
     return model
 
@@ -108,7 +141,7 @@ def assign_checkpoint(model, checkpoint):
     """Checks `checkpoint` against `model` completely, then assigns it.
 
     Args:
-        model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
+        model: `BertBackbone` or a task model.
         checkpoint: `keras_bert.checkpoints.Checkpoint`.
 
     Returns the names of the groups (`"pooler"`, heads) left freshly
@@ -141,8 +174,9 @@ def assign_checkpoint(model, checkpoint):
             if ok:
                 to_assign.append(spec)
     inconsistent = _check_tied_copies(checkpoint, consumed)
+    prefixes = group_prefixes(model)
     loaded_prefixes = tuple(
-        GROUP_PREFIXES[group] for group in groups if group not in fresh
+        prefixes[group] for group in groups if group not in fresh
     )
     unexpected, skipped = [], []
     for name in sorted(set(tensors) - consumed):
@@ -168,12 +202,18 @@ def assign_checkpoint(model, checkpoint):
             type(model).__name__,
             ", ".join(checkpoint.source_name(n) for n in skipped),
         )
+    descriptions = {
+        "pooler": _POOLER_DESCRIPTION,
+        **getattr(model, "GROUP_DESCRIPTIONS", {}),
+    }
+    if not getattr(model, "USES_POOLER", True) and "pooler" in fresh:
+        fresh.remove("pooler")  # unused: nothing to warn about
     for group in fresh:
         logging.warning(
             "%s has no %s: it is freshly initialised. Train it before "
             "relying on the outputs that depend on it.",
             checkpoint.path,
-            _GROUP_NAMES[group],
+            descriptions.get(group, f"{group} head ({prefixes[group]}*)"),
         )
     return fresh
 
@@ -245,20 +285,21 @@ def _report(model, checkpoint, missing, mismatched, unexpected, inconsistent):
     return "\n".join(lines)
 
 
-def _checkpoint_num_classes(checkpoint):
-    if "classifier.weight" in checkpoint.tensors:
-        return int(checkpoint.tensors["classifier.weight"].shape[0])
-    raise ValueError(
-        f"{checkpoint.path} has no classifier head, so the number of classes "
-        "is unknown. Pass it: "
-        "`BertClassifier.from_checkpoint(path, num_classes=...)`."
-    )
-
-
 def _detect_model_class(checkpoint):
+    architectures = _architectures(checkpoint)
+    for task_class in Task.registry:
+        if task_class.HUGGINGFACE_ARCHITECTURE in architectures:
+            return task_class
     names = checkpoint.tensors
-    if any(n.startswith(GROUP_PREFIXES["masked_lm"]) for n in names):
-        return BertMaskedLM
-    if any(n.startswith(GROUP_PREFIXES["classifier"]) for n in names):
-        return BertClassifier
+    for task_class in Task.registry:
+        prefixes = tuple(task_class.CHECKPOINT_HEADS.values())
+        if prefixes and any(n.startswith(prefixes) for n in names):
+            return task_class
     return BertBackbone
+
+
+def _architectures(checkpoint):
+    if checkpoint.format != "huggingface":
+        return []
+    with tf.io.gfile.GFile(checkpoint.config_path) as file:
+        return json.load(file).get("architectures") or []

@@ -10,8 +10,6 @@ from keras_bert.checkpoints.checkpoint_config import (
 )
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
-from keras_bert.models.bert_classifier import BertClassifier
-from keras_bert.models.bert_masked_lm import BertMaskedLM
 
 _SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
@@ -28,14 +26,17 @@ def save_huggingface(model, tokenizer, path):
     Writes `config.json` and `model.safetensors` and, from the tokenizer,
     `vocab.txt` and `tokenizer_config.json` (casing and accent stripping).
     The architecture follows the model: a `BertBackbone` becomes a
-    `BertModel`, a `BertMaskedLM` a `BertForPreTraining` (masked-LM and NSP
-    heads; the tied decoder matrix is not duplicated, as `transformers`
-    saves it), a `BertClassifier` a `BertForSequenceClassification`. The
+    `BertModel`; a task model writes its head and its own config entries
+    (`huggingface_config`): a `BertMaskedLM` becomes a `BertForPreTraining`
+    (masked-LM and NSP heads; the tied decoder matrix is not duplicated, as
+    `transformers` saves it), a `BertClassifier` a
+    `BertForSequenceClassification`, a `BertQuestionAnswerer` a
+    `BertForQuestionAnswering`. The
     directory loads with `transformers`' `from_pretrained` with no missing
     or unexpected weights.
 
     Args:
-        model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
+        model: `BertBackbone` or a task model.
         tokenizer: `keras_bert.BertTokenizer` or `None`. Its `vocabulary`,
             `lowercase` and `strip_accents` are written; with `None` only
             the model files are written.
@@ -61,23 +62,10 @@ def save_huggingface(model, tokenizer, path):
     vocabulary = None if tokenizer is None else _vocabulary(tokenizer)
     backbone = model if isinstance(model, BertBackbone) else model.backbone
     config = huggingface_config_from_backbone(backbone)
-    if isinstance(model, BertMaskedLM):
-        config["architectures"] = ["BertForPreTraining"]
-        if model.activation != backbone.activation:
-            raise ValueError(
-                "Hugging Face BERT uses one activation for the encoder and "
-                f"the masked-LM head, but this model's head uses "
-                f"{model.activation!r} and its backbone "
-                f"{backbone.activation!r}; it cannot be exported faithfully."
-            )
-    elif isinstance(model, BertClassifier):
-        config["architectures"] = ["BertForSequenceClassification"]
-        labels = {str(i): f"LABEL_{i}" for i in range(model.num_classes)}
-        config["id2label"] = labels
-        config["label2id"] = {label: int(i) for i, label in labels.items()}
-        config["classifier_dropout"] = model.dropout
-        if model.num_classes == 1:
-            config["problem_type"] = "regression"
+    if not isinstance(model, BertBackbone):
+        config.update(model.huggingface_config())
+    if not getattr(model, "USES_POOLER", True):
+        del groups["pooler"]
     tensors = {}
     for specs in groups.values():
         for spec in specs:

@@ -7,21 +7,15 @@ so a name is spelled in exactly one place.
 
 import dataclasses
 
+import keras
 import numpy as np
 
 from keras_bert.models.bert_backbone import BertBackbone
-from keras_bert.models.bert_classifier import BertClassifier
-from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.task import Task
 
-# The Hugging Face name prefix of each group's tensors; a group is loaded
-# whole or (for heads absent from a checkpoint) not at all.
-GROUP_PREFIXES = {
-    "backbone": "bert.",
-    "pooler": "bert.pooler.",
-    "masked_lm": "cls.predictions.",
-    "next_sentence": "cls.seq_relationship.",
-    "classifier": "classifier.",
-}
+# The Hugging Face name prefix of the encoder's groups; task heads declare
+# theirs in `Task.CHECKPOINT_HEADS`.
+BACKBONE_PREFIXES = {"backbone": "bert.", "pooler": "bert.pooler."}
 
 
 @dataclasses.dataclass
@@ -71,13 +65,13 @@ def weight_map(model):
     """Maps every weight of `model` to Hugging Face tensor names.
 
     Args:
-        model: `BertBackbone`, `BertMaskedLM` or `BertClassifier`.
+        model: `BertBackbone` or a task model (`keras_bert.models.Task`).
 
-    Returns a dict from group name (`"backbone"`, `"pooler"`, `"masked_lm"`,
-    `"next_sentence"`, `"classifier"`; only those the model has) to a list
-    of `WeightSpec`, covering every variable of the model exactly once. The
-    pooler is a group of its own because `BertForMaskedLM` checkpoints have
-    none.
+    Returns a dict from group name (`"backbone"`, `"pooler"`, then the
+    model's head groups, e.g. `"masked_lm"`, `"next_sentence"`,
+    `"classifier"`) to a list of `WeightSpec`, covering every variable of
+    the model exactly once. The pooler is a group of its own because
+    `BertForMaskedLM` checkpoints have none.
 
     Example:
     ```python
@@ -88,27 +82,38 @@ def weight_map(model):
     """
     if isinstance(model, BertBackbone):
         return _backbone_groups(model)
-    if isinstance(model, BertMaskedLM):
-        head = model.masked_lm_head
-        return {
-            **_backbone_groups(model.backbone),
-            "masked_lm": [
-                *_dense("cls.predictions.transform.dense", head.dense),
-                *_layer_norm(
-                    "cls.predictions.transform.LayerNorm", head.layer_norm
-                ),
-                WeightSpec(head.output_bias, ("cls.predictions.bias",)),
-            ],
-            "next_sentence": _dense("cls.seq_relationship", model.nsp_dense),
-        }
-    if isinstance(model, BertClassifier):
-        return {
-            **_backbone_groups(model.backbone),
-            "classifier": _dense("classifier", model.output_dense),
-        }
+    if not isinstance(model, Task):
+        raise TypeError(
+            "Expected a keras_bert BertBackbone or task model (BertMaskedLM, "
+            "BertClassifier, ...), but received an object of type "
+            f"{type(model).__name__}."
+        )
+    groups = _backbone_groups(model.backbone)
+    for group, weights in model.head_weights().items():
+        groups[group] = [
+            spec
+            for name, holder in weights.items()
+            for spec in _specs(name, holder)
+        ]
+    return groups
+
+
+def group_prefixes(model):
+    """Group name → the Hugging Face name prefix of its tensors."""
+    heads = {} if isinstance(model, BertBackbone) else model.CHECKPOINT_HEADS
+    return {**BACKBONE_PREFIXES, **heads}
+
+
+def _specs(name, holder):
+    if isinstance(holder, keras.layers.Dense):
+        return _dense(name, holder)
+    if isinstance(holder, keras.layers.LayerNormalization):
+        return _layer_norm(name, holder)
+    if isinstance(holder, keras.Variable):
+        return [WeightSpec(holder, (name,))]
     raise TypeError(
-        "Expected a keras_bert BertBackbone, BertMaskedLM or BertClassifier, "
-        f"but received an object of type {type(model).__name__}."
+        f"head_weights() maps {name!r} to a {type(holder).__name__}; "
+        "expected a Dense layer, a LayerNorm or a keras.Variable."
     )
 
 

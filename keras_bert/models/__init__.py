@@ -3,6 +3,15 @@
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.presets import BACKBONE_PRESETS
+from keras_bert.models.task import Task
 
-__all__ = ["BACKBONE_PRESETS", "BertBackbone", "BertClassifier", "BertMaskedLM"]
+__all__ = [
+    "BACKBONE_PRESETS",
+    "BertBackbone",
+    "BertClassifier",
+    "BertMaskedLM",
+    "BertQuestionAnswerer",
+    "Task",
+]

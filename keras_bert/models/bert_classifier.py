@@ -1,6 +1,7 @@
 """BERT with a classification (or regression) head on `[CLS]`."""
 
 import keras
+import tensorflow as tf
 
 from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
@@ -48,6 +49,15 @@ class BertClassifier(Task):
     classifier.fit(features, np.array([0, 1, 2, 1]), epochs=1, verbose=0)
     ```
     """
+
+    CHECKPOINT_HEADS = {"classifier": "classifier."}
+    GROUP_DESCRIPTIONS = {"classifier": "classifier head (classifier)"}
+    # run_classifier.py's fine-tuned head, stored `(classes, hidden)`.
+    GOOGLE_NAMES = {
+        "output_weights": "classifier.weight",
+        "output_bias": "classifier.bias",
+    }
+    HUGGINGFACE_ARCHITECTURE = "BertForSequenceClassification"
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         if not isinstance(num_classes, int) or num_classes <= 0:
@@ -133,6 +143,93 @@ class BertClassifier(Task):
             "dropout": self.dropout,
         }
 
+    # --- Task interface ----------------------------------------------------
+
+    def head_weights(self):
+        return {"classifier": {"classifier": self.output_dense}}
+
+    @classmethod
+    def config_from_checkpoint(
+        cls, checkpoint, backbone_config, num_classes=None, dropout=None
+    ):
+        if num_classes is None:
+            if "classifier.weight" not in checkpoint.tensors:
+                raise ValueError(
+                    f"{checkpoint.path} has no classifier head, so the number "
+                    "of classes is unknown. Pass it: "
+                    "`BertClassifier.from_checkpoint(path, num_classes=...)`."
+                )
+            num_classes = int(checkpoint.tensors["classifier.weight"].shape[0])
+        if dropout is None:
+            dropout = backbone_config["dropout"]
+        return {"num_classes": num_classes, "dropout": dropout}
+
+    def huggingface_config(self):
+        labels = {str(i): f"LABEL_{i}" for i in range(self.num_classes)}
+        config = {
+            **super().huggingface_config(),
+            "id2label": labels,
+            "label2id": {label: int(i) for i, label in labels.items()},
+            "classifier_dropout": self.dropout,
+        }
+        if self.num_classes == 1:
+            config["problem_type"] = "regression"
+        return config
+
+    def serving_endpoints(self, preprocessor, labels=None, pair=False):
+        """`serving_default` on text, `predict_ids` on ids.
+
+        Both return `probabilities` float32 `(batch, classes)`, `label_id`
+        int32 `(batch,)` and `label` string `(batch,)`; a regressor
+        (`num_classes=1`) returns `score` float32 `(batch,)`.
+
+        Args:
+            preprocessor: the `keras_bert.BertPreprocessor` the model was
+                trained with.
+            labels: list of str or `None`. The label of each class.
+                Defaults to `"0"`, `"1"`, ...
+            pair: bool. Whether the text endpoint takes `text_a` and
+                `text_b`.
+        """
+        from keras_bert.serving.signatures import text_and_ids_endpoints
+
+        if self.num_classes == 1:
+            if labels is not None:
+                raise ValueError(
+                    "A regression model (num_classes=1) has no labels; "
+                    f"received labels={labels!r}. Pass labels=None."
+                )
+
+            def regression(inputs, text):
+                scores = self(inputs, training=False)
+                return {"score": tf.cast(scores[:, 0], tf.float32)}
+
+            return text_and_ids_endpoints(
+                preprocessor, regression, "predict_ids", pair
+            )
+        if labels is None:
+            labels = [str(i) for i in range(self.num_classes)]
+        labels = [str(label) for label in labels]
+        if len(labels) != self.num_classes:
+            raise ValueError(
+                f"The model has {self.num_classes} classes but {len(labels)} "
+                f"labels were given ({labels}). Pass one label per class."
+            )
+        label_table = tf.constant(labels)
+
+        def classification(inputs, text):
+            logits = tf.cast(self(inputs, training=False), tf.float32)
+            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            return {
+                "probabilities": tf.nn.softmax(logits, axis=-1),
+                "label_id": label_id,
+                "label": tf.gather(label_table, label_id),
+            }
+
+        return text_and_ids_endpoints(
+            preprocessor, classification, "predict_ids", pair
+        )
+
     @classmethod
     def from_checkpoint(cls, path, num_classes=None, **kwargs):
         """Builds a classifier on a checkpoint's backbone.
@@ -146,7 +243,7 @@ class BertClassifier(Task):
             path: str. A Hugging Face or Google BERT checkpoint directory.
             num_classes: int. Number of classes; may be omitted when the
                 checkpoint has a classifier head.
-            **kwargs: overrides of the backbone config.
+            **kwargs: `dropout` and overrides of the backbone config.
 
         Example:
         ```python
@@ -158,6 +255,4 @@ class BertClassifier(Task):
         )
         ```
         """
-        from keras_bert.checkpoints import load_checkpoint
-
-        return load_checkpoint(path, cls, num_classes=num_classes, **kwargs)
+        return super().from_checkpoint(path, num_classes=num_classes, **kwargs)

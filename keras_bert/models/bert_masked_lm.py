@@ -65,6 +65,21 @@ class BertMaskedLM(Task):
     ```
     """
 
+    CHECKPOINT_HEADS = {
+        "masked_lm": "cls.predictions.",
+        "next_sentence": "cls.seq_relationship.",
+    }
+    GROUP_DESCRIPTIONS = {
+        "masked_lm": "masked-LM head (cls.predictions)",
+        "next_sentence": "next-sentence head (cls.seq_relationship)",
+    }
+    GOOGLE_NAMES = {
+        "cls/predictions/output_bias": "cls.predictions.bias",
+        "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+        "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
+    }
+    HUGGINGFACE_ARCHITECTURE = "BertForPreTraining"
+
     def __init__(self, backbone, activation=None, **kwargs):
         if activation is None:
             activation = backbone.activation
@@ -151,6 +166,30 @@ class BertMaskedLM(Task):
     def get_config(self):
         return {**super().get_config(), "activation": self.activation}
 
+    # --- Task interface ----------------------------------------------------
+
+    def head_weights(self):
+        head = self.masked_lm_head
+        return {
+            "masked_lm": {
+                "cls.predictions.transform.dense": head.dense,
+                "cls.predictions.transform.LayerNorm": head.layer_norm,
+                "cls.predictions.bias": head.output_bias,
+            },
+            "next_sentence": {"cls.seq_relationship": self.nsp_dense},
+        }
+
+    def huggingface_config(self):
+        if self.activation != self.backbone.activation:
+            raise ValueError(
+                "Hugging Face BERT uses one activation for the encoder and "
+                f"the masked-LM head, but this model's head uses "
+                f"{self.activation!r} and its backbone "
+                f"{self.backbone.activation!r}; it cannot be exported "
+                "faithfully."
+            )
+        return super().huggingface_config()
+
     @classmethod
     def from_checkpoint(cls, path, **kwargs):
         """Builds the pre-training model from a checkpoint directory.
@@ -174,6 +213,4 @@ class BertMaskedLM(Task):
         model = keras_bert.BertMaskedLM.from_checkpoint("tiny_bert")
         ```
         """
-        from keras_bert.checkpoints import load_checkpoint
-
-        return load_checkpoint(path, cls, **kwargs)
+        return super().from_checkpoint(path, **kwargs)

@@ -5,25 +5,21 @@ import shutil
 import tempfile
 
 import keras
-import tensorflow as tf
 
-from keras_bert.models.bert_backbone import BertBackbone
-from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
-IDS_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
-
-def export_saved_model(
-    model, preprocessor, export_dir, version=None, labels=None, pair=False
-):
+def export_saved_model(model, preprocessor, export_dir, version=None, **options):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
 
     The tokenizer and the packing run inside the graph, so clients send raw
     UTF-8 text and the SavedModel needs only TensorFlow and
     tensorflow-text (whose ops TF Serving links in) — never keras_bert.
 
-    Signatures of a `BertClassifier`:
+    The model says what it serves (its `serving_endpoints`); `options`
+    are passed to it.
+
+    Signatures of a `BertClassifier` (options `labels`, `pair`):
         - `serving_default`: `text` (or `text_a` and `text_b` when `pair`),
           string `(batch,)` → `probabilities` float32 `(batch, classes)`,
           `label_id` int32 `(batch,)`, `label` string `(batch,)`; for a
@@ -31,7 +27,7 @@ def export_saved_model(
         - `predict_ids`: `token_ids`, `segment_ids`, `padding_mask`, int32
           `(batch, sequence)` → the same outputs.
 
-    Signatures of a `BertBackbone`:
+    Signatures of a `BertBackbone` (option `pair`):
         - `serving_default`: text in → `pooled_output` and
           `mean_pooled_output` (the mean of `sequence_output` over real
           tokens), float32 `(batch, hidden)`.
@@ -42,16 +38,18 @@ def export_saved_model(
     complete (it is written to a temporary directory and renamed).
 
     Args:
-        model: a `keras_bert.BertClassifier` or `keras_bert.BertBackbone`.
+        model: a `keras_bert.BertBackbone` or a task model with a serving
+            signature (`BertClassifier`, `BertQuestionAnswerer`, ...).
         preprocessor: the `keras_bert.BertPreprocessor` the model was
             trained with.
         export_dir: str. The model's base directory (`.../<model_name>`).
         version: int or `None`. `None` takes the next free version (1 for
             an empty directory).
-        labels: list of str or `None`. The label of each class, for the
-            `label` output. Defaults to `"0"`, `"1"`, ...
-        pair: bool. Whether the model reads sentence pairs (`text_a`,
-            `text_b`) instead of single texts (`text`).
+        **options: the model's export options, e.g. for a classifier
+            `labels` (list of str: the label of each class, for the `label`
+            output; defaults to `"0"`, `"1"`, ...) and `pair` (bool: the
+            model reads sentence pairs `text_a`, `text_b` instead of
+            `text`).
 
     Returns:
         The path of the written version directory.
@@ -69,39 +67,19 @@ def export_saved_model(
             "a keras_bert.BertPreprocessor. Received: "
             f"preprocessor={preprocessor!r}"
         )
-    outputs_fn, ids_name = _output_function(model, labels)
+    if not hasattr(model, "serving_endpoints"):
+        raise ValueError(
+            "export_saved_model exports a keras_bert model (BertBackbone or a "
+            f"task model); received a {type(model).__name__}."
+        )
+    endpoints = model.serving_endpoints(preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(preprocessor)
-    text_names = ("text_a", "text_b") if pair else ("text",)
-    text_signature = [
-        tf.TensorSpec([None], tf.string, name=name) for name in text_names
-    ]
-    if pair:
-
-        def serve_text(text_a, text_b):
-            return outputs_fn(preprocessor((text_a, text_b)), text=True)
-
-    else:
-
-        def serve_text(text):
-            return outputs_fn(preprocessor(text), text=True)
-
-    def serve_ids(token_ids, segment_ids, padding_mask):
-        inputs = {
-            "token_ids": token_ids,
-            "segment_ids": segment_ids,
-            "padding_mask": padding_mask,
-        }
-        return outputs_fn(inputs, text=False)
-
-    ids_signature = [
-        tf.TensorSpec([None, None], tf.int32, name=name) for name in IDS_INPUTS
-    ]
-    archive.add_endpoint("serving_default", serve_text, text_signature)
-    archive.add_endpoint(ids_name, serve_ids, ids_signature)
+    for name, (function, signature) in endpoints.items():
+        archive.add_endpoint(name, function, signature)
 
     parent = os.path.dirname(version_dir)
     staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
@@ -119,72 +97,6 @@ def export_saved_model(
         if os.path.exists(staging):
             shutil.rmtree(staging)
     return version_dir
-
-
-def _output_function(model, labels):
-    """Returns `(fn(inputs, text) -> outputs dict, ids signature name)`."""
-    if isinstance(model, BertClassifier):
-        num_classes = model.num_classes
-        if num_classes == 1:
-            if labels is not None:
-                raise ValueError(
-                    "A regression model (num_classes=1) has no labels; "
-                    f"received labels={labels!r}. Pass labels=None."
-                )
-
-            def regression(inputs, text):
-                scores = model(inputs, training=False)
-                return {"score": tf.cast(scores[:, 0], tf.float32)}
-
-            return regression, "predict_ids"
-        if labels is None:
-            labels = [str(i) for i in range(num_classes)]
-        labels = [str(label) for label in labels]
-        if len(labels) != num_classes:
-            raise ValueError(
-                f"The model has {num_classes} classes but {len(labels)} "
-                f"labels were given ({labels}). Pass one label per class."
-            )
-        label_table = tf.constant(labels)
-
-        def classification(inputs, text):
-            logits = tf.cast(model(inputs, training=False), tf.float32)
-            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            return {
-                "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label_id": label_id,
-                "label": tf.gather(label_table, label_id),
-            }
-
-        return classification, "predict_ids"
-
-    if isinstance(model, BertBackbone):
-        if labels is not None:
-            raise ValueError(
-                "A BertBackbone export produces embeddings, not labels; "
-                f"received labels={labels!r}. Pass labels=None."
-            )
-
-        def embedding(inputs, text):
-            outputs = model(inputs, training=False)
-            sequence = tf.cast(outputs["sequence_output"], tf.float32)
-            mask = tf.cast(inputs["padding_mask"], tf.float32)[:, :, None]
-            count = tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
-            result = {
-                "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-                "mean_pooled_output": tf.reduce_sum(sequence * mask, 1) / count,
-            }
-            if not text:
-                result["sequence_output"] = sequence
-            return result
-
-        return embedding, "embed_ids"
-
-    raise ValueError(
-        "export_saved_model exports a keras_bert.BertClassifier or "
-        f"keras_bert.BertBackbone; received a {type(model).__name__}. For "
-        "a BertMaskedLM export its `.backbone`."
-    )
 
 
 def _new_version_dir(export_dir, version):

@@ -12,6 +12,8 @@ import tensorflow as tf
 import keras_bert
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import rest_predict
+from tests.helpers import non_core_ops
+from tests.helpers import run_saved_model_outside_python
 
 VOCABULARY = [
     "[PAD]",
@@ -111,28 +113,7 @@ def exports(tmp_path_factory):
 
 
 def _run_outside(tmp_path, export_dir, requests):
-    requests_path = tmp_path / "requests.json"
-    requests_path.write_text(json.dumps(requests))
-    out = tmp_path / "out.npz"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    result = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(HERE, "serve_outside_python_package.py"),
-            export_dir,
-            str(requests_path),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=str(tmp_path),  # so the repository is not importable
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return dict(
-        np.load(out, allow_pickle=True)
-    )  # our own file; labels are strings
+    return run_saved_model_outside_python(tmp_path, export_dir, requests)
 
 
 def _softmax(logits):
@@ -315,27 +296,7 @@ def test_only_core_and_tf_serving_text_ops(exports, tmp_path):
     from keras_bert.serving import TF_SERVING_TEXT_OPS
     from keras_bert.serving import saved_model_op_types
 
-    # Core ops are those a bare TensorFlow knows: ask a process that never
-    # imported tensorflow_text.
-    paths = [exports[name][1] for name in ("classifier", "pair", "backbone")]
-    ops = sorted(set().union(*(saved_model_op_types(p) for p in paths)))
-    print("ops in the exports:", ", ".join(ops))
-    code = (
-        "import sys, tensorflow as tf\n"
-        "from tensorflow.python.framework import op_def_registry\n"
-        "get = op_def_registry.get\n"
-        "unknown = [o for o in sys.argv[1:] if get(o) is None]\n"
-        "print('\\n'.join(unknown))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, *ops],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(tmp_path),
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    non_core = set(result.stdout.split())
+    non_core = non_core_ops(ops, tmp_path)
     assert "FastWordpieceTokenizeWithOffsets" in non_core  # the check sees them
     assert non_core <= TF_SERVING_TEXT_OPS, non_core - TF_SERVING_TEXT_OPS
     assert not {"PyFunc", "PyFuncStateless", "EagerPyFunc"} & set(ops)

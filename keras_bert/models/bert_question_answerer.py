@@ -1,0 +1,225 @@
+"""BERT for extractive question answering: start and end logits per token."""
+
+import keras
+from keras import ops
+
+from keras_bert.layers.initializers import clone_initializer
+from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.task import Task
+from keras_bert.training.optimizers import create_adamw
+
+# The logit of a position that cannot hold an answer: its probability is 0
+# in float32, while a loss on it (a bad label) stays finite.
+MASKED_LOGIT = -10000.0
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertQuestionAnswerer(Task):
+    """BERT for span question answering (SQuAD), as in the BERT paper.
+
+    One dense layer on every token of the backbone's `sequence_output`
+    gives a start and an end logit per position; the answer is the span
+    with the best start + end logit (see `keras_bert.tasks.squad`). Inputs
+    are packed `[CLS] question [SEP] context [SEP]`, the context in segment
+    1. Positions that cannot hold an answer — the question, both `[SEP]`s
+    and padding — get the logit `-10000` (probability 0). `[CLS]` stays
+    open: it is the "no answer" position of SQuAD v2.0 and the label of a
+    window that does not contain the answer.
+
+    The model is compiled on construction: the loss is the mean of the
+    start and end cross-entropies (`0.5 * start + 0.5 * end`), metrics
+    `accuracy` of each, AdamW with learning rate 5e-5. Call `compile()` to
+    change it. Fit it on `(features, {"start_logits": start_positions,
+    "end_logits": end_positions})`. The backbone's pooler is not used and
+    is frozen; checkpoints are written without it, as `transformers`
+    writes a `BertForQuestionAnswering`.
+
+    Args:
+        backbone: `keras_bert.BertBackbone`.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: the backbone's dict (`token_ids`, `segment_ids`,
+        `padding_mask`), int32 `(batch_size, sequence_length)`.
+
+    Outputs: dict of float32 `start_logits` and `end_logits`, each
+        `(batch_size, sequence_length)`.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    model = keras_bert.BertQuestionAnswerer(backbone)
+    features = {  # [CLS] q q [SEP] c c c [SEP]
+        "token_ids": np.array([[2, 9, 8, 3, 10, 11, 12, 3]] * 4),
+        "segment_ids": np.array([[0, 0, 0, 0, 1, 1, 1, 1]] * 4),
+        "padding_mask": np.ones((4, 8), "int32"),
+    }
+    labels = {"start_logits": np.array([4, 5, 0, 6]),
+              "end_logits": np.array([5, 5, 0, 6])}
+    model.fit(features, labels, epochs=1, verbose=0)
+    ```
+
+    References:
+        - [Devlin et al., 2019](https://arxiv.org/abs/1810.04805), 4.2
+        - [Rajpurkar et al., 2018](https://arxiv.org/abs/1806.03822)
+          (SQuAD v2.0)
+    """
+
+    CHECKPOINT_HEADS = {"question_answering": "qa_outputs."}
+    GROUP_DESCRIPTIONS = {
+        "question_answering": "question-answering head (qa_outputs)"
+    }
+    # run_squad.py's head, stored `(2, hidden)` as Hugging Face's.
+    GOOGLE_NAMES = {
+        "cls/squad/output_weights": "qa_outputs.weight",
+        "cls/squad/output_bias": "qa_outputs.bias",
+    }
+    HUGGINGFACE_ARCHITECTURE = "BertForQuestionAnswering"
+    USES_POOLER = False
+
+    def __init__(self, backbone, **kwargs):
+        # === Layers ===
+        self.backbone = backbone
+        # Unused here (Hugging Face's BertForQuestionAnswering has none):
+        # frozen, so that training does not warn about its missing
+        # gradients.
+        backbone.pooler_dense.trainable = False
+        self.span_dense = keras.layers.Dense(
+            2,
+            kernel_initializer=clone_initializer(
+                keras.initializers.TruncatedNormal(
+                    stddev=backbone.initializer_range
+                )
+            ),
+            dtype="float32",  # logits stay float32 under mixed precision
+            name="span_logits",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in BACKBONE_INPUTS
+        }
+        sequence = backbone(inputs)["sequence_output"]
+        logits = self.span_dense(sequence)  # (batch, seq, 2)
+        can_answer = answer_positions(
+            inputs["segment_ids"], inputs["padding_mask"]
+        )
+        logits = ops.where(can_answer[:, :, None], logits, MASKED_LOGIT)
+        outputs = {
+            "start_logits": keras.layers.Identity(name="start_logits")(
+                logits[:, :, 0]
+            ),
+            "end_logits": keras.layers.Identity(name="end_logits")(
+                logits[:, :, 1]
+            ),
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        self.compile()
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Configures training; `"auto"` gives BERT's SQuAD setup.
+
+        Args:
+            optimizer: `"auto"` for AdamW (5e-5, weight decay 0.01 except
+                LayerNorm and biases, global-norm clipping 1.0).
+            loss: `"auto"` for the mean of the start and end
+                cross-entropies on logits.
+            metrics: `"auto"` for the accuracy of each position.
+            **kwargs: passed to `keras.Model.compile`.
+        """
+        if optimizer == "auto":
+            optimizer = create_adamw(learning_rate=5e-5)
+        if loss == "auto":
+            loss = {
+                name: keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True
+                )
+                for name in ("start_logits", "end_logits")
+            }
+            kwargs.setdefault(
+                "loss_weights", {"start_logits": 0.5, "end_logits": 0.5}
+            )
+        if metrics == "auto":
+            metrics = {
+                name: [keras.metrics.SparseCategoricalAccuracy("accuracy")]
+                for name in ("start_logits", "end_logits")
+            }
+        super().compile(
+            optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
+        )
+
+    # --- Task interface ----------------------------------------------------
+
+    def head_weights(self):
+        return {"question_answering": {"qa_outputs": self.span_dense}}
+
+    def serving_endpoints(
+        self, preprocessor, doc_stride=128, max_query_length=64,
+        max_answer_length=30,
+    ):  # fmt: skip
+        """`serving_default`: raw question and context in, answer out.
+
+        See `keras_bert.tasks.squad.serving.question_answering_endpoints`.
+        """
+        from keras_bert.tasks.squad.serving import (
+            question_answering_endpoints,
+        )
+
+        return question_answering_endpoints(
+            self,
+            preprocessor,
+            doc_stride=doc_stride,
+            max_query_length=max_query_length,
+            max_answer_length=max_answer_length,
+        )
+
+    @classmethod
+    def from_checkpoint(cls, path, **kwargs):
+        """Builds the model from a checkpoint directory.
+
+        Loads the backbone and, when the checkpoint has it, the span head
+        of a Hugging Face `BertForQuestionAnswering` (`qa_outputs.*`) or of
+        Google's `run_squad.py` (`cls/squad/output_*`); otherwise the head
+        is freshly initialised (and a warning logged). See
+        `keras_bert.checkpoints.load_checkpoint`.
+
+        Args:
+            path: str. A Hugging Face or Google BERT checkpoint directory.
+            **kwargs: overrides of the backbone config.
+
+        Example:
+        ```python
+        keras_bert.checkpoints.save_huggingface(
+            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+        )
+        model = keras_bert.BertQuestionAnswerer.from_checkpoint("tiny_bert")
+        ```
+        """
+        return super().from_checkpoint(path, **kwargs)
+
+
+def answer_positions(segment_ids, padding_mask):
+    """Where an answer may start or end: `[CLS]` and the context tokens.
+
+    Args:
+        segment_ids: int `(batch_size, sequence_length)`; the context is
+            segment 1.
+        padding_mask: int `(batch_size, sequence_length)`; 1 = real token.
+
+    Returns a bool tensor `(batch_size, sequence_length)`: true at position
+    0 and at every real segment-1 token except the last real token (the
+    final `[SEP]`).
+    """
+    real = ops.cast(padding_mask, "int32")
+    positions = ops.cumsum(ops.ones_like(real), axis=1) - 1
+    last = ops.sum(real, axis=1, keepdims=True) - 1
+    context = (
+        ops.equal(ops.cast(segment_ids, "int32"), 1)
+        & ops.equal(real, 1)
+        & ops.not_equal(positions, last)
+    )
+    return context | ops.equal(positions, 0)
