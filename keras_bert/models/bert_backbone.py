@@ -307,4 +307,6 @@ class BertBackbone(keras.Model):
                 result["sequence_output"] = sequence
             return result
 
-        return text_and_ids_endpoints(preprocessor, embedding, "embed_ids", pair)
+        return text_and_ids_endpoints(
+            preprocessor, embedding, "embed_ids", pair
+        )

@@ -165,9 +165,7 @@ class BertQuestionAnswerer(Task):
 
         See `keras_bert.tasks.squad.serving.question_answering_endpoints`.
         """
-        from keras_bert.tasks.squad.serving import (
-            question_answering_endpoints,
-        )
+        from keras_bert.tasks.squad.serving import question_answering_endpoints
 
         return question_answering_endpoints(
             self,

@@ -9,7 +9,9 @@ import keras
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
-def export_saved_model(model, preprocessor, export_dir, version=None, **options):
+def export_saved_model(
+    model, preprocessor, export_dir, version=None, **options
+):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
 
     The tokenizer and the packing run inside the graph, so clients send raw

@@ -100,7 +100,9 @@ def test_loads_a_transformers_question_answering_checkpoint(
     from keras_bert import BertQuestionAnswerer
 
     model = BertQuestionAnswerer.from_checkpoint(torch_qa_dir)
-    assert_logits_match(model, qa_inputs, *torch_logits(torch_qa_dir, qa_inputs))
+    assert_logits_match(
+        model, qa_inputs, *torch_logits(torch_qa_dir, qa_inputs)
+    )
 
 
 def test_transformers_loads_what_we_save(
@@ -120,7 +122,9 @@ def test_transformers_loads_what_we_save(
         str(tmp_path), output_loading_info=True
     )
     assert not info["missing_keys"] and not info["unexpected_keys"], info
-    assert_logits_match(model, qa_inputs, *torch_logits(str(tmp_path), qa_inputs))
+    assert_logits_match(
+        model, qa_inputs, *torch_logits(str(tmp_path), qa_inputs)
+    )
 
 
 def test_google_run_squad_head(minilm_dir, torch_qa_dir, qa_inputs, tmp_path):
@@ -142,4 +146,6 @@ def test_google_run_squad_head(minilm_dir, torch_qa_dir, qa_inputs, tmp_path):
     model = BertQuestionAnswerer.from_checkpoint(
         str(tmp_path), activation="gelu"
     )
-    assert_logits_match(model, qa_inputs, *torch_logits(torch_qa_dir, qa_inputs))
+    assert_logits_match(
+        model, qa_inputs, *torch_logits(torch_qa_dir, qa_inputs)
+    )

@@ -89,8 +89,11 @@ def test_fit_learns_to_point_at_a_marked_token():
     keras.utils.set_random_seed(3)
     backbone = BertBackbone(
         **tiny_backbone_config(
-            vocabulary_size=32, hidden_dim=32, num_heads=4,
-            intermediate_dim=64, dropout=0.0,
+            vocabulary_size=32,
+            hidden_dim=32,
+            num_heads=4,
+            intermediate_dim=64,
+            dropout=0.0,
         )  # fmt: skip
     )
     model = BertQuestionAnswerer(backbone)
