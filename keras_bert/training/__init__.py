@@ -7,6 +7,7 @@ from keras_bert.training.distribution import skip_trained_steps
 from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.distribution import with_auto_shard_policy
 from keras_bert.training.distribution import write_directory
+from keras_bert.training.epoch_evaluation import EpochEvaluation
 from keras_bert.training.fault_tolerance import PreemptionCheckpoint
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.losses import pretraining_losses
@@ -24,6 +25,7 @@ from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 __all__ = [
     "AdamW",
+    "EpochEvaluation",
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
     "PreemptionCheckpoint",

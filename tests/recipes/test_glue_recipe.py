@@ -15,15 +15,15 @@ from absl import app
 
 import keras_bert
 from keras_bert.checkpoints import save_huggingface
-from keras_bert.data import glue_tfds
-from keras_bert.data.glue_dataset import preprocess_glue
-from keras_bert.data.glue_metrics import compute_glue_metrics
-from keras_bert.data.glue_tfds import GlueDataNotFoundError
-from keras_bert.data.glue_tsv import read_glue_tsv
-from tests.glue_fixtures import glue_fixture_dir
+from keras_bert.tasks.glue import tfds as glue_tfds
+from keras_bert.tasks.glue.dataset import preprocess_glue
+from keras_bert.tasks.glue.metrics import compute_glue_metrics
+from keras_bert.tasks.glue.tfds import GlueDataNotFoundError
+from keras_bert.tasks.glue.tsv import read_glue_tsv
+from tests.tasks.glue.fixtures import glue_fixture_dir
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
+FIXTURES = glue_fixture_dir()  # tests/tasks/glue/fixtures.py, written once
 
 
 def _import_recipe():

@@ -4,8 +4,9 @@ import csv
 import os
 
 import numpy as np
+import tensorflow as tf
 
-from keras_bert.data.glue import get_glue_task
+from keras_bert.tasks.glue.tasks import get_glue_task
 
 
 def write_glue_submission(task, split, idx, predictions, output_dir):
@@ -23,7 +24,8 @@ def write_glue_submission(task, split, idx, predictions, output_dir):
         idx: int array `(num_examples,)`. The examples' `idx`.
         predictions: array. Class ids `(num_examples,)`, or model outputs
             `(num_examples, num_classes)` (argmax is taken).
-        output_dir: str. Created if needed.
+        output_dir: str. Created if needed (any path `tf.io.gfile`
+            accepts).
 
     Returns:
         The path written.
@@ -55,9 +57,9 @@ def write_glue_submission(task, split, idx, predictions, output_dir):
             f"Expected one prediction per example. Received "
             f"{len(labels)} predictions for {len(idx)} examples."
         )
-    os.makedirs(output_dir, exist_ok=True)
+    tf.io.gfile.makedirs(output_dir)
     path = os.path.join(output_dir, submission)
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    with tf.io.gfile.GFile(path, "w") as f:
         writer = csv.writer(f, delimiter="\t", lineterminator="\n")
         writer.writerow(["index", "prediction"])
         for position in np.argsort(idx, kind="stable"):

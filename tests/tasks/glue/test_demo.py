@@ -3,9 +3,9 @@
 import collections
 import os
 
-from keras_bert.data.glue import get_glue_task
-from keras_bert.data.glue_demo import write_mnli_demo
-from keras_bert.data.glue_tsv import read_glue_tsv
+from keras_bert.tasks.glue.demo import write_mnli_demo
+from keras_bert.tasks.glue.tasks import get_glue_task
+from keras_bert.tasks.glue.tsv import read_glue_tsv
 
 
 def test_demo_reads_as_mnli_and_says_it_is_a_demo(tmp_path):

@@ -5,12 +5,12 @@ import pytest
 from scipy import stats
 from sklearn import metrics
 
-from keras_bert.data.glue_metrics import accuracy
-from keras_bert.data.glue_metrics import compute_glue_metrics
-from keras_bert.data.glue_metrics import f1_score
-from keras_bert.data.glue_metrics import matthews_corrcoef
-from keras_bert.data.glue_metrics import pearson
-from keras_bert.data.glue_metrics import spearman
+from keras_bert.tasks.glue.metrics import accuracy
+from keras_bert.tasks.glue.metrics import compute_glue_metrics
+from keras_bert.tasks.glue.metrics import f1_score
+from keras_bert.tasks.glue.metrics import matthews_corrcoef
+from keras_bert.tasks.glue.metrics import pearson
+from keras_bert.tasks.glue.metrics import spearman
 
 
 @pytest.mark.parametrize("seed", range(5))

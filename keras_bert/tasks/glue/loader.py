@@ -4,10 +4,10 @@ import os
 
 import numpy as np
 
-from keras_bert.data.glue import get_glue_task
-from keras_bert.data.glue_tfds import GlueDataNotFoundError
-from keras_bert.data.glue_tfds import load_glue_tfds
-from keras_bert.data.glue_tsv import read_glue_tsv
+from keras_bert.tasks.glue.tasks import get_glue_task
+from keras_bert.tasks.glue.tfds import GlueDataNotFoundError
+from keras_bert.tasks.glue.tfds import load_glue_tfds
+from keras_bert.tasks.glue.tsv import read_glue_tsv
 
 GLUE_DOWNLOAD_SCRIPT = (
     "https://github.com/nyu-mll/GLUE-baselines/blob/master/"

@@ -4,9 +4,10 @@ import csv
 import os
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
-from keras_bert.data.glue import get_glue_task
+from keras_bert.tasks.glue.tasks import get_glue_task
 
 
 def glue_split_path(task, split, data_dir):
@@ -53,7 +54,7 @@ def read_glue_tsv(task, split, data_dir):
     task = get_glue_task(task) if isinstance(task, str) else task
     path = glue_split_path(task, split, data_dir)
     layout = task.splits[split]
-    if not os.path.isfile(path):
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
         raise FileNotFoundError(
             f"GLUE task {task.name!r}, split {split!r}: no file {path}. "
             f"Expected {task.directory}/{layout.filename} under the GLUE "
@@ -62,7 +63,8 @@ def read_glue_tsv(task, split, data_dir):
             "point --data_dir at the directory that holds it."
         )
 
-    with open(path, encoding="utf-8", newline="") as f:
+    # GFile yields lines with their line ends, as `open(newline="")` does.
+    with tf.io.gfile.GFile(path, "r") as f:
         rows = [
             (line, row)
             for line, row in _numbered_rows(f)

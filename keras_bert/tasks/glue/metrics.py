@@ -10,7 +10,7 @@ prediction of a split. They follow scikit-learn's and scipy's definitions
 
 import numpy as np
 
-from keras_bert.data.glue import get_glue_task
+from keras_bert.tasks.glue.tasks import get_glue_task
 
 
 def accuracy(labels, predictions):

@@ -1,45 +1,18 @@
-"""Choosing the source, holding out a dev part, packing texts."""
-
-import os
+"""Packing GLUE texts into model inputs, and batching them."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import keras_bert
-from keras_bert.data.glue import get_glue_task
-from keras_bert.data.glue_dataset import glue_dataset
-from keras_bert.data.glue_dataset import preprocess_glue
-from keras_bert.data.glue_dataset import preprocess_glue_splits
-from keras_bert.data.glue_loader import load_glue
-from keras_bert.data.glue_loader import missing_glue_data_message
-from keras_bert.data.glue_loader import split_holdout
-from tests.glue_fixtures import glue_fixture_dir
+from keras_bert.tasks.glue.dataset import glue_dataset
+from keras_bert.tasks.glue.dataset import preprocess_glue
+from keras_bert.tasks.glue.dataset import preprocess_glue_splits
+from keras_bert.tasks.glue.loader import load_glue
+from keras_bert.tasks.glue.tasks import get_glue_task
+from tests.tasks.glue.fixtures import glue_fixture_dir
 
-FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
-
-
-def test_data_dir_reads_the_tsv_files():
-    examples = load_glue("rte", "train", data_dir=FIXTURES)
-    assert examples["sentence1"][0] == "The museum opened in 1990."
-
-
-def test_missing_data_message_lists_every_file_and_both_ways():
-    message = missing_glue_data_message(get_glue_task("cola"), "offline")
-    for filename in ["train.tsv", "dev.tsv", "test.tsv"]:
-        assert os.path.join("GLUE_DIR", "CoLA", filename) in message
-    assert "--data_dir" in message and "tfds build glue/cola" in message
-
-
-def test_holdout_is_fixed_by_its_seed_and_disjoint():
-    examples = {"idx": np.arange(50, dtype="int32"), "label": np.arange(50)}
-    train, holdout = split_holdout(examples, 0.2)
-    assert len(holdout["idx"]) == 10 and len(train["idx"]) == 40
-    assert not set(train["idx"]) & set(holdout["idx"])
-    again, _ = split_holdout(examples, 0.2)
-    np.testing.assert_array_equal(train["idx"], again["idx"])
-    with pytest.raises(ValueError, match="fraction=1.5"):
-        split_holdout(examples, 1.5)
+FIXTURES = glue_fixture_dir()  # tests/tasks/glue/fixtures.py, written once
 
 
 @pytest.fixture(scope="module")

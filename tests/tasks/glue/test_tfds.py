@@ -9,15 +9,15 @@ from unittest import mock
 
 import pytest
 
-from keras_bert.data import glue_tfds
-from keras_bert.data.glue_tfds import GlueDataNotFoundError
-from keras_bert.data.glue_tfds import load_glue_tfds
-from keras_bert.data.glue_tsv import read_glue_tsv
-from tests.glue_fixtures import glue_fixture_dir
+from keras_bert.tasks.glue import tfds as glue_tfds
+from keras_bert.tasks.glue.tfds import GlueDataNotFoundError
+from keras_bert.tasks.glue.tfds import load_glue_tfds
+from keras_bert.tasks.glue.tsv import read_glue_tsv
+from tests.tasks.glue.fixtures import glue_fixture_dir
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
-FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
+FIXTURES = glue_fixture_dir()  # tests/tasks/glue/fixtures.py, written once
 
 
 def _prepare(task, data_dir):

@@ -3,7 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.glue import get_glue_task
+from keras_bert.data.shuffled_epochs import shuffled_epochs
+from keras_bert.tasks.glue.tasks import get_glue_task
 
 
 def preprocess_texts(texts, preprocessor, batch_size=256):
@@ -149,7 +150,8 @@ def glue_dataset(
             `first_epoch, ..., num_epochs - 1` (0-based) one after the
             other, each shuffled with a seed made from `seed` and its epoch
             number, so that a run resumed at epoch `k` sees exactly the
-            batches an uninterrupted run sees from epoch `k` on. Pass
+            batches an uninterrupted run sees from epoch `k` on (see
+            `keras_bert.data.shuffled_epochs`). Pass
             `steps_per_epoch=ceil(num_examples / batch_size)` to `fit`.
             `None` (default): one epoch, reshuffled on every iteration.
         num_epochs: int. The run's number of epochs, with `first_epoch`.
@@ -166,24 +168,9 @@ def glue_dataset(
     """
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
     if shuffle and first_epoch is not None:
-        if not 0 <= first_epoch < (num_epochs or 0):
-            raise ValueError(
-                "Expected 0 <= `first_epoch` < `num_epochs`. Received: "
-                f"first_epoch={first_epoch!r}, num_epochs={num_epochs!r}"
-            )
-        base_seed = 0 if seed is None else int(seed)
-        epochs = [
-            # Each epoch's order is a function of (seed, epoch) alone.
-            dataset.shuffle(
-                len(labels),
-                seed=base_seed * 100_003 + epoch,
-                reshuffle_each_iteration=False,
-            ).batch(batch_size)
-            for epoch in range(first_epoch, num_epochs)
-        ]
-        dataset = epochs[0]
-        for epoch in epochs[1:]:
-            dataset = dataset.concatenate(epoch)
+        dataset = shuffled_epochs(
+            dataset, batch_size, seed, first_epoch, num_epochs
+        )
     else:
         if shuffle:
             dataset = dataset.shuffle(

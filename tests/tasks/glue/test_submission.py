@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keras_bert.data.glue_submission import write_glue_submission
+from keras_bert.tasks.glue.submission import write_glue_submission
 
 
 def _read(path):

@@ -4,7 +4,7 @@ import socket
 
 import numpy as np
 
-from keras_bert.data.glue import get_glue_task
+from keras_bert.tasks.glue.tasks import get_glue_task
 
 # Where TFDS's GLUE builder downloads every task from.
 GLUE_DOWNLOAD_HOST = "dl.fbaipublicfiles.com"

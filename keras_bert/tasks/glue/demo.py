@@ -11,8 +11,9 @@ import csv
 import os
 
 import numpy as np
+import tensorflow as tf
 
-from keras_bert.data.glue import get_glue_task
+from keras_bert.tasks.glue.tasks import get_glue_task
 
 _MATCHED = {
     "people": [
@@ -64,7 +65,7 @@ _HYPOTHESES = {
     ],
 }
 DEMO_NOTE = (
-    "DEMO SAMPLE written by keras_bert.data.glue_demo: template sentences "
+    "DEMO SAMPLE written by keras_bert.tasks.glue.demo: template sentences "
     "in GLUE's MNLI file layout, made up for the quickstart. Not GLUE/MNLI "
     "data and not a benchmark; its scores mean nothing about a model.\n"
 )
@@ -80,7 +81,8 @@ def write_mnli_demo(data_dir, num_train=960, num_eval=120, seed=0):
     would read GLUE.
 
     Args:
-        data_dir: str. The GLUE-style directory to write into.
+        data_dir: str. The GLUE-style directory to write into (any path
+            `tf.io.gfile` accepts).
         num_train: int. Training examples. Defaults to `960`.
         num_eval: int. Examples in each dev split; test splits get half.
             Defaults to `120`.
@@ -97,8 +99,8 @@ def write_mnli_demo(data_dir, num_train=960, num_eval=120, seed=0):
     task = get_glue_task("mnli")
     rng = np.random.default_rng(seed)
     directory = os.path.join(data_dir, task.directory)
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(data_dir, "DEMO_README.txt"), "w") as f:
+    tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(os.path.join(data_dir, "DEMO_README.txt"), "w") as f:
         f.write(DEMO_NOTE)
     plan = {
         "train": (_MATCHED, num_train),
@@ -110,7 +112,7 @@ def write_mnli_demo(data_dir, num_train=960, num_eval=120, seed=0):
     for split_name, (vocabulary, count) in plan.items():
         split = task.splits[split_name]
         path = os.path.join(directory, split.filename)
-        with open(path, "w", encoding="utf-8", newline="") as f:
+        with tf.io.gfile.GFile(path, "w") as f:
             writer = csv.writer(
                 f,
                 delimiter="\t",

@@ -6,12 +6,12 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_bert.data.glue import GLUE_TASKS
-from keras_bert.data.glue import get_glue_task
-from keras_bert.data.glue_tsv import read_glue_tsv
-from tests.glue_fixtures import glue_fixture_dir
+from keras_bert.tasks.glue.tasks import GLUE_TASKS
+from keras_bert.tasks.glue.tasks import get_glue_task
+from keras_bert.tasks.glue.tsv import read_glue_tsv
+from tests.tasks.glue.fixtures import glue_fixture_dir
 
-FIXTURES = glue_fixture_dir()  # tests/glue_fixtures.py, written once
+FIXTURES = glue_fixture_dir()  # tests/tasks/glue/fixtures.py, written once
 
 
 def test_every_task_and_split_reads_from_its_fixture():
@@ -150,9 +150,8 @@ def test_wrong_field_count_is_an_error_outside_qqp(tmp_path):
 
 
 def test_reads_the_shared_glue_data_when_present():
-    shared = os.path.join(
-        os.path.dirname(__file__), "..", "..", "..", "shared", "glue"
-    )
+    repository = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+    shared = os.path.join(repository, "..", "shared", "glue")
     if not os.path.isdir(shared):
         pytest.skip("no shared GLUE directory beside the repository")
     counts = {

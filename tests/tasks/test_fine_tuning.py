@@ -1,0 +1,251 @@
+"""run_fine_tuning on a tiny made-up task: evaluation, best epoch, resume."""
+
+import json
+import os
+from unittest import mock
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.data import shuffled_epochs
+from keras_bert.tasks import FineTuningTask
+from keras_bert.tasks import fine_tuning
+from keras_bert.tasks import run_fine_tuning
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
+VOCABULARY += ["film", "plot", "very", "not"]
+TEXTS = [
+    "good film",
+    "bad film",
+    "very good plot",
+    "very bad plot",
+    "good",
+    "bad",
+    "not bad film",
+    "not good film",
+    "good plot",
+    "bad plot",
+]
+LABELS = np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0], "int32")
+TRAINING = {"epochs": 3, "batch_size": 4, "learning_rate": 1e-2, "seed": 7}
+ONE_STEP = {**TRAINING, "epochs": 1, "batch_size": 10}
+
+
+class TinySentiment(FineTuningTask):
+    """A two-class task on ten sentences; records what the runner asks."""
+
+    name = "tiny_sentiment"
+    monitor = "dev/accuracy"
+
+    def __init__(self, scripted_scores=None, extras=None):
+        self.scripted_scores = scripted_scores
+        self.extras = extras or {"num_dev_examples": len(TEXTS)}
+        self.calls = []
+        self.evaluated_weights = []  # the weights each evaluation saw
+
+    def load_data(self):
+        self.calls.append("load_data")
+
+    def build_model(self):
+        self.calls.append("build_model")
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=len(VOCABULARY),
+            num_layers=1,
+            num_heads=2,
+            hidden_dim=8,
+            intermediate_dim=16,
+            max_sequence_length=8,
+            dropout=0.0,  # no random masks: a resumed run can be exact
+        )
+        model = keras_bert.BertClassifier(backbone, 2, dropout=0.0)
+        self.preprocessor = keras_bert.BertPreprocessor(
+            keras_bert.BertTokenizer(VOCABULARY), sequence_length=8
+        )
+        self.features = {
+            name: values.numpy()
+            for name, values in self.preprocessor(tf.constant(TEXTS)).items()
+        }
+        return model, self.preprocessor
+
+    @property
+    def num_train_examples(self):
+        return len(TEXTS)
+
+    def train_dataset(self, batch_size, seed, first_epoch, num_epochs):
+        self.calls.append(("train_dataset", first_epoch, num_epochs))
+        examples = tf.data.Dataset.from_tensor_slices((self.features, LABELS))
+        return shuffled_epochs(
+            examples, batch_size, seed, first_epoch, num_epochs
+        )
+
+    def evaluate(self, model):
+        self.evaluated_weights.append(model.get_weights())
+        logits = model.predict(self.features, verbose=0)
+        accuracy = float(np.mean(np.argmax(logits, -1) == LABELS))
+        if self.scripted_scores:
+            accuracy = self.scripted_scores[len(self.evaluated_weights) - 1]
+        return {"dev": {"accuracy": accuracy, "mean_logit": logits.mean()}}
+
+    def write_outputs(self, model, directory):
+        self.calls.append("write_outputs")
+        self.output_weights = model.get_weights()
+        path = os.path.join(directory, "predictions.txt")
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write("\n".join(TEXTS))
+        return {"predictions_file": path}
+
+    def export_options(self):
+        return {"labels": ["negative", "positive"]}
+
+    def results_extras(self):
+        return self.extras
+
+
+def assert_same_weights(first, second, atol=1e-6):
+    assert len(first) == len(second)
+    for mine, theirs in zip(first, second):
+        np.testing.assert_allclose(mine, theirs, atol=atol, rtol=0)
+
+
+def test_evaluates_each_epoch_keeps_the_best_and_writes_results(tmp_path):
+    # Epoch 2 scores best: its weights, not the last epoch's, come back.
+    task = TinySentiment(scripted_scores=[0.5, 0.9, 0.7])
+    with mock.patch.object(fine_tuning, "export_saved_model") as export:
+        export.return_value = tmp_path / "export" / "1"
+        result = run_fine_tuning(
+            task,
+            str(tmp_path / "run"),
+            export_dir=str(tmp_path / "export"),
+            **TRAINING,
+        )
+    results = result.results
+    assert [e["epoch"] for e in results["epochs"]] == [1, 2, 3]
+    assert [e["metrics"]["dev"]["accuracy"] for e in results["epochs"]] == [
+        0.5,
+        0.9,
+        0.7,
+    ]
+    assert results["best_epoch"] == 2
+    assert results["metrics"] == results["epochs"][1]["metrics"]
+    assert results["monitor"] == "dev/accuracy"
+    assert_same_weights(task.output_weights, task.evaluated_weights[1])
+    assert_same_weights(result.model.get_weights(), task.evaluated_weights[1])
+    last = task.evaluated_weights[2]
+    assert max(np.abs(a - b).max() for a, b in zip(last, task.output_weights))
+
+    # The outputs are written after training, with the best weights, then
+    # the model is exported with its preprocessor and the task's options.
+    assert task.calls == [
+        "load_data",
+        "build_model",
+        ("train_dataset", 0, 3),
+        "write_outputs",
+    ]
+    export.assert_called_once()
+    (model, preprocessor, export_dir), options = export.call_args
+    assert model is result.model and preprocessor is task.preprocessor
+    assert export_dir == str(tmp_path / "export")
+    assert options == {"labels": ["negative", "positive"]}
+    assert result.is_chief
+
+    # results.json: the shared fields, then the task's extras and outputs.
+    with open(tmp_path / "run" / "results.json") as f:
+        on_disk = json.load(f)
+    assert on_disk == results
+    assert set(on_disk) == set(fine_tuning.SHARED_RESULTS) | {
+        "num_dev_examples",
+        "predictions_file",
+    }
+    assert on_disk["task"] == "tiny_sentiment"
+    assert on_disk["num_train_examples"] == 10
+    assert on_disk["num_dev_examples"] == 10
+    assert on_disk["resumed_from_epoch"] is None
+    assert on_disk["export_dir"] == str(tmp_path / "export" / "1")
+    assert on_disk["config"]["learning_rate"] == 1e-2
+    assert on_disk["wall_time_seconds"] > 0
+    assert set(on_disk["versions"]) == {"keras_bert", "keras", "tensorflow"}
+    assert os.path.exists(on_disk["predictions_file"])
+    with open(tmp_path / "run" / "eval_history.json") as f:
+        assert json.load(f)["epochs"] == on_disk["epochs"]
+    assert sorted(os.listdir(tmp_path / "run")) == [
+        "best.weights.h5",
+        "eval_history.json",
+        "predictions.txt",
+        "results.json",
+    ]  # the backup is gone once training has finished
+
+
+def test_resumes_after_a_crash_as_if_uninterrupted(tmp_path):
+    training = {**TRAINING, "epochs": 2}
+    uninterrupted = TinySentiment()
+    reference = run_fine_tuning(
+        uninterrupted, str(tmp_path / "reference"), **training
+    )
+
+    original = keras.callbacks.BackupAndRestore.on_epoch_end
+
+    def crash_after_epoch_one(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 0:
+            raise RuntimeError("simulated crash")
+
+    run_dir = str(tmp_path / "run")
+    with mock.patch.object(
+        keras.callbacks.BackupAndRestore, "on_epoch_end", crash_after_epoch_one
+    ):
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run_fine_tuning(TinySentiment(), run_dir, **training)
+    assert not os.path.exists(os.path.join(run_dir, "results.json"))
+
+    resumed_task = TinySentiment()
+    resumed = run_fine_tuning(resumed_task, run_dir, **training)
+    assert resumed.results["resumed_from_epoch"] == 1
+    assert ("train_dataset", 1, 2) in resumed_task.calls
+    # Epoch 2 trained on the same batches from the same state.
+    for mine, theirs in zip(
+        resumed_task.evaluated_weights, uninterrupted.evaluated_weights[1:]
+    ):
+        assert_same_weights(mine, theirs)
+    assert_same_weights(
+        resumed.model.get_weights(), reference.model.get_weights()
+    )
+    resumed_epochs = resumed.results["epochs"]
+    assert [e["epoch"] for e in resumed_epochs] == [1, 2]
+    for mine, theirs in zip(resumed_epochs, reference.results["epochs"]):
+        assert mine["metrics"]["dev"] == pytest.approx(theirs["metrics"]["dev"])
+        assert mine["loss"] == pytest.approx(theirs["loss"], abs=1e-6)
+
+
+def test_every_file_goes_through_gfile():
+    # `ram://` is TensorFlow's in-memory file system: only tf.io.gfile
+    # (and Keras' file utilities, which use it) can write there.
+    model_dir = "ram://fine_tuning_test/run"
+    task = TinySentiment()
+    result = run_fine_tuning(task, model_dir, **ONE_STEP)
+    with tf.io.gfile.GFile(model_dir + "/results.json") as f:
+        assert json.load(f) == result.results
+    assert sorted(tf.io.gfile.listdir(model_dir)) == [
+        "best.weights.h5",
+        "eval_history.json",
+        "predictions.txt",
+        "results.json",
+    ]
+
+
+def test_a_task_without_name_or_monitor_is_refused_at_once(tmp_path):
+    task = TinySentiment()
+    task.monitor = None
+    with pytest.raises(ValueError, match="must set `name` and `monitor`"):
+        run_fine_tuning(task, str(tmp_path / "run"))
+    assert task.calls == []
+    with pytest.raises(ValueError, match="batch_size=0"):
+        run_fine_tuning(TinySentiment(), str(tmp_path), batch_size=0)
+
+
+def test_extras_may_not_replace_the_shared_fields(tmp_path):
+    task = TinySentiment(extras={"metrics": "mine"})
+    with pytest.raises(ValueError, match=r"\['metrics'\]"):
+        run_fine_tuning(task, str(tmp_path / "run"), **ONE_STEP)
