@@ -170,7 +170,8 @@ class BasicTokenizer:
     Call `split(strings)` with a 1-D string tensor; it returns a
     `tf.RaggedTensor` of words `(batch_size, (words))`, their lengths in
     characters `(batch_size, (words))`, and for each word the index of the
-    special token it stands for, or -1.
+    special token it stands for, or -1. `split_with_offsets(strings)` also
+    says where each character of each word comes from.
     """
 
     def __init__(self, lowercase, strip_accents, special_tokens=()):
@@ -203,6 +204,66 @@ class BasicTokenizer:
         return strings
 
     def split(self, strings):
+        """Words, their lengths and special-token indices; see the class."""
+        words, word_lengths, special_index, _ = self._split(strings, False)
+        return words, word_lengths, special_index
+
+    def split_with_offsets(self, strings):
+        """`split`, plus the source of every character of every word.
+
+        Args:
+            strings: 1-D string tensor `(batch_size,)`.
+
+        Returns:
+            `(words, word_lengths, special_index, chars, starts, ends)`: the
+            first three as `split`; `chars`, int32 `(batch_size, (words),
+            (characters))`, the normalised code points of each word; and
+            `starts`, `ends`, int64, same shape: the span `[start, end)` in
+            code points of the original string that each character comes
+            from. Characters of one expansion (`"İ"` lower-cased to two)
+            share their source's span; a special token's one character
+            spans the whole token as written; a dropped character (control
+            character, stripped accent) belongs to no span, as in Hugging
+            Face's alignments.
+        """
+        words, word_lengths, special_index, (chars, spans) = self._split(
+            strings, True
+        )
+        starts = spans.with_flat_values(spans.flat_values[:, 0])
+        ends = spans.with_flat_values(spans.flat_values[:, 1])
+        return words, word_lengths, special_index, chars, starts, ends
+
+    def _source_spans(self, code_points, row_ids, char_class):
+        """`(num_code_points, 2)`: `[start, end)` in the unmarked string."""
+        # Marking swapped each special token for one code point; undo that
+        # shift by giving the sentinel the token's length.
+        lengths = tf.ones_like(code_points.flat_values, dtype=tf.int64)
+        if self.special_tokens:
+            token_lengths = tf.constant(
+                [len(token) for token in self.special_tokens], tf.int64
+            )
+            is_special = tf.equal(char_class, SPECIAL)
+            lengths = tf.where(
+                is_special,
+                tf.gather(
+                    token_lengths,
+                    tf.where(
+                        is_special,
+                        code_points.flat_values - SENTINEL_BASE,
+                        0,
+                    ),
+                ),
+                lengths,
+            )
+        ends = tf.cumsum(lengths)
+        # Make the running sum restart at every row.
+        before_row = tf.gather(
+            tf.concat([[0], ends], axis=0), code_points.row_starts()
+        )
+        ends -= tf.gather(before_row, row_ids)
+        return tf.stack([ends - lengths, ends], axis=1)
+
+    def _split(self, strings, with_offsets):
         tables = self.tables
         if self.special_tokens:
             strings = self._mark_special_tokens(strings)
@@ -211,7 +272,6 @@ class BasicTokenizer:
         )
         num_rows = tf.shape(strings, out_type=tf.int64)[0]
         chars = code_points.flat_values
-        row_ids = code_points.value_rowids()
 
         block = tf.gather(
             tables["block_index"], tf.bitwise.right_shift(chars, BLOCK_BITS)
@@ -221,10 +281,16 @@ class BasicTokenizer:
             block * BLOCK_SIZE + tf.bitwise.bitwise_and(chars, BLOCK_SIZE - 1),
         )
         char_class = tf.bitwise.bitwise_and(entry, 7)
+        # Per-character values that follow each character through removal
+        # and expansion: its row, and when asked, its source span.
+        row_ids = code_points.value_rowids()
+        carried = [row_ids]
+        if with_offsets:
+            carried.append(self._source_spans(code_points, row_ids, char_class))
         kept = tf.not_equal(char_class, REMOVED)
         entry = tf.boolean_mask(entry, kept)
         char_class = tf.boolean_mask(char_class, kept)
-        row_ids = tf.boolean_mask(row_ids, kept)
+        carried = [tf.boolean_mask(c, kept) for c in carried]
         value = tf.bitwise.right_shift(entry, VALUE_SHIFT)
         expands = tf.not_equal(tf.bitwise.bitwise_and(entry, EXPANDS), 0)
 
@@ -250,14 +316,15 @@ class BasicTokenizer:
             return (
                 out,
                 tf.gather(char_class, source),
-                tf.gather(row_ids, source),
+                [tf.gather(c, source) for c in carried],
             )
 
-        value, char_class, row_ids = tf.cond(
+        value, char_class, carried = tf.cond(
             tf.reduce_any(expands),
             expand,
-            lambda: (value, char_class, row_ids),
+            lambda: (value, char_class, carried),
         )
+        row_ids = carried[0]
 
         # A word starts at every non-space character that follows a space,
         # an isolated character or a row boundary, and at every isolated
@@ -287,12 +354,13 @@ class BasicTokenizer:
             maxlength=num_rows,
             dtype=tf.int64,
         )
-        words = tf.strings.unicode_encode(
-            tf.RaggedTensor.from_row_lengths(
-                word_chars, word_lengths, validate=False
-            ),
-            "UTF-8",
-        )
+
+        def by_word(values):
+            return tf.RaggedTensor.from_row_lengths(
+                values, word_lengths, validate=False
+            )
+
+        words = tf.strings.unicode_encode(by_word(word_chars), "UTF-8")
         first_chars = tf.boolean_mask(value, starts)
         special_index = tf.where(
             tf.equal(tf.boolean_mask(char_class, starts), SPECIAL),
@@ -305,4 +373,13 @@ class BasicTokenizer:
                 values, words_per_row, validate=False
             )
 
-        return by_row(words), by_row(word_lengths), by_row(special_index)
+        sources = None
+        if with_offsets:
+            spans = tf.boolean_mask(carried[1], in_word)
+            sources = (by_row(by_word(word_chars)), by_row(by_word(spans)))
+        return (
+            by_row(words),
+            by_row(word_lengths),
+            by_row(special_index),
+            sources,
+        )

@@ -25,7 +25,8 @@ class BertTokenizer(keras.layers.Layer):
     word). A word that cannot be split, or that is longer than
     `max_input_chars_per_word` characters, becomes `[UNK]`. Special tokens
     written in the text (e.g. `"[MASK]"`) map to their ids, as in Hugging
-    Face.
+    Face. `tokenize_with_offsets` also gives each token's span in the
+    original text.
 
     Everything runs as batched TensorFlow and tensorflow-text ops, so the
     layer works eagerly, in `tf.data.Dataset.map` and in a SavedModel.
@@ -190,17 +191,121 @@ class BertTokenizer(keras.layers.Layer):
 
     # --- Tokenizing ---------------------------------------------------------
 
+    def tokenize_with_offsets(self, inputs):
+        """Tokenizes, and says where in the text each token comes from.
+
+        The ids are those of `tokenizer(inputs)`. Each token also gets the
+        span `[start, end)` of the original string it was made from, in
+        Unicode code points (Python `str` indexing, `text[start:end]`),
+        exactly as Hugging Face's `offset_mapping`: lower-casing, accent
+        stripping, text cleaning and special tokens written in the text do
+        not shift it. A WordPiece continuation (`##...`) spans its own
+        characters; a word that becomes `[UNK]` and a special token span the
+        whole word or token; characters dropped by cleaning or accent
+        stripping are inside a span only when kept characters surround them.
+        For bytes that are not valid UTF-8, offsets count the code points
+        of the string decoded with U+FFFD for each invalid sequence (Python's
+        `bytes.decode("utf-8", "replace")`).
+
+        Runs as TensorFlow ops, like the layer: eagerly, in
+        `tf.data.Dataset.map` and in a SavedModel.
+
+        Args:
+            inputs: a string, or a string tensor, list or array of any rank.
+
+        Returns:
+            A tuple `(token_ids, starts, ends)`: int32 ids and int64
+            offsets. For one string each is a tensor `(num_tokens,)`; for a
+            batch `(batch_size, ...)` each is a `tf.RaggedTensor`
+            `(batch_size, ..., (num_tokens))`.
+
+        Example:
+
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                      "the", "fox", "##es", "."]
+        tokenizer = keras_bert.BertTokenizer(vocabulary)
+        text = "The Foxes [MASK]."
+        ids, starts, ends = tokenizer.tokenize_with_offsets(text)
+        # ids: [5, 6, 7, 4, 8]; starts: [0, 4, 7, 10, 16];
+        # ends: [3, 7, 9, 16, 17]
+        [text[s:e] for s, e in zip(starts.numpy(), ends.numpy())]
+        # ["The", "Fox", "es", "[MASK]", "."]
+        ```
+        """
+        return self._apply(inputs, with_offsets=True)
+
     def tokenize_batch(self, strings):
         """Tokenizes a 1-D string tensor into `(batch_size, (num_tokens))`."""
         words, word_lengths, special_index = self._basic_tokenizer.split(
             strings
         )
-        word_strings = words.flat_values
-        word_strings = tf.where(
-            word_lengths.flat_values > self.max_input_chars_per_word,
-            self.unk_token,
-            word_strings,
+        word_strings, _ = self._wordpiece_inputs(
+            words, word_lengths, special_index
         )
+        pieces = self._wordpiece.tokenize(word_strings)
+        return _regroup_by_row(pieces.row_lengths(), words, pieces.values)[0]
+
+    def tokenize_batch_with_offsets(self, strings):
+        """`tokenize_with_offsets` of a 1-D string tensor."""
+        words, word_lengths, special_index, chars, starts, ends = (
+            self._basic_tokenizer.split_with_offsets(strings)
+        )
+        word_strings, replaced = self._wordpiece_inputs(
+            words, word_lengths, special_index
+        )
+        pieces, byte_starts, byte_ends = self._wordpiece.tokenize_with_offsets(
+            word_strings
+        )
+        # A piece's offsets are bytes of its word's UTF-8 string. Lay the
+        # words' bytes end to end, map each byte to the character holding
+        # it, and read the source spans of the piece's first and last
+        # characters.
+        code_points = chars.flat_values
+        char_bytes = (
+            1
+            + tf.cast(code_points >= 0x80, tf.int64)
+            + tf.cast(code_points >= 0x800, tf.int64)
+            + tf.cast(code_points >= 0x10000, tf.int64)
+        )
+        char_of_byte = tf.repeat(
+            tf.range(tf.size(char_bytes, tf.int64)), char_bytes
+        )
+        word_bytes = tf.cast(tf.strings.length(words.flat_values), tf.int64)
+        piece_word = pieces.value_rowids()
+        first_byte = tf.gather(
+            tf.cumsum(word_bytes, exclusive=True), piece_word
+        )
+        # `[UNK]` for a too-long word and a special token's own string were
+        # split in place of the word: their piece covers the whole word.
+        piece_replaced = tf.gather(replaced, piece_word)
+        byte_starts = tf.where(
+            piece_replaced, tf.constant(0, tf.int64), byte_starts.flat_values
+        )
+        byte_ends = tf.where(
+            piece_replaced,
+            tf.gather(word_bytes, piece_word),
+            byte_ends.flat_values,
+        )
+        first_char = tf.gather(char_of_byte, first_byte + byte_starts)
+        last_char = tf.gather(char_of_byte, first_byte + byte_ends - 1)
+        return _regroup_by_row(
+            pieces.row_lengths(),
+            words,
+            pieces.flat_values,
+            tf.gather(starts.flat_values, first_char),
+            tf.gather(ends.flat_values, last_char),
+        )
+
+    def _wordpiece_inputs(self, words, word_lengths, special_index):
+        """The string WordPiece splits for each word, and if it was swapped.
+
+        A too-long word is swapped for `[UNK]`, a special token for its own
+        string (its one sentinel character is not in the vocabulary).
+        """
+        word_strings = words.flat_values
+        replaced = word_lengths.flat_values > self.max_input_chars_per_word
+        word_strings = tf.where(replaced, self.unk_token, word_strings)
         if self.special_tokens_in_strings:
             is_special = special_index.flat_values >= 0
             word_strings = tf.where(
@@ -211,21 +316,13 @@ class BertTokenizer(keras.layers.Layer):
                 ),
                 word_strings,
             )
-        pieces = self._wordpiece.tokenize(word_strings)
-        tokens_per_word = pieces.row_lengths()
-        tokens_per_row = tf.math.segment_sum(
-            tokens_per_word, words.value_rowids()
-        )
-        # segment_sum drops trailing rows without words: pad back.
-        tokens_per_row = tf.pad(
-            tokens_per_row,
-            [[0, words.nrows() - tf.size(tokens_per_row, tf.int64)]],
-        )
-        return tf.RaggedTensor.from_row_lengths(
-            pieces.values, tokens_per_row, validate=False
-        )
+            replaced |= is_special
+        return word_strings, replaced
 
     def call(self, inputs):
+        return self._apply(inputs, with_offsets=False)
+
+    def _apply(self, inputs, with_offsets):
         inputs = _to_string_tensor(inputs)
         rank = inputs.shape.rank
         if rank is None:
@@ -234,34 +331,43 @@ class BertTokenizer(keras.layers.Layer):
                 "tensor of unknown rank. Give the tf.function or dataset an "
                 "input signature such as tf.TensorSpec([None], tf.string)."
             )
-        if rank == 0:
-            return self._tokenize(inputs)
-        if rank == 1:
-            return self._tokenize(inputs)
+        if rank <= 1:
+            return self._tokenize(inputs, with_offsets)
         outer_shape = tf.shape(inputs, out_type=tf.int64)
-        tokens = self._tokenize(tf.reshape(inputs, [-1]))
-        for axis in range(rank - 1, 0, -1):
-            tokens = tf.RaggedTensor.from_uniform_row_length(
-                tokens, outer_shape[axis]
-            )
-        return tokens
+        outputs = self._tokenize(tf.reshape(inputs, [-1]), with_offsets)
 
-    def _tokenize(self, strings):
+        def restore_shape(tokens):
+            for axis in range(rank - 1, 0, -1):
+                tokens = tf.RaggedTensor.from_uniform_row_length(
+                    tokens, outer_shape[axis]
+                )
+            return tokens
+
+        return tf.nest.map_structure(restore_shape, outputs)
+
+    def _tokenize(self, strings, with_offsets):
         rank = strings.shape.rank
-        function = self.tokenize_batch if rank else self._tokenize_one
+        if with_offsets:
+            batch_function = self.tokenize_batch_with_offsets
+        else:
+            batch_function = self.tokenize_batch
+
+        def tokenize_one(string):
+            outputs = batch_function(string[tf.newaxis])
+            return tf.nest.map_structure(lambda x: x[0], outputs)
+
+        function = batch_function if rank else tokenize_one
         if not tf.executing_eagerly():
             return function(strings)
         # Eagerly, one compiled function call beats ~60 op dispatches.
         functions = self._compiled.functions
-        if rank not in functions:
-            functions[rank] = tf.function(
+        key = (rank, with_offsets)
+        if key not in functions:
+            functions[key] = tf.function(
                 function,
                 input_signature=[tf.TensorSpec([None] * rank, tf.string)],
             )
-        return functions[rank](strings)
-
-    def _tokenize_one(self, string):
-        return self.tokenize_batch(string[tf.newaxis])[0]
+        return functions[key](strings)
 
     def detokenize(self, ids):
         """Turns ids back into text: pieces joined by spaces, `##` glued.
@@ -350,6 +456,20 @@ class _EagerFunctions:
 
     def __init__(self):
         self.functions = {}
+
+
+def _regroup_by_row(tokens_per_word, words, *flat_values):
+    """Ragged `(batch_size, (num_tokens))` tensors from tokens per word."""
+    tokens_per_row = tf.math.segment_sum(tokens_per_word, words.value_rowids())
+    # segment_sum drops trailing rows without words: pad back.
+    tokens_per_row = tf.pad(
+        tokens_per_row,
+        [[0, words.nrows() - tf.size(tokens_per_row, tf.int64)]],
+    )
+    return tuple(
+        tf.RaggedTensor.from_row_lengths(values, tokens_per_row, validate=False)
+        for values in flat_values
+    )
 
 
 def _to_string_tensor(inputs):
