@@ -31,6 +31,8 @@ _require_tensorflow_backend()
 
 from keras_bert import checkpoints  # noqa: E402
 from keras_bert import layers  # noqa: E402
+from keras_bert import serving  # noqa: E402
+from keras_bert import tasks  # noqa: E402
 from keras_bert import training  # noqa: E402
 from keras_bert.models import BertBackbone  # noqa: E402
 from keras_bert.models import BertClassifier  # noqa: E402
@@ -50,5 +52,7 @@ __all__ = [
     "__version__",
     "checkpoints",
     "layers",
+    "serving",
+    "tasks",
     "training",
 ]

@@ -15,6 +15,7 @@ TensorFlow and tensorflow-text at serving time.
 See saved_models/README.md for serving the result.
 """
 
+import json
 import os
 
 from absl import app
@@ -45,6 +46,13 @@ flags.DEFINE_string("export_dir", None, "Base directory of the export.")
 flags.DEFINE_integer("version", None, "Version number; next free by default.")
 flags.DEFINE_list("labels", None, "Label strings of the classes, in order.")
 flags.DEFINE_bool("pair", False, "The model reads sentence pairs.")
+flags.DEFINE_string(
+    "export_options",
+    None,
+    "Other export options of the model, as JSON, e.g. "
+    '\'{"doc_stride": 128, "max_query_length": 64}\' for a '
+    "BertQuestionAnswerer (see its serving_endpoints).",
+)
 flags.mark_flag_as_required("export_dir")
 
 
@@ -75,6 +83,7 @@ def main(argv):
                 "version",
                 "labels",
                 "pair",
+                "export_options",
             )
         },
     )
@@ -96,13 +105,13 @@ def main(argv):
         model = keras.models.load_model(FLAGS.model)
     else:
         model = keras_bert.BertBackbone.from_checkpoint(FLAGS.checkpoint)
+    options = json.loads(FLAGS.export_options or "{}")
+    if FLAGS.labels:
+        options["labels"] = FLAGS.labels
+    if FLAGS.pair:
+        options["pair"] = True
     path = export_saved_model(
-        model,
-        preprocessor,
-        FLAGS.export_dir,
-        version=FLAGS.version,
-        labels=FLAGS.labels,
-        pair=FLAGS.pair,
+        model, preprocessor, FLAGS.export_dir, version=FLAGS.version, **options
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
     logging.info("Exported %s", path)

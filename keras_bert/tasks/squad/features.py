@@ -1,0 +1,597 @@
+"""SQuAD windows and labels, built by TensorFlow ops on batches of examples.
+
+A context longer than a window is read in overlapping windows, as the
+original BERT `run_squad.py` does: each window is
+`[CLS] question [SEP] context tokens [SEP]`, padded to `max_seq_length`.
+`make_windows` builds them for a batch of `(question, context)` strings with
+TensorFlow and tensorflow-text ops only, so the same code makes training
+features in `tf.data` and splits contexts inside an exported SavedModel.
+`squad_dataset` and `squad_features` apply it to a dict of examples (see
+`read_squad_examples`).
+"""
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+# The model's inputs among the feature fields.
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+LABEL_NAMES = ("start_positions", "end_positions")
+# Fields a training batch keeps; evaluation keeps every field.
+TRAINING_NAMES = INPUT_NAMES + LABEL_NAMES + ("example_index",)
+
+
+def check_window_arguments(max_seq_length, doc_stride, max_query_length):
+    """Raises `ValueError` unless the three window sizes fit together.
+
+    A window holds `[CLS]`, up to `max_query_length` question tokens,
+    `[SEP]`, context tokens and `[SEP]`: at least one context token must
+    fit after the longest question, and consecutive windows start
+    `doc_stride` context tokens apart, which must not skip tokens even
+    for the longest question.
+    """
+    for name, value in (
+        ("max_seq_length", max_seq_length),
+        ("doc_stride", doc_stride),
+        ("max_query_length", max_query_length),
+    ):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(
+                f"Received an invalid value for argument `{name}`, expected "
+                f"a positive integer. Received: {name}={value!r}"
+            )
+    room = max_seq_length - max_query_length - 3
+    if room < 1:
+        raise ValueError(
+            "Received an invalid value for argument `max_seq_length`: it "
+            "must leave room for [CLS], a question of `max_query_length` "
+            "tokens, two [SEP] and at least one context token, i.e. be at "
+            f"least max_query_length + 4 = {max_query_length + 4}. Received: "
+            f"max_seq_length={max_seq_length}, "
+            f"max_query_length={max_query_length}. Raise max_seq_length or "
+            "lower max_query_length."
+        )
+    if doc_stride > room:
+        raise ValueError(
+            "Received an invalid value for argument `doc_stride`: windows "
+            "would skip context tokens. It can be at most the context "
+            "tokens a window holds after the longest question, "
+            f"max_seq_length - max_query_length - 3 = {room}. Received: "
+            f"doc_stride={doc_stride} (max_seq_length={max_seq_length}, "
+            f"max_query_length={max_query_length})."
+        )
+
+
+# Plain TensorFlow ops, no Python control flow on tensors: AutoGraph has
+# nothing to convert here or in the tokenizer, and converting them takes
+# tens of seconds per trace.
+@tf.autograph.experimental.do_not_convert
+def make_windows(
+    tokenizer,
+    questions,
+    contexts,
+    answer_starts=None,
+    answer_texts=None,
+    max_seq_length=384,
+    doc_stride=128,
+    max_query_length=64,
+):
+    """Tokenizes a batch of examples and cuts each into windows.
+
+    The question keeps its first `max_query_length` tokens. Its context
+    tokens are cut into windows of
+    `max_seq_length - len(question) - 3` tokens starting at context tokens
+    `0, doc_stride, 2 * doc_stride, ...`, up to the first window that
+    reaches the end of the context; an empty context gives one window with
+    no context tokens. Each window is `[CLS] question [SEP] window [SEP]`,
+    padded to `max_seq_length`.
+
+    With answers, each window is labelled as Hugging Face's `run_qa.py`
+    does: the start label is the last context token starting at or before
+    the answer's first character, the end label the first context token
+    ending at or after its last one (so the tokens holding them; for an
+    answer with a space or dropped character at either end, the token next
+    to it). Both labels are 0 (`[CLS]`) when the window's context does not
+    hold the whole answer, and for an example without an answer
+    (`answer_start < 0`, or an empty answer text). One deliberate
+    difference: when the answer starts in the window's last context token,
+    `run_qa.py` runs past the context and labels the last position of the
+    window (a `[SEP]` or padding); this labels that context token.
+
+    Pure TensorFlow and tensorflow-text ops on the whole batch: works
+    eagerly, in `tf.data.Dataset.map` and inside a SavedModel.
+
+    Args:
+        tokenizer: `keras_bert.BertTokenizer`.
+        questions: string tensor `(batch_size,)`.
+        contexts: string tensor `(batch_size,)`.
+        answer_starts: optional int tensor `(batch_size,)`: code-point
+            offset of each answer in its context; negative for none.
+        answer_texts: optional string tensor `(batch_size,)`, with
+            `answer_starts`: each answer's text (only its length is used).
+        max_seq_length: int. Tokens per window. Defaults to `384`.
+        doc_stride: int. Context tokens between the starts of consecutive
+            windows (not the overlap). Defaults to `128`.
+        max_query_length: int. Question tokens kept. Defaults to `64`.
+
+    Returns:
+        A dict of int32 tensors, one row per window (windows of an example
+        adjacent and in order), `num_windows >= batch_size`:
+        `token_ids`, `segment_ids`, `padding_mask`: `(num_windows,
+        max_seq_length)`; `offset_start`, `offset_end`: `(num_windows,
+        max_seq_length)`, each context token's code-point span in its
+        context (`context[start:end]`), -1 elsewhere; `max_context`:
+        `(num_windows, max_seq_length)`, 1 on the context tokens that have
+        the most context in this window (`run_squad.py`'s
+        `_check_is_max_context`: the largest `min(left, right) + 0.01 *
+        window_length`, the first window on a tie); `example_index`:
+        `(num_windows,)`, each window's row in the batch; with answers,
+        `start_positions` and `end_positions`: `(num_windows,)`.
+
+    Example:
+
+    ```python
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "the", "quick", "brown", "fox", "##es", "."]
+    tokenizer = keras_bert.BertTokenizer(vocabulary)
+    windows = make_windows(
+        tokenizer,
+        ["The fox?"],
+        ["The quick brown foxes."],
+        answer_starts=[10],
+        answer_texts=["brown"],
+        max_seq_length=8,
+        doc_stride=2,
+        max_query_length=2,
+    )
+    # Question "the fox", 3 context tokens a window, starting at tokens
+    # 0, 2 and 4 of "the quick brown fox ##es .":
+    windows["token_ids"]
+    # [[2, 5, 8, 3, 5, 6, 7, 3],   [CLS] the fox [SEP] the quick brown [SEP]
+    #  [2, 5, 8, 3, 7, 8, 9, 3],   ... [SEP] brown fox ##es [SEP]
+    #  [2, 5, 8, 3, 9, 10, 3, 0]]  ... [SEP] ##es . [SEP] [PAD]
+    windows["offset_start"][1]      # [-1, -1, -1, -1, 10, 16, 19, -1]
+    windows["max_context"][1]       # [0, 0, 0, 0, 0, 1, 1, 0]
+    windows["start_positions"]      # [6, 4, 0]: "brown" is not in window 2
+    ```
+    """
+    check_window_arguments(max_seq_length, doc_stride, max_query_length)
+    questions = _strings(questions, "questions")
+    contexts = _strings(contexts, "contexts")
+    with_answers = answer_starts is not None
+    if with_answers != (answer_texts is not None):
+        raise ValueError(
+            "Pass `answer_starts` and `answer_texts` together (an answer's "
+            "end is its start plus the length of its text), or neither."
+        )
+
+    question_ids, _, _ = tokenizer.tokenize_with_offsets(questions)
+    question_ids = question_ids[:, :max_query_length]
+    # SQuAD asks several questions about each paragraph: tokenize each
+    # distinct context of the batch once.
+    unique_contexts, context_of_example = tf.unique(contexts)
+    context_ids, context_starts, context_ends = (
+        tf.gather(tokens, context_of_example)
+        for tokens in tokenizer.tokenize_with_offsets(unique_contexts)
+    )
+    question_length = question_ids.row_lengths()  # (batch,), int64
+    context_length = context_ids.row_lengths()
+    # Context tokens each window of an example holds (>= 1, see checks).
+    room = max_seq_length - 3 - question_length
+    # Windows start every doc_stride tokens until one reaches the end.
+    overhang = tf.maximum(context_length - room, 0)
+    num_windows = 1 + (overhang + doc_stride - 1) // doc_stride
+
+    # One row per window: its example, its rank among the example's
+    # windows, and the context tokens it holds.
+    example = tf.repeat(tf.range(tf.size(num_windows, tf.int64)), num_windows)
+    window = tf.ragged.range(num_windows).flat_values  # (num_windows,)
+    window_start = window * doc_stride
+    window_room = tf.gather(room, example)
+    window_context_length = tf.gather(context_length, example)
+    window_length = tf.minimum(
+        window_room, window_context_length - window_start
+    )
+
+    # Every output is built position by position on a
+    # (num_windows, max_seq_length) grid; columns are [..., None] below.
+    position = tf.range(max_seq_length, dtype=tf.int64)[None, :]
+    num_question = tf.gather(question_length, example)[:, None]
+    context_begin = num_question + 2
+    context_end = context_begin + window_length[:, None]  # the last [SEP]
+    is_question = (position >= 1) & (position <= num_question)
+    is_context = (position >= context_begin) & (position < context_end)
+    # Index of each context position's token among its example's tokens.
+    context_token = window_start[:, None] + position - context_begin
+
+    question_index = tf.gather(question_ids.row_starts(), example)[:, None]
+    question_index = tf.where(is_question, question_index + position - 1, 0)
+    context_index = tf.gather(context_ids.row_starts(), example)[:, None]
+    context_index = tf.where(is_context, context_index + context_token, 0)
+
+    cls_id, sep_id, pad_id = (
+        tf.constant(token, tf.int64)
+        for token in (
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.pad_token_id,
+        )
+    )
+    token_ids = tf.where(position == 0, cls_id, pad_id)
+    token_ids = tf.where(
+        is_question, _gather(question_ids.values, question_index), token_ids
+    )
+    is_separator = (position == num_question + 1) | (position == context_end)
+    token_ids = tf.where(is_separator, sep_id, token_ids)
+    token_ids = tf.where(
+        is_context, _gather(context_ids.values, context_index), token_ids
+    )
+    segment_ids = is_context | (position == context_end)
+    padding_mask = position <= context_end
+    offset_start = tf.where(
+        is_context, _gather(context_starts.values, context_index), -1
+    )
+    offset_end = tf.where(
+        is_context, _gather(context_ends.values, context_index), -1
+    )
+    max_context = is_context & _is_max_context(
+        context_token,
+        window=window[:, None],
+        last_window=tf.gather(num_windows, example)[:, None] - 1,
+        room=window_room[:, None],
+        context_length=window_context_length[:, None],
+        doc_stride=doc_stride,
+    )
+
+    features = {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+        "offset_start": offset_start,
+        "offset_end": offset_end,
+        "max_context": max_context,
+        "example_index": example,
+    }
+    if with_answers:
+        answer_starts = tf.cast(answer_starts, tf.int64)
+        answer_lengths = tf.strings.length(
+            _strings(answer_texts, "answer_texts"), unit="UTF8_CHAR"
+        )
+        answer_ends = answer_starts + tf.cast(answer_lengths, tf.int64)
+        start_positions, end_positions = _labels(
+            answer_start=tf.gather(answer_starts, example)[:, None],
+            answer_end=tf.gather(answer_ends, example)[:, None],
+            position=position,
+            is_context=is_context,
+            context_begin=context_begin,
+            context_end=context_end,
+            offset_start=offset_start,
+            offset_end=offset_end,
+        )
+        features["start_positions"] = start_positions
+        features["end_positions"] = end_positions
+    return {name: tf.cast(value, tf.int32) for name, value in features.items()}
+
+
+def _labels(
+    answer_start,
+    answer_end,
+    position,
+    is_context,
+    context_begin,
+    context_end,
+    offset_start,
+    offset_end,
+):
+    """Token labels of the answer span `[answer_start, answer_end)`.
+
+    Hugging Face `run_qa.py`'s rule, without relying on sorted offsets: the
+    window holds the answer when its first context token starts at or
+    before the answer and its last one ends at or after it; the start label
+    is the token before the first context token that starts after the
+    answer's start (the last context token if none does); the end label is
+    the token after the last context token that ends before the answer's
+    end (the first context token if none does).
+    """
+    has_tokens = context_end > context_begin
+    first_start = _column(offset_start, context_begin)
+    last_end = _column(offset_end, tf.maximum(context_end - 1, 0))
+    holds_answer = (
+        has_tokens
+        & (answer_start >= 0)
+        & (answer_end > answer_start)
+        & (first_start <= answer_start)
+        & (last_end >= answer_end)
+    )[:, 0]
+    after_start = is_context & (offset_start > answer_start)
+    start = tf.reduce_min(
+        tf.where(after_start, position, context_end), axis=1
+    ) - 1  # fmt: skip
+    before_end = is_context & (offset_end < answer_end)
+    end = tf.reduce_max(
+        tf.where(before_end, position, context_begin - 1), axis=1
+    ) + 1  # fmt: skip
+    return tf.where(holds_answer, start, 0), tf.where(holds_answer, end, 0)
+
+
+def _is_max_context(
+    context_token, window, last_window, room, context_length, doc_stride
+):
+    """Whether `window` is where each context token has the most context.
+
+    `run_squad.py` scores token `t` in every window holding it as
+    `min(t - start, end - t) + 0.01 * length` and keeps the first best
+    window. Windows before the last all hold `room` tokens, so among them
+    the score peaks where `t` is most central, at window
+    `(2t - room + 1) / (2 * doc_stride)`: only the two windows around that
+    point (clipped to those holding `t`) and the last window (maybe shorter)
+    can win. Scores are float64, as in Python, so ties break the same way.
+
+    All arguments are int64 tensors broadcasting to `(num_windows,
+    max_seq_length)`; `doc_stride` is a Python int.
+    """
+    t = context_token
+
+    def centrality(w):  # min(left, right) context of t in full window w
+        return tf.minimum(t - w * doc_stride, w * doc_stride + room - 1 - t)
+
+    # Full windows (all but the last) holding t: first to last.
+    first = tf.maximum(-((room - 1 - t) // doc_stride), 0)  # ceil
+    last = tf.minimum(t // doc_stride, last_window - 1)
+    peak = (2 * t - room + 1) // (2 * doc_stride)
+    below = tf.minimum(tf.maximum(peak, first), last)
+    above = tf.minimum(tf.maximum(peak + 1, first), last)
+    best = tf.where(centrality(above) > centrality(below), above, below)
+    score = _score(centrality(best), room)
+
+    last_start = last_window * doc_stride
+    last_score = _score(
+        tf.minimum(t - last_start, context_length - 1 - t),
+        context_length - last_start,
+    )
+    # The last window wins only if it holds t and strictly beats the best
+    # full window, which comes first.
+    last_wins = (first > last) | ((t >= last_start) & (last_score > score))
+    return tf.where(last_wins, last_window, best) == window
+
+
+def _score(context, length):
+    return tf.cast(context, tf.float64) + 0.01 * tf.cast(length, tf.float64)
+
+
+def _column(values, index):
+    """`values[i, index[i, 0]]` as a column `(rows, 1)`."""
+    return tf.gather(values, index, batch_dims=1)
+
+
+def _gather(values, index):
+    # An empty batch of tokens still needs an element to gather from; the
+    # positions that read it are masked out.
+    values = tf.concat([tf.cast(values, tf.int64), [0]], axis=0)
+    return tf.gather(values, index)
+
+
+def _strings(values, name):
+    values = tf.convert_to_tensor(values, dtype_hint=tf.string)
+    if values.dtype != tf.string or values.shape.rank != 1:
+        raise ValueError(
+            f"`{name}` should be strings of shape (batch_size,); received "
+            f"dtype {values.dtype.name} and shape {values.shape}."
+        )
+    return values
+
+
+def trainable_examples(examples):
+    """The examples training can learn from, with their indices.
+
+    Drops those `read_squad_examples` marked untrainable (an answer not
+    found in its context, an empty question or context), logging how many.
+
+    Args:
+        examples: dict of lists, as from `read_squad_examples`. Without a
+            `trainable` field every example is kept.
+
+    Returns:
+        `(examples, indices)`: the kept examples (same fields) and their
+        indices in `examples`.
+    """
+    count = len(examples["question"])
+    trainable = np.asarray(examples.get("trainable", [True] * count), bool)
+    indices = np.flatnonzero(trainable)
+    if len(indices) < count:
+        logging.warning(
+            "Training skips %d of %d SQuAD examples (answer not found in "
+            "the context, or an empty question, context or answer; see the "
+            "log of read_squad_examples).",
+            count - len(indices),
+            count,
+        )
+    kept = {
+        name: [values[i] for i in indices] for name, values in examples.items()
+    }
+    return kept, indices
+
+
+def squad_dataset(
+    examples,
+    tokenizer,
+    batch_size=32,
+    training=False,
+    max_seq_length=384,
+    doc_stride=128,
+    max_query_length=64,
+    shuffle_buffer_size=10000,
+    seed=None,
+    examples_per_call=256,
+):
+    """A `tf.data.Dataset` of batched windows of SQuAD examples.
+
+    Examples go through `make_windows` `examples_per_call` at a time, so
+    tokenizing is batched and no Python runs per example.
+
+    For training, untrainable examples are skipped (see
+    `trainable_examples`); the examples, then their windows, are shuffled
+    anew each epoch; batches are complete (the last partial batch is
+    dropped) with static shapes `(batch_size, max_seq_length)`; each holds
+    `token_ids`, `segment_ids`, `padding_mask`, `start_positions`,
+    `end_positions` and `example_index`. Every window of an example is
+    kept, those without the answer labelled at `[CLS]`.
+
+    For evaluation, every window of every example comes in order (the
+    windows of example 0, then of example 1, ...), with every field of
+    `make_windows`; the last batch may be smaller.
+
+    `example_index` is the example's index in `examples`. Map the batches
+    to `(inputs, labels)` for `fit`, e.g. `dataset.map(lambda f: ({k: f[k]
+    for k in INPUT_NAMES}, {k: f[k] for k in LABEL_NAMES}))`.
+
+    Args:
+        examples: dict of lists, as from `read_squad_examples`: at least
+            `question` and `context`; labels need `answer_start` and
+            `answer_text` (required for training).
+        tokenizer: `keras_bert.BertTokenizer`.
+        batch_size: int. Windows per batch. Defaults to `32`.
+        training: bool. Shuffle, skip untrainable examples and drop the last
+            partial batch. Defaults to `False`.
+        max_seq_length, doc_stride, max_query_length: int. Window sizes,
+            see `make_windows`. Default to `384`, `128` and `64`.
+        shuffle_buffer_size: int. Windows shuffled together in training.
+            Defaults to `10000`.
+        seed: optional int. Seed of the training shuffles.
+        examples_per_call: int. Examples tokenized and windowed together.
+            Defaults to `256`.
+
+    Returns:
+        A `tf.data.Dataset` of dicts of int32 tensors: `(batch_size,
+        max_seq_length)` per-token fields and `(batch_size,)` per-window
+        fields.
+
+    Example:
+
+    ```python
+    examples = read_squad_examples("train-v1.1.json")
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(checkpoint)
+    train = squad_dataset(examples, tokenizer, batch_size=32, training=True)
+    ```
+    """
+    check_window_arguments(max_seq_length, doc_stride, max_query_length)
+    indices = np.arange(len(examples["question"]))
+    with_answers = "answer_start" in examples and "answer_text" in examples
+    if training:
+        if not with_answers:
+            raise ValueError(
+                "Training needs answers: `examples` should hold "
+                "`answer_start` and `answer_text` (as read_squad_examples "
+                f"returns). Received fields {sorted(examples)}."
+            )
+        examples, indices = trainable_examples(examples)
+    columns = {
+        "question": _string_list(examples["question"]),
+        "context": _string_list(examples["context"]),
+        "example_index": tf.constant(indices, tf.int32),
+    }
+    if with_answers:
+        columns["answer_start"] = tf.constant(
+            np.asarray(examples["answer_start"], np.int64)
+        )
+        columns["answer_text"] = _string_list(examples["answer_text"])
+
+    def windows(batch):
+        features = make_windows(
+            tokenizer,
+            batch["question"],
+            batch["context"],
+            answer_starts=batch.get("answer_start"),
+            answer_texts=batch.get("answer_text"),
+            max_seq_length=max_seq_length,
+            doc_stride=doc_stride,
+            max_query_length=max_query_length,
+        )
+        features["example_index"] = tf.gather(
+            batch["example_index"], features["example_index"]
+        )
+        if training:
+            features = {name: features[name] for name in TRAINING_NAMES}
+        return features
+
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if training:
+        dataset = dataset.shuffle(
+            max(len(indices), 1), seed=seed, reshuffle_each_iteration=True
+        )
+    dataset = dataset.batch(examples_per_call).map(
+        windows, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
+    dataset = dataset.unbatch()
+    if training:
+        dataset = dataset.shuffle(
+            shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True
+        )
+    dataset = dataset.batch(batch_size, drop_remainder=training)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def squad_features(
+    examples,
+    tokenizer,
+    max_seq_length=384,
+    doc_stride=128,
+    max_query_length=64,
+    examples_per_call=256,
+):
+    """Every window of every example, in order, as numpy arrays.
+
+    The windows of `squad_dataset(..., training=False)`, built eagerly
+    `examples_per_call` examples at a time (nothing to trace) and gathered
+    in memory: for post-processing, which matches model outputs to windows
+    row by row, and for counting windows.
+
+    Args:
+        examples: dict of lists, as from `read_squad_examples`: at least
+            `question` and `context`; labels need `answer_start` and
+            `answer_text`.
+        tokenizer: `keras_bert.BertTokenizer`.
+        max_seq_length, doc_stride, max_query_length, examples_per_call:
+            as for `squad_dataset`.
+
+    Returns:
+        A dict of int32 numpy arrays with the fields of `make_windows`,
+        `(num_windows, max_seq_length)` or `(num_windows,)`;
+        `example_index` is the example's index in `examples`.
+    """
+    check_window_arguments(max_seq_length, doc_stride, max_query_length)
+    count = len(examples["question"])
+    with_answers = "answer_start" in examples and "answer_text" in examples
+    chunks = []
+    for begin in range(0, max(count, 1), examples_per_call):
+        end = min(begin + examples_per_call, count)
+        answers = {}
+        if with_answers:
+            answers = {
+                "answer_starts": tf.constant(
+                    np.asarray(examples["answer_start"][begin:end], np.int64)
+                ),
+                "answer_texts": _string_list(
+                    examples["answer_text"][begin:end]
+                ),
+            }
+        chunk = make_windows(
+            tokenizer,
+            _string_list(examples["question"][begin:end]),
+            _string_list(examples["context"][begin:end]),
+            max_seq_length=max_seq_length,
+            doc_stride=doc_stride,
+            max_query_length=max_query_length,
+            **answers,
+        )
+        chunk = {name: value.numpy() for name, value in chunk.items()}
+        chunk["example_index"] += begin
+        chunks.append(chunk)
+    return {
+        name: np.concatenate([chunk[name] for chunk in chunks])
+        for name in chunks[0]
+    }
+
+
+def _string_list(values):
+    return tf.constant(list(values), dtype=tf.string, shape=[len(values)])

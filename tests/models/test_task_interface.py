@@ -1,0 +1,138 @@
+"""A new head is one class: checkpoints and export need no edit.
+
+`ToyScorer` is defined here only, like a user's own head. Saving it as a
+Hugging Face checkpoint, reading it back (by class and by `"auto"`),
+reading its Google-layout names and exporting it all work through the task
+interface (`keras_bert.models.Task`), with no list of tasks anywhere.
+"""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.checkpoints import google_reader
+from keras_bert.models import Task
+from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from tests.helpers import backbone_inputs
+from tests.helpers import tiny_backbone_config
+
+
+class ToyScorer(Task):
+    """One score per sequence from `pooled_output`."""
+
+    CHECKPOINT_HEADS = {"scorer": "toy_scorer."}
+    GOOGLE_NAMES = {"toy/score_weights": "toy_scorer.weight"}
+    HUGGINGFACE_ARCHITECTURE = "ToyScorerForTests"
+
+    def __init__(self, backbone, scale=1.0, **kwargs):
+        self.backbone = backbone
+        self.score_dense = keras.layers.Dense(1, name="score")
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in BACKBONE_INPUTS
+        }
+        score = self.score_dense(backbone(inputs)["pooled_output"]) * scale
+        super().__init__(inputs=inputs, outputs=score, **kwargs)
+        self.scale = scale
+
+    def head_weights(self):
+        return {"scorer": {"toy_scorer": self.score_dense}}
+
+    @classmethod
+    def config_from_checkpoint(cls, checkpoint, backbone_config, scale=2.0):
+        return {"scale": scale}
+
+    def serving_endpoints(self, preprocessor):
+        def serve(text):
+            return {"score": self(preprocessor(text))[:, 0]}
+
+        return {
+            "serving_default": (
+                serve,
+                [tf.TensorSpec([None], tf.string, name="text")],
+            )
+        }
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
+
+
+@pytest.fixture
+def toy():
+    model = ToyScorer(keras_bert.BertBackbone(**tiny_backbone_config()))
+    model.score_dense.bias.assign([0.5])
+    return model
+
+
+def test_registered_without_any_list():
+    assert ToyScorer in Task.registry
+
+
+def test_huggingface_round_trip_by_class_and_auto(toy, tmp_path):
+    keras_bert.checkpoints.save_huggingface(toy, None, str(tmp_path))
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["architectures"] == ["ToyScorerForTests"]
+    checkpoint = keras_bert.checkpoints.read_checkpoint(str(tmp_path))
+    assert set(checkpoint.tensors) >= {"toy_scorer.weight", "toy_scorer.bias"}
+
+    inputs = backbone_inputs()
+    expected = toy(inputs).numpy()
+    loaded = ToyScorer.from_checkpoint(str(tmp_path), scale=1.0)
+    np.testing.assert_array_equal(loaded(inputs).numpy(), expected)
+    auto = keras_bert.checkpoints.load_checkpoint(str(tmp_path), "auto")
+    assert type(auto) is ToyScorer and auto.scale == 2.0  # its default
+    np.testing.assert_allclose(auto(inputs).numpy(), 2 * expected, rtol=1e-6)
+
+
+def test_unknown_argument_names_its_owner(toy, tmp_path):
+    keras_bert.checkpoints.save_huggingface(toy, None, str(tmp_path))
+    with pytest.raises(ValueError, match="`scale` applies to ToyScorer only"):
+        keras_bert.BertBackbone.from_checkpoint(str(tmp_path), scale=3.0)
+
+
+def test_google_names_come_from_the_class():
+    assert google_reader.google_to_huggingface_name("toy/score_weights") == (
+        "toy_scorer.weight",
+        False,
+    )
+    assert google_reader.huggingface_to_google_name("toy_scorer.weight") == (
+        "toy/score_weights",
+        False,
+    )
+    # The question-answering head as run_squad.py names it.
+    assert google_reader.google_to_huggingface_name(
+        "cls/squad/output_weights"
+    ) == (
+        "qa_outputs.weight",
+        False,
+    )
+
+
+def test_export_uses_the_model_endpoints(toy, tmp_path):
+    tokenizer = keras_bert.BertTokenizer(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+    )
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
+    path = keras_bert.serving.export_saved_model(
+        toy, preprocessor, str(tmp_path)
+    )
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    scores = serve(text=tf.constant(["a b", "b"]))["score"].numpy()
+    expected = toy(preprocessor(tf.constant(["a b", "b"])))[:, 0].numpy()
+    np.testing.assert_allclose(scores, expected, rtol=1e-6)
+
+
+def test_a_task_without_serving_says_so():
+    model = keras_bert.BertMaskedLM(
+        keras_bert.BertBackbone(**tiny_backbone_config())
+    )
+    tokenizer = keras_bert.BertTokenizer(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    )
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
+    with pytest.raises(ValueError, match="has no serving signature"):
+        keras_bert.serving.export_saved_model(model, preprocessor, "unused")
