@@ -100,9 +100,10 @@ class Task(keras.Model):
         `serving_default` takes raw strings. See
         `keras_bert.serving.export_saved_model`.
         """
+        name = type(self).__name__
         raise ValueError(
-            f"{type(self).__name__} has no serving signature. Export a task "
-            "model that has one, or the model's `.backbone` for embeddings."
+            f"{name} has no serving signature. For a {name} export its "
+            "`.backbone` (embeddings), or export a task model that has one."
         )
 
     @classmethod
