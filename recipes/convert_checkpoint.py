@@ -20,8 +20,9 @@ Flags:
         `transformers` loads with no missing or unexpected weights.
     --model: which model to build from a checkpoint: `auto` (masked LM when
         the checkpoint has a masked-LM head, classifier when it has a
-        classifier head, else backbone), `backbone`, `masked_lm` or
-        `classifier`.
+        classifier head, question answerer when it has a span head, else
+        backbone), `backbone`, `masked_lm`, `classifier` or
+        `question_answerer`.
     --num_classes: for `--model=classifier` without a classifier head in
         the checkpoint.
 
@@ -49,7 +50,7 @@ flags.DEFINE_enum("to", None, ["keras", "huggingface"], "Output format.")
 flags.DEFINE_enum(
     "model",
     "auto",
-    ["auto", "backbone", "masked_lm", "classifier"],
+    ["auto", "backbone", "masked_lm", "classifier", "question_answerer"],
     "Model to build from the checkpoint.",
 )
 flags.DEFINE_integer("num_classes", None, "Classes of --model=classifier.")
@@ -60,6 +61,7 @@ MODEL_CLASSES = {
     "backbone": keras_bert.BertBackbone,
     "masked_lm": keras_bert.BertMaskedLM,
     "classifier": keras_bert.BertClassifier,
+    "question_answerer": keras_bert.BertQuestionAnswerer,
 }
 KERAS_FILE = "model.keras"
 
@@ -69,9 +71,11 @@ def _load(input_dir):
     keras_path = os.path.join(input_dir, KERAS_FILE)
     if os.path.exists(keras_path):
         return keras.models.load_model(keras_path), "keras"
-    model = load_checkpoint(
-        input_dir, MODEL_CLASSES[FLAGS.model], num_classes=FLAGS.num_classes
-    )
+    # Only flags the user set: each model class takes its own arguments.
+    options = {}
+    if FLAGS.num_classes is not None:
+        options["num_classes"] = FLAGS.num_classes
+    model = load_checkpoint(input_dir, MODEL_CLASSES[FLAGS.model], **options)
     if os.path.exists(os.path.join(input_dir, "config.json")):
         return model, "huggingface"
     return model, "google"
