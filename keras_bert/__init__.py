@@ -38,6 +38,7 @@ from keras_bert.models import BertBackbone  # noqa: E402
 from keras_bert.models import BertClassifier  # noqa: E402
 from keras_bert.models import BertMaskedLM  # noqa: E402
 from keras_bert.models import BertQuestionAnswerer  # noqa: E402
+from keras_bert.models import BertTokenClassifier  # noqa: E402
 from keras_bert.text import BertPreprocessor  # noqa: E402
 from keras_bert.text import BertTokenizer  # noqa: E402
 from keras_bert.version import __version__  # noqa: E402
@@ -47,6 +48,7 @@ __all__ = [
     "BertClassifier",
     "BertMaskedLM",
     "BertQuestionAnswerer",
+    "BertTokenClassifier",
     "BertPreprocessor",
     "BertTokenizer",
     "__version__",

@@ -4,6 +4,7 @@ from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
+from keras_bert.models.bert_token_classifier import BertTokenClassifier
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.task import Task
 
@@ -13,5 +14,6 @@ __all__ = [
     "BertClassifier",
     "BertMaskedLM",
     "BertQuestionAnswerer",
+    "BertTokenClassifier",
     "Task",
 ]

