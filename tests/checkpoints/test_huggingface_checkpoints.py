@@ -249,7 +249,11 @@ def test_argument_errors(pretraining_dir):
     from keras_bert.checkpoints import load_checkpoint
 
     directory, _ = pretraining_dir
-    with pytest.raises(ValueError, match="applies to BertClassifier only"):
+    with pytest.raises(
+        ValueError,
+        match="`num_classes` applies to BertClassifier and "
+        "BertTokenClassifier only",
+    ):
         load_checkpoint(directory, BertBackbone, num_classes=2)
     with pytest.raises(TypeError, match="model_class='bert'"):
         load_checkpoint(directory, "bert")

@@ -14,7 +14,7 @@ SHARED_DIR = os.path.normpath(
 
 
 def shared_path(*parts):
-    """Path of `shared/<parts...>` (e.g. `"conll2003", "valid.txt"`), or skip."""
+    """Path of `shared/<parts...>` (`"conll2003", "valid.txt"`), or skip."""
     path = os.path.join(SHARED_DIR, *parts)
     if not os.path.exists(path):
         pytest.skip(

@@ -37,6 +37,9 @@ def write(tmp_path, text, name="data.conll"):
 @pytest.fixture(autouse=True)
 def _capture_warnings(caplog):
     caplog.set_level(logging.INFO)
+    # absl's logger keeps its own level (WARNING once any test parsed
+    # absl flags): the INFO lines these tests read need it lowered.
+    caplog.set_level(logging.INFO, logger="absl")
 
 
 # === Real files ===

@@ -296,3 +296,6 @@ def test_reads_the_real_dev_set():
 @pytest.fixture(autouse=True)
 def _capture_warnings(caplog):
     caplog.set_level(logging.INFO)
+    # absl's logger keeps its own level (WARNING once any test parsed
+    # absl flags): the INFO lines these tests read need it lowered.
+    caplog.set_level(logging.INFO, logger="absl")
