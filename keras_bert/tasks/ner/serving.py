@@ -264,6 +264,11 @@ def entities_from_windows(
     mean_score = (
         tf.gather(cumulative, last + 1) - tf.gather(cumulative, first)
     ) / tf.cast(last - first + 1, tf.float64)
+    # Offsets count the code points of the text decoded with U+FFFD per
+    # invalid sequence (the tokenizer's decoding); substr must cut that.
+    text = tf.strings.unicode_transcode(
+        text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
     entity_text = tf.strings.substr(
         tf.gather(text, entity_row), start, end - start, unit="UTF8_CHAR"
     )
