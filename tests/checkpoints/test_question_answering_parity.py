@@ -127,6 +127,7 @@ def test_transformers_loads_what_we_save(
     )
 
 
+@pytest.mark.slow
 def test_google_run_squad_head(minilm_dir, torch_qa_dir, qa_inputs, tmp_path):
     from keras_bert import BertQuestionAnswerer
 

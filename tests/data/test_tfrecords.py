@@ -151,6 +151,7 @@ def run_recipe(*flags):
     )
 
 
+@pytest.mark.slow
 def test_recipe_with_original_flags_is_deterministic(tmp_path):
     corpus = helpers.write_synthetic_corpus(tmp_path)
     vocab = helpers.write_synthetic_vocab(tmp_path)

@@ -50,7 +50,10 @@ def _small_backbone(dtype="float32"):
     )
 
 
-@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+@pytest.mark.parametrize(
+    "dtype",
+    ["float32", pytest.param("mixed_bfloat16", marks=pytest.mark.slow)],
+)
 def test_fit_learns_a_small_classification_task(dtype):
     keras.utils.set_random_seed(1)
     model = BertClassifier(_small_backbone(dtype), num_classes=2, dropout=0.0)

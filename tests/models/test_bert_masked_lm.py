@@ -76,7 +76,10 @@ def _copy_task(n=64, seed=0):
     return features, labels
 
 
-@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+@pytest.mark.parametrize(
+    "dtype",
+    ["float32", pytest.param("mixed_bfloat16", marks=pytest.mark.slow)],
+)
 def test_fit_learns_a_small_task(dtype):
     keras.utils.set_random_seed(0)
     backbone = BertBackbone(

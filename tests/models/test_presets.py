@@ -17,7 +17,16 @@ EXPECTED_PARAMETERS = {
 }
 
 
-@pytest.mark.parametrize("name", list(EXPECTED_PARAMETERS))
+@pytest.mark.parametrize(
+    "name",
+    [
+        # bert_large allocates and initialises 335M weights (~7 s).
+        pytest.param(name, marks=pytest.mark.slow)
+        if name == "bert_large"
+        else name
+        for name in EXPECTED_PARAMETERS
+    ],
+)
 def test_preset_parameter_count(name):
     backbone = BertBackbone.from_preset(name)
     assert backbone.count_params() == EXPECTED_PARAMETERS[name]

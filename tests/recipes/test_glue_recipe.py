@@ -93,6 +93,7 @@ def read_tsv(path):
         return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
 
 
+@pytest.mark.slow
 def test_mnli_end_to_end(checkpoint, tmp_path):
     results = run_recipe(
         task="mnli",
@@ -143,6 +144,7 @@ def test_mnli_end_to_end(checkpoint, tmp_path):
         assert metrics == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_resumes_after_a_crash_from_the_last_epoch(checkpoint, tmp_path):
     flag_values = dict(
         task="stsb",

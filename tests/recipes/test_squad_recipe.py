@@ -127,6 +127,7 @@ def contexts_by_id():
     }
 
 
+@pytest.mark.slow
 def test_squad_v1_recipe(tmp_path, checkpoint):
     results, model_dir, stdout = run_recipe(tmp_path, checkpoint)
     assert "SQuAD: best epoch" in stdout

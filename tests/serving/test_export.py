@@ -121,6 +121,7 @@ def _softmax(logits):
     return e / e.sum(-1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_classifier_outside_python_matches_keras(exports, tmp_path):
     model, path = exports["classifier"]
     preprocessor = exports["preprocessor"]
@@ -162,6 +163,7 @@ def test_classifier_outside_python_matches_keras(exports, tmp_path):
     assert np.abs(outputs["2/probabilities"] - expected_bad).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_pair_classifier_outside_python_matches_keras(exports, tmp_path):
     model, path = exports["pair"]
     preprocessor = exports["preprocessor"]
@@ -180,6 +182,7 @@ def test_pair_classifier_outside_python_matches_keras(exports, tmp_path):
     assert np.abs(outputs["0/probabilities"] - expected).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_regressor_and_backbone_outside_python(exports, tmp_path):
     preprocessor = exports["preprocessor"]
     inputs = preprocessor(tf.constant(SINGLES))
@@ -306,6 +309,7 @@ def test_only_core_and_tf_serving_text_ops(exports, tmp_path):
     assert not {"PyFunc", "PyFuncStateless", "EagerPyFunc"} & set(ops)
 
 
+@pytest.mark.slow
 def test_saved_model_cli_show_and_run(exports):
     _, path = exports["classifier"]
     cli = [

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 import keras_bert
@@ -22,6 +23,7 @@ VOCABULARY = [
 ]
 
 
+@pytest.mark.slow
 def test_export_recipe_writes_a_servable_version(tmp_path):
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(VOCABULARY) + "\n")

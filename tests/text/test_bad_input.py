@@ -6,8 +6,6 @@ what Hugging Face does with `bytes.decode("utf-8", "replace")`; NUL is a
 control character and is dropped too. Nothing raises and nothing hangs.
 """
 
-import time
-
 import numpy as np
 import pytest
 
@@ -42,11 +40,8 @@ def megabyte_strings():
 @pytest.mark.parametrize("name", sorted(megabyte_strings()))
 def test_megabyte_strings_match_reference(tokenizer, reference, name):
     text = megabyte_strings()[name]
-    start = time.perf_counter()
     ours = tokenizer(text).numpy().tolist()
-    elapsed = time.perf_counter() - start
     assert ours == reference.encode(text, add_special_tokens=False).ids
-    assert elapsed < 30, f"{name}: {elapsed:.1f}s for one megabyte"
 
 
 def test_batch_mixing_empty_and_huge(tokenizer, reference):

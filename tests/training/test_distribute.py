@@ -15,6 +15,9 @@ import sys
 import numpy as np
 import pytest
 
+# A child process trains three times (~20 s).
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 GLOBAL_BATCH = 8
 STEPS = 6

@@ -42,6 +42,7 @@ def checkpointed_epoch(model_dir):
     return int(path.rsplit("-", 1)[1]) // INTERVAL if path else 0
 
 
+@pytest.mark.slow
 def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path):
     files = pretraining_data.write_training_files(tmp_path)
     model_dir = str(tmp_path / "run")

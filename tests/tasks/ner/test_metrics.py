@@ -3,7 +3,6 @@
 import functools
 import json
 import random
-import time
 
 import pytest
 from seqeval import metrics as seqeval_metrics
@@ -262,12 +261,3 @@ def test_scores_do_not_depend_on_the_scheme():
     )
     del iob1["accuracy"], iob2["accuracy"]
     assert iob1 == iob2
-
-
-def test_entity_scores_is_fast():
-    gold = conll_valid("iob2")
-    rng = random.Random(0)
-    predicted = [perturb(rng, tags) for tags in gold]
-    start = time.perf_counter()
-    entity_scores(gold, predicted)
-    assert time.perf_counter() - start < 1.0

@@ -75,6 +75,7 @@ def keras_answers(model, tokenizer, examples):
     )
 
 
+@pytest.mark.slow
 def test_export_answers_like_keras_and_postprocessing(exported, tmp_path):
     model, tokenizer, path = exported
     questions = [q for q, _ in EXAMPLES]
