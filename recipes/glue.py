@@ -35,11 +35,11 @@ from absl import logging
 
 import keras_bert
 from keras_bert.tasks import load_task_model
+from keras_bert.tasks import recipe_flags
 from keras_bert.tasks import run_fine_tuning
 from keras_bert.tasks.glue import GLUE_TASKS
 from keras_bert.tasks.glue import GlueFineTuning
 from keras_bert.tasks.glue import write_mnli_demo
-from keras_bert.training.strategies import STRATEGIES
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -49,7 +49,6 @@ flags.DEFINE_enum(
     list(GLUE_TASKS),
     "GLUE task. `ax` trains on MNLI and predicts the diagnostic set.",
 )
-flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
 flags.DEFINE_string(
     "data_dir",
     None,
@@ -68,47 +67,9 @@ flags.DEFINE_float(
     "If > 0, hold out this share of the train split (fixed split, seed 0) "
     "and evaluate on it instead of the dev files (e.g. MRPC without dev).",
 )
-flags.DEFINE_string(
-    "init_checkpoint",
-    None,
-    "Pre-trained weights: a Hugging Face or Google BERT directory, or a "
-    "keras-bert pre-training output. Its vocab.txt gives the tokenizer.",
-)
-flags.DEFINE_string(
-    "preset",
-    None,
-    "Instead of --init_checkpoint: a BertBackbone preset with random "
-    "weights (bert_tiny ... bert_large); needs --vocabulary.",
-)
-flags.DEFINE_string("vocabulary", None, "vocab.txt for --preset.")
-flags.DEFINE_bool("lowercase", True, "Lowercase text (with --preset).")
+recipe_flags.define_model_source_flags()
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
-flags.DEFINE_integer("batch_size", 32, "Training batch size.")
-flags.DEFINE_integer("eval_batch_size", 64, "Batch size to predict.")
-flags.DEFINE_float("learning_rate", 2e-5, "Peak learning rate.")
-flags.DEFINE_integer("epochs", 3, "Training epochs.")
-flags.DEFINE_float("warmup_fraction", 0.1, "Share of steps of warmup.")
-flags.DEFINE_integer("seed", 0, "Seed of initialisation, dropout, order.")
-flags.DEFINE_enum(
-    "strategy",
-    "one_device",
-    list(STRATEGIES),
-    "tf.distribute strategy (keras_bert.training.create_strategy).",
-)
-flags.DEFINE_string(
-    "tpu", None, "With --strategy=tpu: the TPU's name, address or 'local'."
-)
-flags.DEFINE_enum(
-    "mixed_precision",
-    "none",
-    ["none", "mixed_float16", "mixed_bfloat16"],
-    "Keras dtype policy; mixed_float16 on GPUs, mixed_bfloat16 on TPUs.",
-)
-flags.DEFINE_string(
-    "export_dir",
-    None,
-    "If set, export the best model with its preprocessor for serving.",
-)
+recipe_flags.define_training_flags(batch_size=32, learning_rate=2e-5, epochs=3)
 flags.mark_flags_as_required(["task", "model_dir"])
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.
@@ -136,33 +97,18 @@ def main(argv):
     result = run_fine_tuning(
         task,
         FLAGS.model_dir,
-        epochs=FLAGS.epochs,
-        batch_size=FLAGS.batch_size,
-        learning_rate=FLAGS.learning_rate,
-        warmup_fraction=FLAGS.warmup_fraction,
-        seed=FLAGS.seed,
-        strategy=FLAGS.strategy,
-        tpu=FLAGS.tpu,
-        mixed_precision=FLAGS.mixed_precision,
-        export_dir=FLAGS.export_dir,
         config=config,
+        **recipe_flags.training_arguments(FLAGS),
     )
     if result.is_chief:
         _print_metrics(result.results)
 
 
 def _check_flags(config):
-    if bool(config["init_checkpoint"]) == bool(config["preset"]):
-        raise app.UsageError(
-            "Pass exactly one of --init_checkpoint (pre-trained weights) and "
-            f"--preset (random weights). Received: init_checkpoint="
-            f"{config['init_checkpoint']!r}, preset={config['preset']!r}"
-        )
-    if config["preset"] and not config["vocabulary"]:
-        raise app.UsageError(
-            f"--preset={config['preset']} has no vocabulary; pass "
-            "--vocabulary=PATH/vocab.txt."
-        )
+    recipe_flags.check_flags(
+        config,
+        positive=("sequence_length", "batch_size", "eval_batch_size", "epochs"),
+    )
     if config["demo"] and config["task"] != "mnli":
         raise app.UsageError(
             f"--demo writes an MNLI sample; use --task=mnli. Received: "
@@ -173,28 +119,15 @@ def _check_flags(config):
             "--holdout_fraction must be in [0, 1). Received: "
             f"{config['holdout_fraction']}"
         )
-    for name in ("sequence_length", "batch_size", "eval_batch_size", "epochs"):
-        if config[name] <= 0:
-            raise app.UsageError(
-                f"--{name} must be positive. Received: {config[name]}"
-            )
-    if not 0 <= config["warmup_fraction"] <= 1:
-        raise app.UsageError(
-            "--warmup_fraction must be in [0, 1]. Received: "
-            f"{config['warmup_fraction']}"
-        )
 
 
 def _build_model(task):
     """The classifier (a regressor for STS-B) and its preprocessor."""
     model, tokenizer = load_task_model(
         keras_bert.BertClassifier,
-        init_checkpoint=FLAGS.init_checkpoint,
-        preset=FLAGS.preset,
-        vocabulary=FLAGS.vocabulary,
-        lowercase=FLAGS.lowercase,
         sequence_length=FLAGS.sequence_length,
         num_classes=task.num_classes,
+        **recipe_flags.model_source_arguments(FLAGS),
     )
     preprocessor = keras_bert.BertPreprocessor(
         tokenizer, sequence_length=FLAGS.sequence_length

@@ -34,9 +34,9 @@ from absl import flags
 
 import keras_bert
 from keras_bert.tasks import load_task_model
+from keras_bert.tasks import recipe_flags
 from keras_bert.tasks import run_fine_tuning
 from keras_bert.tasks.squad import SquadFineTuning
-from keras_bert.training.strategies import STRATEGIES
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -44,21 +44,7 @@ flags.DEFINE_string("train_file", None, "SQuAD JSON to train on.")
 flags.DEFINE_string(
     "predict_file", None, "SQuAD JSON to answer and score every epoch."
 )
-flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
-flags.DEFINE_string(
-    "init_checkpoint",
-    None,
-    "Pre-trained weights: a Hugging Face or Google BERT directory, or a "
-    "keras-bert pre-training output. Its vocab.txt gives the tokenizer.",
-)
-flags.DEFINE_string(
-    "preset",
-    None,
-    "Instead of --init_checkpoint: a BertBackbone preset with random "
-    "weights (bert_tiny ... bert_large); needs --vocabulary.",
-)
-flags.DEFINE_string("vocabulary", None, "vocab.txt for --preset.")
-flags.DEFINE_bool("lowercase", True, "Lowercase text (with --preset).")
+recipe_flags.define_model_source_flags()
 flags.DEFINE_bool(
     "version_2_with_negative",
     False,
@@ -78,31 +64,8 @@ flags.DEFINE_float(
     0.0,
     "v2.0: answer nothing when null score - best span score exceeds this.",
 )
-flags.DEFINE_integer("batch_size", 32, "Training batch size (windows).")
-flags.DEFINE_integer("eval_batch_size", 64, "Batch size to predict.")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
-flags.DEFINE_integer("epochs", 2, "Training epochs.")
-flags.DEFINE_float("warmup_fraction", 0.1, "Share of steps of warmup.")
-flags.DEFINE_integer("seed", 0, "Seed of initialisation, dropout, order.")
-flags.DEFINE_enum(
-    "strategy",
-    "one_device",
-    list(STRATEGIES),
-    "tf.distribute strategy (keras_bert.training.create_strategy).",
-)
-flags.DEFINE_string(
-    "tpu", None, "With --strategy=tpu: the TPU's name, address or 'local'."
-)
-flags.DEFINE_enum(
-    "mixed_precision",
-    "none",
-    ["none", "mixed_float16", "mixed_bfloat16"],
-    "Keras dtype policy; mixed_float16 on GPUs, mixed_bfloat16 on TPUs.",
-)
-flags.DEFINE_string(
-    "export_dir",
-    None,
-    "If set, export the best model with its preprocessor for serving.",
+recipe_flags.define_training_flags(
+    batch_size=32, learning_rate=5e-5, epochs=2, batch_unit="windows"
 )
 flags.mark_flags_as_required(["train_file", "predict_file", "model_dir"])
 FLAGS = flags.FLAGS
@@ -113,25 +76,8 @@ RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
 def main(argv):
     del argv
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
-    if bool(FLAGS.init_checkpoint) == bool(FLAGS.preset):
-        raise app.UsageError(
-            "Pass exactly one of --init_checkpoint (pre-trained weights) and "
-            f"--preset (random weights). Received: init_checkpoint="
-            f"{FLAGS.init_checkpoint!r}, preset={FLAGS.preset!r}"
-        )
-    if FLAGS.preset and not FLAGS.vocabulary:
-        raise app.UsageError(
-            f"--preset={FLAGS.preset} has no vocabulary; pass "
-            "--vocabulary=PATH/vocab.txt."
-        )
-    if FLAGS.init_checkpoint:
-        tokenizer = keras_bert.BertTokenizer.from_checkpoint(
-            FLAGS.init_checkpoint
-        )
-    else:
-        tokenizer = keras_bert.BertTokenizer(
-            FLAGS.vocabulary, lowercase=FLAGS.lowercase
-        )
+    recipe_flags.check_flags(FLAGS, positive=_POSITIVE)
+    tokenizer = recipe_flags.tokenizer_from_flags(FLAGS)
     task = SquadFineTuning(
         _build_model,
         tokenizer,
@@ -149,16 +95,8 @@ def main(argv):
     result = run_fine_tuning(
         task,
         FLAGS.model_dir,
-        epochs=FLAGS.epochs,
-        batch_size=FLAGS.batch_size,
-        learning_rate=FLAGS.learning_rate,
-        warmup_fraction=FLAGS.warmup_fraction,
-        seed=FLAGS.seed,
-        strategy=FLAGS.strategy,
-        tpu=FLAGS.tpu,
-        mixed_precision=FLAGS.mixed_precision,
-        export_dir=FLAGS.export_dir,
         config=config,
+        **recipe_flags.training_arguments(FLAGS),
     )
     if result.is_chief:
         results = result.results
@@ -168,14 +106,23 @@ def main(argv):
         )
 
 
+_POSITIVE = (
+    "max_seq_length",
+    "doc_stride",
+    "max_query_length",
+    "n_best_size",
+    "max_answer_length",
+    "batch_size",
+    "eval_batch_size",
+    "epochs",
+)
+
+
 def _build_model():
     model, _ = load_task_model(
         keras_bert.BertQuestionAnswerer,
-        init_checkpoint=FLAGS.init_checkpoint,
-        preset=FLAGS.preset,
-        vocabulary=FLAGS.vocabulary,
-        lowercase=FLAGS.lowercase,
         sequence_length=FLAGS.max_seq_length,
+        **recipe_flags.model_source_arguments(FLAGS),
     )
     return model
 

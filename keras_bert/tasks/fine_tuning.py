@@ -70,6 +70,7 @@ def run_fine_tuning(
     mixed_precision=None,
     export_dir=None,
     config=None,
+    adam_epsilon_hat=True,
 ):
     """Fine-tunes a task's model, keeps its best epoch, writes its results.
 
@@ -124,6 +125,10 @@ def run_fine_tuning(
         config: dict or `None`. The run's configuration (e.g. a recipe's
             flags), logged and written to `results.json`. Defaults to
             this function's arguments.
+        adam_epsilon_hat: bool. `False` adds AdamW's epsilon as PyTorch
+            and Hugging Face do, after the bias correction (see
+            `keras_bert.training.AdamW`); the default is Keras' "epsilon
+            hat". Defaults to `True`.
 
     Returns:
         A `FineTuningResult`.
@@ -152,6 +157,7 @@ def run_fine_tuning(
             "seed": seed,
             "mixed_precision": mixed_precision,
             "export_dir": export_dir,
+            "adam_epsilon_hat": adam_epsilon_hat,
         }
     tf.io.gfile.makedirs(model_dir)
     logging.info(
@@ -182,7 +188,8 @@ def run_fine_tuning(
                     learning_rate,
                     total_steps=total_steps,
                     warmup_steps=int(warmup_fraction * total_steps),
-                )
+                ),
+                epsilon_hat=adam_epsilon_hat,
             )
         )
     # Keras 3 workarounds so that fit under a strategy equals one device.

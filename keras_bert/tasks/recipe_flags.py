@@ -84,6 +84,13 @@ def define_training_flags(
         None,
         "If set, export the best model with its preprocessor for serving.",
     )
+    flags.DEFINE_bool(
+        "adam_epsilon_hat",
+        True,
+        "AdamW's epsilon as Keras adds it (before the bias correction, "
+        "'epsilon hat'); --noadam_epsilon_hat adds it as PyTorch and "
+        "Hugging Face do, which trains like them step for step.",
+    )
 
 
 def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
@@ -138,6 +145,7 @@ def training_arguments(values):
             "tpu",
             "mixed_precision",
             "export_dir",
+            "adam_epsilon_hat",
         )
     }
 

@@ -238,3 +238,123 @@ def test_fused_adamw_config_round_trip_and_amsgrad_fallback():
     )
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
+
+
+# === PyTorch's epsilon and clipping by the gradient's own norm ===
+
+
+def _torch_adamw_run(weights, gradients, lr, decay, eps):
+    """`torch.optim.AdamW` on the same weights and gradients (float32)."""
+    import torch
+
+    parameters = [torch.nn.Parameter(torch.tensor(w)) for w in weights]
+    optimizer = torch.optim.AdamW(
+        parameters, lr=lr, weight_decay=decay, eps=eps, betas=(0.9, 0.999)
+    )
+    for grads in gradients:
+        for parameter, g in zip(parameters, grads):
+            parameter.grad = torch.tensor(g)
+        optimizer.step()
+    return [p.detach().numpy() for p in parameters]
+
+
+@pytest.mark.parametrize("with_strategy", [False, True])
+def test_epsilon_hat_false_is_torch_adamw(with_strategy):
+    """`epsilon_hat=False` gives `torch.optim.AdamW`'s update, on both of
+    our paths (the fused XLA pass, and `ResourceApplyAdam` under a
+    strategy); the default, Keras' epsilon hat, does not when gradients are
+    small next to epsilon (here 1e-9 to 1e-5, as after clipping a model's
+    gradient to norm 1)."""
+    import tensorflow as tf
+
+    weights, gradients = _adamw_problem()
+    gradients = [[g * 1e-5 for g in grads] for grads in gradients]
+    kwargs = dict(learning_rate=1e-3, weight_decay=0.01, epsilon=1e-6)
+    torch_weights = _torch_adamw_run(weights, gradients, 1e-3, 0.01, 1e-6)
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    results = {}
+    for epsilon_hat in (False, True):
+        if with_strategy:
+            with strategy.scope():
+                optimizer = keras_bert.training.AdamW(
+                    epsilon_hat=epsilon_hat, **kwargs
+                )
+                results[epsilon_hat], _ = _adamw_run(
+                    optimizer, weights, gradients, strategy
+                )
+        else:
+            optimizer = keras_bert.training.AdamW(
+                epsilon_hat=epsilon_hat, **kwargs
+            )
+            results[epsilon_hat], _ = _adamw_run(optimizer, weights, gradients)
+    for ours, theirs in zip(results[False], torch_weights):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    # The default moves the weights less: its epsilon is 31.6x larger at
+    # the first step. 10 steps of lr 1e-3 move a weight by up to 1e-2.
+    difference = max(
+        np.abs(ours - theirs).max()
+        for ours, theirs in zip(results[True], torch_weights)
+    )
+    assert difference > 1e-3
+
+
+def test_epsilon_hat_config_and_bad_values():
+    optimizer = create_adamw(1e-4, epsilon_hat=False)
+    assert optimizer.epsilon_hat is False
+    restored = keras.optimizers.deserialize(
+        keras.optimizers.serialize(optimizer)
+    )
+    assert restored.epsilon_hat is False
+    assert create_adamw(1e-4).epsilon_hat is True
+    with pytest.raises(ValueError, match="epsilon_hat=1"):
+        keras_bert.training.AdamW(1e-4, epsilon_hat=1)
+    with pytest.raises(ValueError, match="amsgrad=True"):
+        keras_bert.training.AdamW(1e-4, amsgrad=True, epsilon_hat=False)
+
+
+def test_global_clipnorm_uses_the_summed_rows_of_a_sparse_gradient():
+    """A row looked up twice counts with its summed gradient in the global
+    norm, as its dense gradient would (Keras' own clipping adds the squares
+    of the two slices instead)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(5, 4)).astype("float32")
+    rows = tf.constant([2, 0, 2, 2, 7])  # row 2 three times
+    dense_kernel = rng.normal(size=(4, 3)).astype("float32")
+    sparse = tf.IndexedSlices(tf.constant(values), rows, tf.constant([8, 4]))
+    dense = tf.math.unsorted_segment_sum(values, rows, 8).numpy()
+    norm = np.sqrt((dense**2).sum() + (dense_kernel**2).sum())
+    assert norm > 1.0  # the clipping binds
+    optimizer = keras_bert.training.AdamW(1e-3, global_clipnorm=1.0)
+    clipped_sparse, clipped_kernel = optimizer._clip_gradients(
+        [sparse, tf.constant(dense_kernel)]
+    )
+    np.testing.assert_allclose(
+        tf.convert_to_tensor(clipped_sparse).numpy(), dense / norm, rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        clipped_kernel.numpy(), dense_kernel / norm, rtol=1e-6
+    )
+    # The same as clipping the dense gradient, which Keras does right.
+    reference = keras.optimizers.AdamW(1e-3, global_clipnorm=1.0)
+    expected = reference._clip_gradients([dense, dense_kernel])
+    np.testing.assert_allclose(
+        tf.convert_to_tensor(clipped_sparse).numpy(),
+        np.asarray(expected[0]),
+        rtol=1e-6,
+    )
+    # Keras' own norm of the slices is another one.
+    keras_clipped = reference._clip_gradients(
+        [sparse, tf.constant(dense_kernel)]
+    )
+    assert not np.allclose(
+        tf.convert_to_tensor(keras_clipped[0]).numpy(), dense / norm
+    )
+    # Below the norm nothing changes; None gradients pass through.
+    small = keras_bert.training.AdamW(1e-3, global_clipnorm=100.0)
+    unclipped, none = small._clip_gradients([sparse, None])
+    assert none is None
+    np.testing.assert_allclose(
+        tf.convert_to_tensor(unclipped).numpy(), dense, rtol=1e-6
+    )
