@@ -17,7 +17,8 @@ Settings, identical for both:
                 the window where it has the most context. The windows are
                 `keras_bert.tasks.ner.ner_features`' for both; labels equal
                 Hugging Face's `word_ids()` alignment on every sentence
-                (tests/tasks/ner/test_alignment.py).
+                (tests/tasks/ner/test_features.py,
+                `test_every_valid_sentence_matches_run_ner`).
   batches       32 windows, grouped by length as Hugging Face's
                 `group_by_length` (groups of 50 batches, each sorted
                 longest first, after a shuffle seeded by (seed, epoch)),
@@ -39,8 +40,13 @@ initialise it freshly (seeded).
 Contestants:
   torch       transformers `BertForTokenClassification.from_pretrained`
               and a plain PyTorch loop (2 threads).
-  keras_bert  `python recipes/ner.py` with the same settings; its own
-              `results.json` holds the scores.
+  keras_bert  `python recipes/ner.py` with the same settings, AdamW's
+              epsilon added as PyTorch adds it (`--noadam_epsilon_hat`);
+              its own `results.json` holds the scores.
+  keras_bert_epsilon_hat
+              the same with the recipe's default epsilon (Keras' "epsilon
+              hat", `keras_bert.training.AdamW`): not identical settings,
+              shown for what the default gives.
 
 Run (RUN_DIR defaults to /tmp/ner_runs/<dataset>/<contestant>, outside the
 repository; the results land in benchmarks/ner/<dataset>_<contestant>.json):
@@ -94,9 +100,15 @@ OUTPUT_DIR = os.path.join(REPO, "benchmarks", "ner")
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("dataset", "conll2003", list(DATASETS), "Which data.")
 flags.DEFINE_enum(
-    "contestant", None, ["torch", "keras_bert"], "Who fine-tunes."
+    "contestant",
+    None,
+    ["torch", "keras_bert", "keras_bert_epsilon_hat"],
+    "Who fine-tunes.",
 )
 flags.DEFINE_string("run_dir", None, "Default /tmp/ner_runs/<dataset>/<who>.")
+flags.DEFINE_integer(
+    "seed", 0, "Seed of the head, dropout and batch order (both alike)."
+)
 flags.DEFINE_integer("threads", 2, "torch threads.")
 flags.DEFINE_integer("limit_train", None, "Smoke runs: first N sentences.")
 flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
@@ -273,10 +285,10 @@ def train_torch(run_dir):
             [len(words) for words in validation["words"]],
             outside_id=labels.index("O"),
         )
-        scores = entity_scores(
-            validation["tags"],
-            [[labels[i] for i in ids] for ids in predicted],
-        )
+        predicted_tags = [[labels[i] for i in ids] for ids in predicted]
+        scores = entity_scores(validation["tags"], predicted_tags)
+        if not epochs or scores["f1"] > max(e["metrics"]["f1"] for e in epochs):
+            best_tags = predicted_tags
         epochs.append(
             {
                 "epoch": epoch + 1,
@@ -299,6 +311,8 @@ def train_torch(run_dir):
         "num_train_windows": num_windows,
         "steps": len(losses),
         "labels": labels,
+        "predicted_tags": best_tags,
+        "gold_tags": validation["tags"],
     }
 
 
@@ -323,6 +337,8 @@ def train_keras_bert(run_dir):
         f"--warmup_fraction={SETTINGS['warmup_fraction']}",
         f"--seed={SETTINGS['seed']}",
         f"--group_by_length={SETTINGS['group_by_length']}",
+        # PyTorch's AdamW epsilon, unless the contestant is the default's.
+        f"--adam_epsilon_hat={FLAGS.contestant == 'keras_bert_epsilon_hat'}",
         # For benchmarks/ner_export_check.py.
         f"--export_dir={run_dir}_export",
     ]
@@ -333,8 +349,11 @@ def train_keras_bert(run_dir):
     with open(os.path.join(run_dir, "results.json")) as file:
         results = json.load(file)
     history = results["epochs"]
+    gold, predicted = read_predictions_file(
+        results["predictions"]["validation"]
+    )
     return {
-        "contestant": "keras_bert",
+        "contestant": FLAGS.contestant,
         "epochs": history,
         "best_epoch": results["best_epoch"],
         "metrics": results["metrics"]["validation"],
@@ -345,7 +364,83 @@ def train_keras_bert(run_dir):
         "num_train_windows": results["num_train_examples"],
         "labels": results["labels"],
         "command": command,
+        "predicted_tags": predicted,
+        "gold_tags": gold,
     }
+
+
+def read_predictions_file(path):
+    """`token gold predicted` lines (the recipe's output) → tag lists."""
+    gold, predicted, sentence = [], [], []
+    with open(path, encoding="utf-8") as file:
+        for line in [*file, "\n"]:
+            columns = line.split()
+            if columns:
+                sentence.append(columns[-2:])
+            elif sentence:
+                gold.append([g for g, _ in sentence])
+                predicted.append([p for _, p in sentence])
+                sentence = []
+    return gold, predicted
+
+
+def seqeval_check(result):
+    """`seqeval`'s scores of the run's own predictions, beside ours.
+
+    The run's gold and predicted tags (validation, best epoch) are scored
+    again by `seqeval` (default mode, as `conlleval`); the predicted tags
+    are written, one sentence per line, to
+    `benchmarks/ner/<dataset>_<contestant>_predicted.txt.gz` so that
+    `tests/tasks/ner/test_metrics.py` checks the parity on them for good.
+    """
+    import gzip
+
+    from seqeval import metrics as seqeval_metrics
+
+    from keras_bert.tasks.ner import entity_scores
+
+    gold, predicted = result.pop("gold_tags"), result.pop("predicted_tags")
+    ours = entity_scores(gold, predicted)
+    theirs = {
+        "precision": seqeval_metrics.precision_score(
+            gold, predicted, zero_division=0
+        ),
+        "recall": seqeval_metrics.recall_score(
+            gold, predicted, zero_division=0
+        ),
+        "f1": seqeval_metrics.f1_score(gold, predicted, zero_division=0),
+        "accuracy": seqeval_metrics.accuracy_score(gold, predicted),
+    }
+    report = seqeval_metrics.classification_report(
+        gold, predicted, output_dict=True, zero_division=0
+    )
+    differences = [abs(ours[name] - theirs[name]) for name in theirs]
+    for entity_type, scores in ours["per_type"].items():
+        theirs[f"{entity_type}_f1"] = report[entity_type]["f1-score"]
+        differences.append(abs(scores["f1"] - theirs[f"{entity_type}_f1"]))
+    if abs(ours["f1"] - result["metrics"]["f1"]) > 1e-12:
+        raise AssertionError(
+            f"the predictions score F1 {ours['f1']}, the run reported "
+            f"{result['metrics']['f1']}"
+        )
+    check = {
+        "seqeval": theirs,
+        "max_abs_difference": max(differences),
+        "num_sentences": len(gold),
+    }
+    if FLAGS.seed == 0:  # one run's tags per contestant are enough
+        path = os.path.join(OUTPUT_DIR, f"{run_name()}_predicted.txt.gz")
+        # mtime=0: the same tags give the same bytes.
+        with gzip.GzipFile(path, "wb", mtime=0) as file:
+            file.write(
+                "".join(" ".join(tags) + "\n" for tags in predicted).encode()
+            )
+        check["predicted_tags_file"] = os.path.relpath(path, REPO)
+    return check
+
+
+def run_name():
+    return f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
 
 
 def _children_cpu():
@@ -361,15 +456,26 @@ def summarize():
         with open(os.path.join(OUTPUT_DIR, name)) as file:
             result = json.load(file)
         metrics = result["metrics"]
+        check = result.get("seqeval_check")
+        seqeval = (
+            f"{100 * check['seqeval']['f1']:.2f} "
+            f"(max diff {check['max_abs_difference']:.0e})"
+            if check
+            else "–"
+        )
         rows.append(
             f"| {result['dataset']} | {result['contestant']} "
             f"| {100 * metrics['precision']:.2f} | {100 * metrics['recall']:.2f} "
-            f"| **{100 * metrics['f1']:.2f}** | {result['best_epoch']} "
-            f"| {result['train_seconds'] / 60:.1f} |"
+            f"| **{100 * metrics['f1']:.2f}** | {seqeval} "
+            f"| {result['best_epoch']} / {result['settings']['epochs']} "
+            f"| {result['train_seconds'] / 60:.1f} "
+            f"| {result['total_seconds'] / 60:.1f} |"
         )
     print(
         "| data (validation) | contestant | precision | recall | F1 "
-        "| best epoch | train minutes |\n|---|---|---|---|---|---|---|"
+        "| seqeval F1 of the same predictions | best epoch "
+        "| train minutes | job minutes |\n"
+        "|---|---|---|---|---|---|---|---|---|"
     )
     print("\n".join(rows))
 
@@ -380,9 +486,10 @@ def main(argv):
         summarize()
         return
     if not FLAGS.contestant:
-        raise app.UsageError("Pass --contestant=torch or keras_bert.")
+        raise app.UsageError("Pass --contestant (torch, keras_bert, ...).")
+    SETTINGS["seed"] = FLAGS.seed
     run_dir = FLAGS.run_dir or os.path.join(
-        "/tmp/ner_runs", FLAGS.dataset, FLAGS.contestant
+        "/tmp/ner_runs", FLAGS.dataset, f"{FLAGS.contestant}_seed{FLAGS.seed}"
     )
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     start = time.perf_counter()
@@ -401,9 +508,13 @@ def main(argv):
         }
     )
     smoke = FLAGS.limit_train or FLAGS.limit_eval
+    if smoke:
+        result.pop("gold_tags"), result.pop("predicted_tags")
+    else:
+        result["seqeval_check"] = seqeval_check(result)
     output = run_dir if smoke else OUTPUT_DIR
     os.makedirs(output, exist_ok=True)
-    path = os.path.join(output, f"{FLAGS.dataset}_{FLAGS.contestant}.json")
+    path = os.path.join(output, f"{run_name()}.json")
     with open(path, "w") as file:
         json.dump(result, file, indent=2)
     print(
