@@ -17,6 +17,7 @@ from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.distribution import write_directory
 from keras_bert.training.epoch_evaluation import EpochEvaluation
 from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.progress_logger import ProgressLogger
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
@@ -217,7 +218,16 @@ def run_fine_tuning(
         task.train_dataset(batch_size, seed, first_epoch, epochs),
         steps_per_epoch=steps_per_epoch,
         epochs=epochs,
-        callbacks=[evaluation, backup],
+        callbacks=[
+            evaluation,
+            backup,
+            # A line every 100 steps (or tenth of an epoch): an epoch can
+            # take hours, and verbose=2 prints only at its end.
+            ProgressLogger(
+                steps_per_epoch,
+                every_steps=min(100, max(1, steps_per_epoch // 10)),
+            ),
+        ],
         shuffle=False,  # the task's dataset orders each epoch itself
         verbose=2,
     )

@@ -18,6 +18,7 @@ from keras_bert.training.optimizers import create_lamb
 from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.pretraining import pretrain
 from keras_bert.training.pretraining import save_pretrained
+from keras_bert.training.progress_logger import ProgressLogger
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
@@ -29,6 +30,7 @@ __all__ = [
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
     "PreemptionCheckpoint",
+    "ProgressLogger",
     "WarmupLinearDecay",
     "check_fit_support",
     "create_adamw",

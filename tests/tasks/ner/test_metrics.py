@@ -1,7 +1,9 @@
 """Entity scores: hand-worked cases and parity with `seqeval` (conlleval)."""
 
 import functools
+import gzip
 import json
+import os
 import random
 
 import pytest
@@ -261,3 +263,43 @@ def test_scores_do_not_depend_on_the_scheme():
     )
     del iob1["accuracy"], iob2["accuracy"]
     assert iob1 == iob2
+
+
+# Predicted tags of real fine-tuned models on the validation files, written
+# by `benchmarks/ner_finetune.py` (seed 0 of each contestant).
+REAL_PREDICTIONS = {
+    "conll2003": "valid.txt",
+    "wnut17": "emerging.dev.conll",
+}
+BENCHMARK_DIR = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "benchmarks", "ner"
+)
+
+
+def real_prediction_runs():
+    runs = sorted(
+        name[: -len("_predicted.txt.gz")]
+        for name in os.listdir(BENCHMARK_DIR)
+        if name.endswith("_predicted.txt.gz")
+    )
+    return runs
+
+
+@pytest.mark.parametrize("run", real_prediction_runs())
+def test_parity_on_real_model_predictions(run):
+    dataset = run.split("_")[0]
+    gold = read_conll(shared_path(dataset, REAL_PREDICTIONS[dataset]))["tags"]
+    with gzip.open(
+        os.path.join(BENCHMARK_DIR, f"{run}_predicted.txt.gz"), "rt"
+    ) as file:
+        predicted = [line.split() for line in file.read().splitlines()]
+    scores = assert_same_as_seqeval(gold, predicted)
+    with open(os.path.join(BENCHMARK_DIR, f"{run}.json")) as file:
+        reported = json.load(file)["metrics"]
+    assert scores["f1"] == pytest.approx(reported["f1"], abs=1e-12)
+    assert 0.3 < scores["f1"] < 0.95  # a trained model, not a toy
+
+
+def test_there_are_real_predictions_of_both_datasets():
+    runs = real_prediction_runs()
+    assert {run.split("_")[0] for run in runs} == set(REAL_PREDICTIONS)
