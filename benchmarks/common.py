@@ -185,3 +185,27 @@ print("PEAK", 2 * 2048**3 / times[5] / 1e9)
         [sys.executable, "-c", code], capture_output=True, text=True
     )
     return float(out.stdout.split("PEAK")[-1])
+
+
+def torch_adamw(
+    model, learning_rate, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-6
+):
+    """`torch.optim.AdamW` as BERT fine-tunes: no decay on biases and
+    LayerNorm weights (the parameter groups of Hugging Face's examples)."""
+    import torch
+
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        if name.endswith("bias") or "LayerNorm" in name:
+            no_decay.append(parameter)
+        else:
+            decay.append(parameter)
+    return torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=learning_rate,
+        betas=betas,
+        eps=eps,
+    )

@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_FILE = os.path.join(
     os.path.dirname(REPO), "shared", "conll2003", "train.txt"
@@ -86,21 +88,7 @@ def torch_losses(path, batches, num_labels, warmup):
         model.classifier.weight.detach().numpy().T.copy(),
         model.classifier.bias.detach().numpy().copy(),
     )
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if name.endswith("bias") or "LayerNorm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": 0.01},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=5e-5,
-        betas=(0.9, 0.999),
-        eps=1e-6,
-    )
+    optimizer = common.torch_adamw(model, 5e-5)
     schedule = transformers.get_linear_schedule_with_warmup(
         optimizer, warmup, len(batches)
     )

@@ -188,18 +188,10 @@ def train_torch(run_dir):
         attention_probs_dropout_prob=SETTINGS["dropout"],
     )
     model.to(torch.float32)
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if name.endswith("bias") or "LayerNorm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": SETTINGS["weight_decay"]},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=SETTINGS["learning_rate"],
+    optimizer = common.torch_adamw(
+        model,
+        SETTINGS["learning_rate"],
+        weight_decay=SETTINGS["weight_decay"],
         betas=(SETTINGS["adam_beta_1"], SETTINGS["adam_beta_2"]),
         eps=SETTINGS["adam_epsilon"],
     )

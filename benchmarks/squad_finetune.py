@@ -357,22 +357,10 @@ def train_torch(run_dir):
     )
     model.to(torch.float32)
 
-    no_decay = [
-        p
-        for n, p in model.named_parameters()
-        if n.endswith("bias") or "LayerNorm" in n
-    ]
-    decay = [
-        p
-        for n, p in model.named_parameters()
-        if not (n.endswith("bias") or "LayerNorm" in n)
-    ]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": SETTINGS["weight_decay"]},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=SETTINGS["learning_rate"],
+    optimizer = common.torch_adamw(
+        model,
+        SETTINGS["learning_rate"],
+        weight_decay=SETTINGS["weight_decay"],
         betas=(SETTINGS["adam_beta_1"], SETTINGS["adam_beta_2"]),
         eps=SETTINGS["adam_epsilon"],
     )
