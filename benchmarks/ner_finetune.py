@@ -441,35 +441,82 @@ def _children_cpu():
 
 
 def summarize():
-    rows = []
+    """Markdown tables of every OUTPUT_DIR/*.json: scores over seeds, the
+    paired differences, and seed 0's times."""
+    import statistics
+
+    runs = {}
     for name in sorted(os.listdir(OUTPUT_DIR)):
         if not name.endswith(".json"):
             continue
         with open(os.path.join(OUTPUT_DIR, name)) as file:
             result = json.load(file)
-        metrics = result["metrics"]
-        check = result.get("seqeval_check")
-        seqeval = (
-            f"{100 * check['seqeval']['f1']:.2f} "
-            f"(max diff {check['max_abs_difference']:.0e})"
-            if check
-            else "–"
-        )
-        rows.append(
-            f"| {result['dataset']} | {result['contestant']} "
-            f"| {100 * metrics['precision']:.2f} | {100 * metrics['recall']:.2f} "
-            f"| **{100 * metrics['f1']:.2f}** | {seqeval} "
-            f"| {result['best_epoch']} / {result['settings']['epochs']} "
-            f"| {result['train_seconds'] / 60:.1f} "
-            f"| {result['total_seconds'] / 60:.1f} |"
-        )
+        key = (result["dataset"], result["contestant"])
+        runs.setdefault(key, {})[result["settings"]["seed"]] = result
+
+    def f1(result):
+        return 100 * result["metrics"]["f1"]
+
+    def spread(values):
+        if len(values) < 2:
+            return f"{values[0]:.2f}"
+        return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
     print(
-        "| data (validation) | contestant | precision | recall | F1 "
-        "| seqeval F1 of the same predictions | best epoch "
-        "| train minutes | job minutes |\n"
-        "|---|---|---|---|---|---|---|---|---|"
+        "| data (validation) | contestant | F1, mean ± std | F1 of seeds "
+        "| precision | recall | seqeval F1 = ours |\n"
+        "|---|---|---|---|---|---|---|"
     )
-    print("\n".join(rows))
+    for (dataset, contestant), seeds in sorted(runs.items()):
+        results = [seeds[seed] for seed in sorted(seeds)]
+        agree = all(
+            r.get("seqeval_check", {}).get("max_abs_difference") == 0.0
+            for r in results
+        )
+        print(
+            f"| {dataset} | {contestant} | **{spread([f1(r) for r in results])}** "
+            f"| {', '.join(f'{f1(r):.2f}' for r in results)} (seeds "
+            f"{', '.join(map(str, sorted(seeds)))}) "
+            f"| {spread([100 * r['metrics']['precision'] for r in results])} "
+            f"| {spread([100 * r['metrics']['recall'] for r in results])} "
+            f"| {'yes, all' if agree else 'NO'} |"
+        )
+    print("\nPaired by seed (the same batches, in the same order):\n")
+    print("| data | keras-bert − torch, F1 points | mean |\n|---|---|---|")
+    for dataset in sorted({d for d, _ in runs}):
+        ours = runs.get((dataset, "keras_bert"), {})
+        theirs = runs.get((dataset, "torch"), {})
+        seeds = sorted(set(ours) & set(theirs))
+        if not seeds:
+            continue
+        deltas = [f1(ours[s]) - f1(theirs[s]) for s in seeds]
+        print(
+            f"| {dataset} | "
+            + ", ".join(f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds))
+            + f" | {statistics.mean(deltas):+.2f} |"
+        )
+    print("\nSeed 0's times (run alone on the machine, one after the other):\n")
+    print(
+        "| data | contestant | train minutes | train windows/s "
+        "| whole job minutes | machine |\n|---|---|---|---|---|---|"
+    )
+    for (dataset, contestant), seeds in sorted(runs.items()):
+        if 0 not in seeds:
+            continue
+        result = seeds[0]
+        windows = result["num_train_windows"] * result["settings"]["epochs"]
+        print(
+            f"| {dataset} | {contestant} | {result['train_seconds'] / 60:.1f} "
+            f"| {windows / result['train_seconds']:.1f} "
+            f"| {result['total_seconds'] / 60:.1f} "
+            f"| {result['machine'].split(';')[0]} |"
+        )
+    versions = {
+        r["machine"].split("; ", 1)[-1]
+        for s in runs.values()
+        for r in s.values()
+    }
+    print(f"\nVersions: {'; '.join(sorted(versions))}.")
 
 
 def main(argv):
