@@ -30,6 +30,7 @@ def _require_tensorflow_backend():
 _require_tensorflow_backend()
 
 from keras_bert import checkpoints  # noqa: E402
+from keras_bert import files  # noqa: E402
 from keras_bert import layers  # noqa: E402
 from keras_bert import serving  # noqa: E402
 from keras_bert import tasks  # noqa: E402
@@ -53,6 +54,7 @@ __all__ = [
     "BertTokenizer",
     "__version__",
     "checkpoints",
+    "files",
     "layers",
     "serving",
     "tasks",

@@ -24,9 +24,6 @@ Writes OUTPUT and OUTPUT.json: the resolved flags, line, word and token
 counts, the vocabulary size and, with --held_out_fraction, the `[UNK]` rate.
 """
 
-import glob
-import gzip
-import json
 import time
 
 from absl import app
@@ -34,6 +31,8 @@ from absl import flags
 from absl import logging
 
 import keras_bert
+from keras_bert.data import expand_input_files
+from keras_bert.data import text_lines
 from keras_bert.text import vocabulary as vocabulary_lib
 
 FLAGS = flags.FLAGS
@@ -53,17 +52,8 @@ flags.mark_flags_as_required(["input", "output"])
 
 
 def read_lines(patterns):
-    paths = sorted({p for pattern in patterns for p in glob.glob(pattern)})
-    if not paths:
-        raise FileNotFoundError(
-            f"--input={','.join(patterns)!r} matches no file. Pass existing "
-            "files or glob patterns, comma-separated."
-        )
-    lines = []
-    for path in paths:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            lines += [line for line in f.read().split("\n") if line.strip()]
+    paths = expand_input_files(",".join(patterns))
+    lines = [line for path in paths for line in text_lines(path) if line]
     return paths, lines
 
 
@@ -126,8 +116,7 @@ def main(argv):
             held_out_tokens=int(ids.size),
             held_out_unk_rate=float((ids == tokenizer.unk_token_id).mean()),
         )
-    with open(FLAGS.output + ".json", "w") as f:
-        json.dump(results, f, indent=2)
+    keras_bert.files.write_json(FLAGS.output + ".json", results)
     logging.info("Wrote %s: %s", FLAGS.output, results)
 
 

@@ -30,15 +30,14 @@ Writes `OUTPUT/conversion.json`: the resolved flags, the input format, the
 model class, its parameter count and the files written.
 """
 
-import json
-import os
-
 import keras
+import tensorflow as tf
 from absl import app
 from absl import flags
 from absl import logging
 
 import keras_bert
+from keras_bert import files
 from keras_bert.checkpoints import load_checkpoint
 from keras_bert.checkpoints import save_huggingface
 
@@ -68,41 +67,38 @@ KERAS_FILE = "model.keras"
 
 def _load(input_dir):
     """Returns `(model, input_format)`."""
-    keras_path = os.path.join(input_dir, KERAS_FILE)
-    if os.path.exists(keras_path):
+    keras_path = files.join(input_dir, KERAS_FILE)
+    if files.exists(keras_path):
         return keras.models.load_model(keras_path), "keras"
     # Only flags the user set: each model class takes its own arguments.
     options = {}
     if FLAGS.num_classes is not None:
         options["num_classes"] = FLAGS.num_classes
     model = load_checkpoint(input_dir, MODEL_CLASSES[FLAGS.model], **options)
-    if os.path.exists(os.path.join(input_dir, "config.json")):
+    if files.exists(files.join(input_dir, "config.json")):
         return model, "huggingface"
     return model, "google"
 
 
 def _tokenizer(input_dir):
-    if not os.path.exists(os.path.join(input_dir, "vocab.txt")):
+    if not files.exists(files.join(input_dir, "vocab.txt")):
         logging.warning("%s has no vocab.txt; writing no tokenizer.", input_dir)
         return None
     return keras_bert.BertTokenizer.from_checkpoint(input_dir)
 
 
 def _save_keras(model, tokenizer, output_dir):
-    model.save(os.path.join(output_dir, KERAS_FILE))
+    model.save(files.join(output_dir, KERAS_FILE))
     if tokenizer is None:
         return
-    with open(os.path.join(output_dir, "vocab.txt"), "w") as file:
-        file.write("\n".join(tokenizer.vocabulary) + "\n")
-    with open(os.path.join(output_dir, "tokenizer_config.json"), "w") as file:
-        json.dump(
-            {
-                "do_lower_case": tokenizer.lowercase,
-                "strip_accents": tokenizer.strip_accents,
-            },
-            file,
-            indent=2,
-        )
+    tokenizer.save_vocabulary(output_dir)
+    files.write_json(
+        files.join(output_dir, "tokenizer_config.json"),
+        {
+            "do_lower_case": tokenizer.lowercase,
+            "strip_accents": tokenizer.strip_accents,
+        },
+    )
 
 
 def main(argv):
@@ -114,7 +110,7 @@ def main(argv):
     logging.info("Configuration: %s", configuration)
     model, input_format = _load(FLAGS.input)
     tokenizer = _tokenizer(FLAGS.input)
-    os.makedirs(FLAGS.output, exist_ok=True)
+    files.makedirs(FLAGS.output)
     if FLAGS.to == "keras":
         _save_keras(model, tokenizer, FLAGS.output)
     else:
@@ -124,10 +120,11 @@ def main(argv):
         "input_format": input_format,
         "model_class": type(model).__name__,
         "parameters": model.count_params(),
-        "files": sorted(os.listdir(FLAGS.output)),
+        "files": sorted(
+            name.rstrip("/") for name in tf.io.gfile.listdir(FLAGS.output)
+        ),
     }
-    with open(os.path.join(FLAGS.output, "conversion.json"), "w") as file:
-        json.dump(results, file, indent=2)
+    files.write_json(files.join(FLAGS.output, "conversion.json"), results)
     logging.info("Wrote %s: %s", FLAGS.output, results)
 
 

@@ -39,13 +39,11 @@ Example:
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
 """
 
-import json
-import os
-
 from absl import app
 from absl import flags
 from absl import logging
 
+import keras_bert
 from keras_bert import BertTokenizer
 from keras_bert import data
 
@@ -103,9 +101,10 @@ def main(argv):
         progress=FLAGS.progress,
     )
     directory, _, name = output_files[0].rpartition("/")
-    stats_path = os.path.join(directory, f"stats-{name}.json")
-    with open(stats_path, "w") as f:
-        json.dump({"output_files": output_files, **stats}, f, indent=2)
+    stats_path = keras_bert.files.join(directory, f"stats-{name}.json")
+    keras_bert.files.write_json(
+        stats_path, {"output_files": output_files, **stats}
+    )
     logging.info("Statistics written to %s: %s", stats_path, stats)
 
 

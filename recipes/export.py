@@ -16,7 +16,6 @@ See saved_models/README.md for serving the result.
 """
 
 import json
-import os
 
 from absl import app
 from absl import flags
@@ -100,7 +99,7 @@ def main(argv):
         tokenizer, sequence_length=FLAGS.sequence_length
     )
     if FLAGS.model:
-        if not os.path.exists(FLAGS.model):
+        if not keras_bert.files.exists(FLAGS.model):
             raise app.UsageError(f"--model={FLAGS.model} does not exist.")
         model = keras.models.load_model(FLAGS.model)
     else:

@@ -128,8 +128,7 @@ def _build_model(vocabulary_size):
         model = keras_bert.BertMaskedLM.from_checkpoint(FLAGS.init_checkpoint)
         backbone = model.backbone
     elif FLAGS.bert_config_file:
-        with open(FLAGS.bert_config_file) as f:
-            config = json.load(f)
+        config = keras_bert.files.read_json(FLAGS.bert_config_file)
         backbone = keras_bert.BertBackbone(**config)
     else:
         backbone = keras_bert.BertBackbone.from_preset(

@@ -11,6 +11,8 @@ is built, so that a checkpoint never loads into the wrong function.
 
 import json
 
+from keras_bert import files
+
 # Hugging Face's activation names -> ours. "gelu_fast" and "gelu_new" are the
 # tanh approximation written two ways.
 HUGGINGFACE_ACTIVATIONS = {
@@ -43,8 +45,7 @@ _ARCHITECTURE_KEYS = {
 
 def read_config_file(config_path):
     """Parses a checkpoint's JSON config, naming the file if it is broken."""
-    with open(config_path) as file:
-        text = file.read()
+    text = files.read_text(config_path)
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:

@@ -1,12 +1,12 @@
 """Reads an original Google BERT (TensorFlow 1) directory into a
 `Checkpoint`."""
 
-import glob
 import os
 import re
 
 import tensorflow as tf
 
+from keras_bert import files
 from keras_bert.checkpoints.checkpoint import Checkpoint
 from keras_bert.checkpoints.checkpoint_config import (
     backbone_config_from_checkpoint_config,
@@ -100,12 +100,12 @@ def find_google_checkpoint(path):
     single `*.index` file.
     """
     latest = tf.train.latest_checkpoint(path)
-    if latest and os.path.exists(latest + ".index"):
+    if latest and files.exists(latest + ".index"):
         return latest
-    default = os.path.join(path, "bert_model.ckpt")
-    if os.path.exists(default + ".index"):
+    default = files.join(path, "bert_model.ckpt")
+    if files.exists(default + ".index"):
         return default
-    indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+    indexes = sorted(tf.io.gfile.glob(files.join(path, "*.index")))
     if len(indexes) == 1:
         return indexes[0][: -len(".index")]
     if len(indexes) > 1:
@@ -142,7 +142,7 @@ def read_google_checkpoint(path, prefix=None):
     # "bert/pooler/dense/kernel"
     ```
     """
-    config_path = os.path.join(path, CONFIG_FILE)
+    config_path = files.join(path, CONFIG_FILE)
     config = read_config_file(config_path)
     backbone_config = backbone_config_from_checkpoint_config(
         config, "google", config_path

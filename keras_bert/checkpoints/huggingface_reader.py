@@ -2,10 +2,12 @@
 
 import json
 import os
+import pickle
 import re
 
 import numpy as np
 
+from keras_bert import files
 from keras_bert.checkpoints.checkpoint import Checkpoint
 from keras_bert.checkpoints.checkpoint_config import (
     backbone_config_from_checkpoint_config,
@@ -45,7 +47,7 @@ def read_huggingface_checkpoint(path):
     checkpoint.backbone_config["num_layers"]  # 2
     ```
     """
-    config_path = os.path.join(path, "config.json")
+    config_path = files.join(path, "config.json")
     config = read_config_file(config_path)
     backbone_config = backbone_config_from_checkpoint_config(
         config, "huggingface", config_path
@@ -82,22 +84,22 @@ def read_huggingface_checkpoint(path):
 
 
 def _read_tensors(path):
-    safetensors_path = os.path.join(path, SAFETENSORS_FILE)
+    safetensors_path = files.join(path, SAFETENSORS_FILE)
     index_path = safetensors_path + ".index.json"
-    pytorch_path = os.path.join(path, PYTORCH_FILE)
-    if os.path.exists(safetensors_path):
+    pytorch_path = files.join(path, PYTORCH_FILE)
+    if files.exists(safetensors_path):
         return _read_safetensors(safetensors_path)
-    if os.path.exists(index_path):
+    if files.exists(index_path):
         tensors = {}
         for shard in _shards(index_path):
-            tensors.update(_read_safetensors(os.path.join(path, shard)))
+            tensors.update(_read_safetensors(files.join(path, shard)))
         return tensors
-    if os.path.exists(pytorch_path):
+    if files.exists(pytorch_path):
         return _read_pytorch(pytorch_path)
-    if os.path.exists(pytorch_path + ".index.json"):
+    if files.exists(pytorch_path + ".index.json"):
         tensors = {}
         for shard in _shards(pytorch_path + ".index.json"):
-            tensors.update(_read_pytorch(os.path.join(path, shard)))
+            tensors.update(_read_pytorch(files.join(path, shard)))
         return tensors
     raise FileNotFoundError(
         f"{path} has a config.json but no weights: expected "
@@ -108,35 +110,38 @@ def _read_tensors(path):
 
 
 def _shards(index_path):
-    with open(index_path) as file:
-        return sorted(set(json.load(file)["weight_map"].values()))
+    return sorted(set(files.read_json(index_path)["weight_map"].values()))
 
 
 def _read_safetensors(file_path):
+    """Every tensor of a safetensors file (a remote one through a local
+    copy: `safe_open` memory-maps a local file)."""
     from safetensors import SafetensorError
     from safetensors import safe_open
 
-    try:
-        tensors = {}
-        with safe_open(file_path, framework="numpy") as file:
-            for name in file.keys():
-                if file.get_slice(name).get_dtype() == "BF16":
-                    tensors[name] = _read_bfloat16(file_path, name)
-                else:
-                    tensors[name] = file.get_tensor(name)
-        return tensors
-    except (SafetensorError, OSError, ValueError, TypeError) as error:
-        size = os.path.getsize(file_path)
-        raise ValueError(
-            f"Could not read {file_path} ({size} bytes) as a safetensors "
-            f"file: {error}. The file is truncated or corrupt (an interrupted "
-            "download or copy is the usual cause); download or copy it again."
-        ) from error
+    with files.local_copy(file_path) as local_path:
+        try:
+            tensors = {}
+            with safe_open(local_path, framework="numpy") as file:
+                for name in file.keys():
+                    if file.get_slice(name).get_dtype() == "BF16":
+                        tensors[name] = _read_bfloat16(local_path, name)
+                    else:
+                        tensors[name] = file.get_tensor(name)
+            return tensors
+        except (SafetensorError, OSError, ValueError, TypeError) as error:
+            size = os.path.getsize(local_path)  # gfile-exempt: a local copy
+            raise ValueError(
+                f"Could not read {file_path} ({size} bytes) as a safetensors "
+                f"file: {error}. The file is truncated or corrupt (an "
+                "interrupted download or copy is the usual cause); download "
+                "or copy it again."
+            ) from error
 
 
 def _read_bfloat16(file_path, name):
     """Reads a bfloat16 tensor as float32 (NumPy has no bfloat16)."""
-    with open(file_path, "rb") as file:
+    with open(file_path, "rb") as file:  # gfile-exempt: a local copy
         header_size = int.from_bytes(file.read(8), "little")
         entry = json.loads(file.read(header_size))[name]
         start, end = entry["data_offsets"]
@@ -155,16 +160,34 @@ def _read_pytorch(file_path):
             "Alternatively convert it to model.safetensors, which keras_bert "
             "reads without PyTorch."
         ) from error
-    try:
-        state = torch.load(file_path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises many types for bad files
-        raise ValueError(
-            f"Could not read {file_path} as a PyTorch state dict: {error}. "
-            "The file is truncated or corrupt; download or copy it again."
-        ) from error
+    with files.local_copy(file_path) as local_path:
+        try:
+            state = torch.load(
+                local_path, map_location="cpu", weights_only=True
+            )
+        except pickle.UnpicklingError as error:
+            if "weights_only" not in str(error).replace(" ", "_"):
+                raise _corrupt_pytorch_file(file_path, error) from error
+            raise ValueError(
+                f"{file_path} holds pickled Python objects besides tensors "
+                "(e.g. a whole model or custom classes), which keras_bert "
+                "does not unpickle: loading them can run arbitrary code. "
+                "Save the weights alone (`model.save_pretrained(directory)` "
+                "in transformers writes model.safetensors) and load that. "
+                f"PyTorch said: {str(error).splitlines()[0]}"
+            ) from error
+        except Exception as error:  # torch raises many types for bad files
+            raise _corrupt_pytorch_file(file_path, error) from error
     return {
         name: tensor.detach().to(torch.float32).numpy()
         if tensor.is_floating_point()
         else np.asarray(tensor.numpy())
         for name, tensor in state.items()
     }
+
+
+def _corrupt_pytorch_file(file_path, error):
+    return ValueError(
+        f"Could not read {file_path} as a PyTorch state dict: {error}. "
+        "The file is truncated or corrupt; download or copy it again."
+    )

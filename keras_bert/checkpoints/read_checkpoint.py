@@ -2,6 +2,9 @@
 
 import os
 
+import tensorflow as tf
+
+from keras_bert import files
 from keras_bert.checkpoints.google_reader import CONFIG_FILE as GOOGLE_CONFIG
 from keras_bert.checkpoints.google_reader import find_google_checkpoint
 from keras_bert.checkpoints.google_reader import read_google_checkpoint
@@ -44,19 +47,19 @@ def read_checkpoint(path):
     ```
     """
     path = os.fspath(path)
-    if not os.path.isdir(path) and os.path.exists(path + ".index"):
+    if not files.isdir(path) and files.exists(path + ".index"):
         return read_google_checkpoint(os.path.dirname(path), prefix=path)
-    if not os.path.isdir(path):
+    if not files.isdir(path):
         raise FileNotFoundError(
             f"Checkpoint path {path!r} is not a directory. Pass the directory "
             "that holds config.json (Hugging Face) or bert_config.json "
             "(Google)."
         )
-    if os.path.exists(os.path.join(path, "config.json")):
+    if files.exists(files.join(path, "config.json")):
         return read_huggingface_checkpoint(path)
-    if os.path.exists(os.path.join(path, GOOGLE_CONFIG)):
+    if files.exists(files.join(path, GOOGLE_CONFIG)):
         return read_google_checkpoint(path)
-    found = sorted(os.listdir(path))[:10]
+    found = sorted(tf.io.gfile.listdir(path))[:10]
     hint = ""
     if find_google_checkpoint(path):
         hint = (

@@ -1,15 +1,16 @@
 """Exports a model (and its vocabulary) as a Hugging Face BERT directory."""
 
-import json
 import os
 
 from absl import logging
 
+from keras_bert import files
 from keras_bert.checkpoints.checkpoint_config import (
     huggingface_config_from_backbone,
 )
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.text.vocabulary import save_vocabulary
 
 _SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
@@ -56,7 +57,7 @@ def save_huggingface(model, tokenizer, path):
     # transformers.BertModel.from_pretrained("tiny_bert") loads it.
     ```
     """
-    from safetensors.numpy import save_file
+    import safetensors.numpy
 
     groups = weight_map(model)  # raises TypeError for other models
     vocabulary = None if tokenizer is None else _vocabulary(tokenizer)
@@ -75,14 +76,12 @@ def save_huggingface(model, tokenizer, path):
         tensors = {name[len("bert.") :]: t for name, t in tensors.items()}
 
     path = os.fspath(path)
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, "config.json"), "w") as file:
-        json.dump(config, file, indent=2, sort_keys=True)
-    weights_path = os.path.join(path, "model.safetensors")
-    save_file(tensors, weights_path, metadata={"format": "pt"})
-    # safetensors creates the file owner-only; give it config.json's mode.
-    config_mode = os.stat(os.path.join(path, "config.json")).st_mode
-    os.chmod(weights_path, config_mode & 0o777)
+    files.makedirs(path)
+    files.write_json(files.join(path, "config.json"), config, sort_keys=True)
+    files.write_bytes(
+        files.join(path, "model.safetensors"),
+        safetensors.numpy.save(tensors, metadata={"format": "pt"}),
+    )
     if tokenizer is None:
         logging.warning(
             "save_huggingface: no tokenizer given, so %s has no vocab.txt; "
@@ -105,8 +104,7 @@ def _vocabulary(tokenizer):
 
 
 def _save_tokenizer(tokenizer, vocabulary, path, max_length):
-    with open(os.path.join(path, "vocab.txt"), "w", encoding="utf-8") as file:
-        file.write("\n".join(vocabulary) + "\n")
+    save_vocabulary(vocabulary, files.join(path, "vocab.txt"))
     tokenizer_config = {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": bool(tokenizer.lowercase),
@@ -116,5 +114,8 @@ def _save_tokenizer(tokenizer, vocabulary, path, max_length):
         "model_max_length": max_length,
         **_SPECIAL_TOKENS,
     }
-    with open(os.path.join(path, "tokenizer_config.json"), "w") as file:
-        json.dump(tokenizer_config, file, indent=2, sort_keys=True)
+    files.write_json(
+        files.join(path, "tokenizer_config.json"),
+        tokenizer_config,
+        sort_keys=True,
+    )

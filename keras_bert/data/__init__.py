@@ -7,6 +7,7 @@ own data reading lives with the task, in `keras_bert.tasks.<task>`.
 from keras_bert.data.corpus import expand_input_files
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.corpus import split_sentences
+from keras_bert.data.corpus import text_lines
 from keras_bert.data.dynamic_masker import DynamicMasker
 from keras_bert.data.masking import create_masked_lm_predictions
 from keras_bert.data.pretraining_dataset import parse_pretraining_example
@@ -37,5 +38,6 @@ __all__ = [
     "read_documents",
     "shuffled_epochs",
     "split_sentences",
+    "text_lines",
     "write_pretraining_tfrecords",
 ]

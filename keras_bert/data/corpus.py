@@ -98,27 +98,46 @@ def _open_lines(path):
             yield line
 
 
-def _decoded_lines(path, stats):
-    """Yields stripped text lines; counts and skips invalid UTF-8."""
+def text_lines(path, stats=None):
+    """Yields the stripped lines of a text file (`.gz` files gunzipped).
+
+    Decoded as UTF-8; an invalid byte sequence becomes U+FFFD, as
+    `BertTokenizer` decodes its inputs, so one bad byte never drops a line.
+    Such lines are counted in `stats["invalid_utf8_lines"]` and the first
+    five of each file logged.
+
+    Args:
+        path: str. Any path `tf.io.gfile` opens.
+        stats: a `collections.Counter` or `None`.
+
+    Example:
+    ```python
+    lines = list(text_lines("corpus.txt.gz"))
+    ```
+    """
+    stats = collections.Counter() if stats is None else stats
+    bad_lines = 0
     for line_number, raw_line in enumerate(_open_lines(path), start=1):
         try:
             line = raw_line.decode("utf-8")
         except UnicodeDecodeError as error:
             stats["invalid_utf8_lines"] += 1
-            if stats["invalid_utf8_lines"] <= 5:
+            bad_lines += 1
+            if bad_lines <= 5:
                 logging.warning(
-                    "Skipping line %d of %s: invalid UTF-8 (%s).",
+                    "Line %d of %s is not valid UTF-8 (%s); each invalid "
+                    "byte sequence was replaced by U+FFFD.",
                     line_number,
                     path,
                     error,
                 )
-            continue
+            line = raw_line.decode("utf-8", errors="replace")
         yield line.strip()
 
 
 def _sentence_documents(path, stats):
     document = []
-    for line in _decoded_lines(path, stats):
+    for line in text_lines(path, stats):
         if line:
             document.append(line)
         elif document:
@@ -131,7 +150,7 @@ def _sentence_documents(path, stats):
 def _text_documents(path, stats):
     document = []
     paragraph = []
-    for line in _decoded_lines(path, stats):
+    for line in text_lines(path, stats):
         if line:
             paragraph.append(line)
         elif paragraph:
@@ -155,8 +174,8 @@ def read_documents(input_files, input_format="sentences", stats=None):
             Defaults to `"sentences"`.
         stats: a `collections.Counter` or `None`. If given, receives the
             counts `files`, `empty_files`, `documents` and
-            `invalid_utf8_lines` (lines skipped because they are not
-            UTF-8).
+            `invalid_utf8_lines` (lines that were not valid UTF-8, read
+            with U+FFFD for each bad byte sequence; see `text_lines`).
 
     Yields:
         Lists of sentences (str), one list per document.

@@ -140,7 +140,7 @@ def write_pretraining_tfrecords(
 
     Returns:
         A dict of counts: `instances` written, `documents` read, and what
-        was skipped (`one_sentence_documents`, `invalid_utf8_lines`,
+        was skipped or repaired (`one_sentence_documents`, `invalid_utf8_lines`,
         `empty_files`, ...).
 
     Example:
@@ -183,7 +183,8 @@ def write_pretraining_tfrecords(
     creator.log_stats()
     if read_stats["invalid_utf8_lines"] or read_stats["empty_files"]:
         logging.warning(
-            "Skipped %d lines of invalid UTF-8 and %d empty files.",
+            "Read %d lines of invalid UTF-8 (bad bytes as U+FFFD) and "
+            "skipped %d empty files.",
             read_stats["invalid_utf8_lines"],
             read_stats["empty_files"],
         )

@@ -1,11 +1,11 @@
 """Export a model and its preprocessor as one servable SavedModel."""
 
-import os
-import shutil
-import tempfile
+import uuid
 
 import keras
+import tensorflow as tf
 
+from keras_bert import files
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
@@ -83,30 +83,32 @@ def export_saved_model(
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, function, signature)
 
-    parent = os.path.dirname(version_dir)
-    staging = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    # Written beside the versions, then renamed: TF Serving never sees a
+    # half-written version (it ignores names that are not numbers).
+    staging = files.join(export_dir, f".export-{uuid.uuid4().hex}")
     try:
         archive.write_out(staging, verbose=False)
         try:
-            os.rename(staging, version_dir)
-        except OSError as error:
+            tf.io.gfile.rename(staging, version_dir)
+        except (tf.errors.OpError, OSError) as error:
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
                 "nothing was overwritten. Export again to take the next "
                 "free version."
             ) from error
     finally:
-        if os.path.exists(staging):
-            shutil.rmtree(staging)
+        if files.exists(staging):
+            tf.io.gfile.rmtree(staging)
     return version_dir
 
 
 def _new_version_dir(export_dir, version):
-    os.makedirs(export_dir, exist_ok=True)
+    files.makedirs(export_dir)
     existing = [
-        int(name)
-        for name in os.listdir(export_dir)
-        if name.isdigit() and os.path.isdir(os.path.join(export_dir, name))
+        int(name.rstrip("/"))
+        for name in tf.io.gfile.listdir(export_dir)
+        if name.rstrip("/").isdigit()
+        and files.isdir(files.join(export_dir, name.rstrip("/")))
     ]
     if version is None:
         version = max(existing, default=0) + 1
@@ -115,8 +117,8 @@ def _new_version_dir(export_dir, version):
             "Received an invalid value for argument `version`, expected a "
             f"positive integer or None. Received: version={version!r}"
         )
-    path = os.path.join(export_dir, str(version))
-    if os.path.exists(path):
+    path = files.join(export_dir, str(version))
+    if files.exists(path):
         raise FileExistsError(
             f"{path} already exists and is never overwritten. Pass another "
             f"`version` (next free: {max(existing, default=0) + 1}) or "

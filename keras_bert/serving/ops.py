@@ -2,6 +2,8 @@
 
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert import files
+
 # The tensorflow-text ops that TensorFlow Serving's model server links in
 # (tensorflow-text's `ops_lib` target), by op name.
 TF_SERVING_TEXT_OPS = frozenset(
@@ -43,8 +45,9 @@ def saved_model_op_types(export_dir):
     ```
     """
     saved_model = saved_model_pb2.SavedModel()
-    with open(f"{export_dir}/saved_model.pb", "rb") as f:
-        saved_model.ParseFromString(f.read())
+    saved_model.ParseFromString(
+        files.read_bytes(files.join(export_dir, "saved_model.pb"))
+    )
     ops, functions = set(), set()
     for meta_graph in saved_model.meta_graphs:
         graph = meta_graph.graph_def

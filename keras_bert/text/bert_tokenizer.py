@@ -7,6 +7,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import logging
 
+from keras_bert import files
 from keras_bert.text import vocabulary as vocabulary_lib
 from keras_bert.text.basic_tokenizer import BasicTokenizer
 
@@ -185,7 +186,7 @@ class BertTokenizer(keras.layers.Layer):
 
     def save_vocabulary(self, directory):
         """Writes `directory/vocab.txt`; returns its path."""
-        path = os.path.join(directory, "vocab.txt")
+        path = files.join(directory, "vocab.txt")
         vocabulary_lib.save_vocabulary(self.vocabulary, path)
         return path
 
@@ -434,9 +435,10 @@ class BertTokenizer(keras.layers.Layer):
             lowercase: bool or None. Overrides the casing found in `path`.
             **kwargs: other `BertTokenizer` arguments.
         """
-        directory = path if os.path.isdir(path) else os.path.dirname(path)
-        vocab_path = os.path.join(directory, "vocab.txt")
-        if not os.path.exists(vocab_path):
+        path = os.fspath(path)
+        directory = path if files.isdir(path) else os.path.dirname(path)
+        vocab_path = files.join(directory, "vocab.txt")
+        if not files.exists(vocab_path):
             raise FileNotFoundError(
                 f"No vocab.txt in {directory!r}. Pass the directory of a "
                 "Hugging Face or Google BERT checkpoint, which holds the "

@@ -1,9 +1,10 @@
 """Reading, writing, checking and learning WordPiece vocabularies."""
 
-import json
 import os
 
 from absl import logging
+
+from keras_bert import files
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -14,8 +15,7 @@ def load_vocabulary(path):
     Trailing whitespace (including `\\r`) is trimmed, as Hugging Face's Rust
     `WordPiece.from_file` does; a final empty line is ignored.
     """
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    lines = files.read_text(path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line.rstrip() for line in lines]
@@ -23,13 +23,8 @@ def load_vocabulary(path):
 
 def save_vocabulary(vocabulary, path):
     """Writes `vocabulary` (list of str) to `path`, one token per line."""
-    check_vocabulary(vocabulary)
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for token in vocabulary:
-            f.write(token + "\n")
+    vocabulary = check_vocabulary(vocabulary)
+    files.write_text(path, "".join(token + "\n" for token in vocabulary))
 
 
 def check_vocabulary(vocabulary):
@@ -169,19 +164,17 @@ def read_casing(directory, vocabulary):
     else "uncased"/"cased" in the directory name (Google's naming); else
     a guess from the vocabulary (`looks_cased`).
     """
-    tokenizer_json = os.path.join(directory, "tokenizer.json")
-    if os.path.exists(tokenizer_json):
-        with open(tokenizer_json, encoding="utf-8") as f:
-            normalizer = json.load(f).get("normalizer") or {}
+    tokenizer_json = files.join(directory, "tokenizer.json")
+    if files.exists(tokenizer_json):
+        normalizer = files.read_json(tokenizer_json).get("normalizer") or {}
         if normalizer.get("type") == "BertNormalizer":
             return dict(
                 lowercase=bool(normalizer.get("lowercase", True)),
                 strip_accents=normalizer.get("strip_accents"),
             )
-    config_json = os.path.join(directory, "tokenizer_config.json")
-    if os.path.exists(config_json):
-        with open(config_json, encoding="utf-8") as f:
-            config = json.load(f)
+    config_json = files.join(directory, "tokenizer_config.json")
+    if files.exists(config_json):
+        config = files.read_json(config_json)
         casing = dict(lowercase=bool(config.get("do_lower_case", True)))
         if config.get("strip_accents") is not None:
             casing["strip_accents"] = bool(config["strip_accents"])

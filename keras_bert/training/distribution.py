@@ -186,8 +186,10 @@ def remove_write_directory(path, directory):
         path: str. What `write_directory(directory)` returned.
         directory: str. The run's directory, never removed.
     """
-    if os.path.abspath(path) != os.path.abspath(directory):
-        shutil.rmtree(path, ignore_errors=True)
+    if os.fspath(path) != os.fspath(directory):
+        # A worker's copy is a local temporary directory by construction
+        # (`write_directory`), never the run's directory.
+        shutil.rmtree(path, ignore_errors=True)  # gfile-exempt: local temp
 
 
 def _maybe_symbolic_build(self, iterator=None, data_batch=None):

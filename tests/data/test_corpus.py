@@ -3,6 +3,7 @@ clear error."""
 
 import collections
 import gzip
+import logging
 import os
 
 import pytest
@@ -79,15 +80,18 @@ def test_empty_file_is_counted_and_skipped(tmp_path):
     assert stats["empty_files"] == 2 and stats["files"] == 3
 
 
-def test_invalid_utf8_lines_are_counted_and_skipped(tmp_path):
+def test_invalid_utf8_bytes_are_replaced_and_counted(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="absl")
+    # As the tokenizer decodes text: one bad byte never drops a line.
     path = write(
         tmp_path, "bad.txt", b"Good one.\n\xff\xfe bad \xc3\n Also good.\n"
     )
     stats = collections.Counter()
     assert list(read_documents([path], stats=stats)) == [
-        ["Good one.", "Also good."]
+        ["Good one.", "\ufffd\ufffd bad \ufffd", "Also good."]
     ]
     assert stats["invalid_utf8_lines"] == 1
+    assert "Line 2 of" in caplog.text and "U+FFFD" in caplog.text
 
 
 def make_creator(max_seq_length=16):
