@@ -164,6 +164,30 @@ def test_truncated_pytorch_bin(good_dir, tmp_path):
     assert "pytorch_model.bin" in message and "truncated or corrupt" in message
 
 
+class _NotATensor:
+    """A pickled object torch.load(weights_only=True) refuses."""
+
+
+def test_pytorch_bin_with_pickled_objects_is_refused_as_such(
+    good_dir, tmp_path
+):
+    directory = str(tmp_path / "pickled")
+    os.makedirs(directory)
+    shutil.copy(os.path.join(good_dir, "config.json"), directory)
+    state = {
+        k: torch.tensor(v)
+        for k, v in load_file(
+            os.path.join(good_dir, "model.safetensors")
+        ).items()
+    }
+    state["extra"] = _NotATensor()
+    torch.save(state, os.path.join(directory, "pytorch_model.bin"))
+    message = _error(BertBackbone, directory)
+    assert "holds pickled Python objects besides tensors" in message
+    assert "model.safetensors" in message
+    assert "truncated" not in message
+
+
 def test_hidden_size_not_divisible_by_heads(good_dir, tmp_path):
     directory = _copy(
         good_dir,
