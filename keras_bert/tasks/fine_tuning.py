@@ -82,7 +82,8 @@ def run_fine_tuning(
     `task.evaluate` on whole eval sets. The best epoch by `task.monitor`
     is kept and its weights restored at the end; then the task writes its
     own files (`task.write_outputs`) and, with `export_dir`, the model is
-    exported with its preprocessor for serving.
+    exported with its preprocessor for serving. Keras' global dtype policy
+    is set for the run and put back when it returns.
 
     Files in `model_dir`:
 
@@ -141,6 +142,43 @@ def run_fine_tuning(
     result.results["metrics"]  # {"validation": {"accuracy": ...}}
     ```
     """
+    # The dtype policy is Keras' global state: set for this run only.
+    policy = keras.config.dtype_policy()
+    try:
+        return _run_fine_tuning(
+            task,
+            model_dir,
+            epochs,
+            batch_size,
+            learning_rate,
+            warmup_fraction,
+            seed,
+            strategy,
+            tpu,
+            mixed_precision,
+            export_dir,
+            config,
+            adam_epsilon_hat,
+        )
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def _run_fine_tuning(
+    task,
+    model_dir,
+    epochs,
+    batch_size,
+    learning_rate,
+    warmup_fraction,
+    seed,
+    strategy,
+    tpu,
+    mixed_precision,
+    export_dir,
+    config,
+    adam_epsilon_hat,
+):
     start = time.time()
     _check_arguments(task, epochs, batch_size, warmup_fraction)
     # The strategy comes before any other TensorFlow work: a multi-worker

@@ -19,8 +19,8 @@ import types
 
 import tensorflow as tf
 from absl import logging
-from keras.src.backend.tensorflow import trainer as keras_tf_trainer
 
+from keras_bert.training.keras_internals import require_keras_internals
 from keras_bert.training.strategies import is_chief
 from keras_bert.training.strategies import task_id
 
@@ -212,10 +212,17 @@ def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         self._symbolic_build(data_batch=data_batch)
 
 
-_keras_reduce_per_replica = keras_tf_trainer.reduce_per_replica
+def _keras_tf_trainer():
+    """Keras' TensorFlow trainer module, checked for what we rely on."""
+    from keras.src.backend.tensorflow import trainer
+
+    require_keras_internals(
+        trainer, ["reduce_per_replica", "_collective_all_reduce_multi_worker"]
+    )
+    return trainer
 
 
-def _reduce_per_replica(values, strategy, reduction):
+def _multi_worker_reduce(keras_reduce):
     """Keras' `reduce_per_replica`, able to average scalars across workers.
 
     Keras 3 averages each step's logs across workers with
@@ -224,16 +231,59 @@ def _reduce_per_replica(values, strategy, reduction):
     input with 0 dimensions"). Scalars are averaged with `axis=None`;
     everything else goes to Keras unchanged.
     """
-    if reduction not in ("auto", "mean") or not (
-        keras_tf_trainer._collective_all_reduce_multi_worker(strategy)
-    ):
-        return _keras_reduce_per_replica(values, strategy, reduction)
 
-    def reduce(value):
-        rank = strategy.experimental_local_results(value)[0].shape.rank
-        return strategy.reduce("MEAN", value, axis=None if rank == 0 else 0)
+    def reduce_per_replica(values, strategy, reduction):
+        if reduction not in ("auto", "mean"):
+            return keras_reduce(values, strategy, reduction)
 
-    return tf.nest.map_structure(reduce, values)
+        def reduce(value):
+            rank = strategy.experimental_local_results(value)[0].shape.rank
+            return strategy.reduce("MEAN", value, axis=None if rank == 0 else 0)
+
+        return tf.nest.map_structure(reduce, values)
+
+    return reduce_per_replica
+
+
+def _with_multi_worker_reduce(function):
+    """`function` (a model's train/test function), run with Keras'
+    `reduce_per_replica` replaced by `_multi_worker_reduce` for the length
+    of each call and restored after, also on error.
+
+    Keras' trainer looks the name up when it traces the step, which happens
+    inside the first call (and any retrace): the traced step keeps the
+    replacement, and nothing outside the call ever sees it.
+    """
+    trainer = _keras_tf_trainer()
+    if getattr(function, "_keras_bert_reduce", False):
+        return function
+
+    def call(*args, **kwargs):
+        keras_reduce = trainer.reduce_per_replica
+        trainer.reduce_per_replica = _multi_worker_reduce(keras_reduce)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            trainer.reduce_per_replica = keras_reduce
+
+    call._keras_bert_reduce = True
+    return call
+
+
+def _make_function_with_multi_worker_reduce(model, make_function, attribute):
+    """`model`'s `make_train_function` / `make_test_function`, whose
+    result is wrapped by `_with_multi_worker_reduce`."""
+    if getattr(make_function, "_keras_bert_reduce", False):
+        return make_function  # support_distributed_fit ran before
+
+    def make(force=False):
+        make_function(force)
+        function = _with_multi_worker_reduce(getattr(model, attribute))
+        setattr(model, attribute, function)
+        return function
+
+    make._keras_bert_reduce = True
+    return make
 
 
 def _clip_gradients(self, grads):
@@ -277,8 +327,9 @@ def support_distributed_fit(model):
       shuffling seeds on and broke exact resumption.
     - Under `MultiWorkerMirroredStrategy` each step's scalar logs are
       averaged along an axis they do not have, which fails; scalars are
-      averaged whole (patched in Keras' TensorFlow trainer, for
-      multi-worker runs only: other strategies keep Keras' own path).
+      averaged whole. This model's train and test functions swap Keras'
+      `reduce_per_replica` for the length of each of their calls (and
+      restore it, also on error); in a multi-worker run only.
     - With more than one replica the optimizer clips each replica's
       gradients before summing them, so `global_clipnorm` changes the
       update with the number of replicas; the sum is clipped instead.
@@ -301,13 +352,29 @@ def support_distributed_fit(model):
     support_distributed_fit(model)
     ```
     """
+    require_keras_internals(model, ["_maybe_symbolic_build", "_symbolic_build"])
     model._maybe_symbolic_build = types.MethodType(_maybe_symbolic_build, model)
-    keras_tf_trainer.reduce_per_replica = _reduce_per_replica
+    strategy = model.distribute_strategy
+    if _keras_tf_trainer()._collective_all_reduce_multi_worker(strategy):
+        for make, attribute in (
+            ("make_train_function", "train_function"),
+            ("make_test_function", "test_function"),
+        ):
+            setattr(
+                model,
+                make,
+                _make_function_with_multi_worker_reduce(
+                    model, getattr(model, make), attribute
+                ),
+            )
     optimizer = model.optimizer
     # Under mixed_float16 the inner optimizer of the loss-scale wrapper
     # clips and applies.
     optimizer = getattr(optimizer, "inner_optimizer", optimizer)
     if optimizer is not None:
+        require_keras_internals(
+            optimizer, ["_clip_gradients", "_all_reduce_sum_gradients"]
+        )
         optimizer._keras_bert_summed = threading.local()
         optimizer._clip_gradients = types.MethodType(_clip_gradients, optimizer)
         optimizer._all_reduce_sum_gradients = types.MethodType(

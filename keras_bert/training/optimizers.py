@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert.training.keras_internals import require_keras_internals
+
 # Variable names that get no weight decay: LayerNorm scale and offset, and
 # every bias. Keras matches these against `variable.name`.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
@@ -83,6 +85,19 @@ class AdamW(keras.optimizers.AdamW):
                 f"{keras.backend.backend()!r}. Use epsilon_hat=True."
             )
         self.epsilon_hat = epsilon_hat
+        require_keras_internals(
+            self,
+            [
+                "_get_variable_index",
+                "_use_weight_decay",
+                "_apply_weight_decay",
+                "_clip_gradients",
+            ],
+        )
+
+    def build(self, variables):
+        super().build(variables)
+        require_keras_internals(self, ["_momentums", "_velocities"])
 
     def get_config(self):
         return {**super().get_config(), "epsilon_hat": self.epsilon_hat}

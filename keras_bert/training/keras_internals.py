@@ -1,0 +1,22 @@
+"""The private Keras attributes keras_bert relies on, checked."""
+
+
+def require_keras_internals(owner, names):
+    """Raises a clear error unless `owner` has the private `names`.
+
+    keras_bert works around Keras bugs through a few private Keras
+    attributes (always on its own models and optimizers, never for the
+    whole process). A Keras release that renamed them would otherwise fail
+    deep inside `fit`; this names the version and the fix instead.
+    """
+    import keras
+
+    missing = [name for name in names if not hasattr(owner, name)]
+    if missing:
+        raise RuntimeError(
+            f"keras_bert needs {', '.join(missing)} of "
+            f"{getattr(owner, '__name__', type(owner).__name__)}, which "
+            f"Keras {keras.__version__} does not have. keras_bert is tested "
+            "with the Keras versions setup.cfg allows; install one "
+            '(e.g. pip install "keras>=3.15,<3.16").'
+        )
