@@ -6,6 +6,7 @@ import time
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 MONITOR_MODES = ("max", "min")
 
@@ -109,7 +110,18 @@ class EpochEvaluation(keras.callbacks.Callback):
         # A restarted epoch replaces the record its crashed run left.
         self.epochs = [e for e in self.epochs if e["epoch"] != epoch + 1]
         self.epochs.append(entry)
-        if self._score(entry) > self._score(self.best):
+        score = self._score(entry)
+        if score == -math.inf:
+            logging.warning(
+                "Epoch %d: the monitored %s is %s, not a number (e.g. the "
+                "Pearson correlation of constant predictions). The best "
+                "epoch is chosen among the epochs where it is a number; "
+                "if there is none, it is the first.",
+                epoch + 1,
+                self.monitor,
+                _monitored(entry, self.monitor_split, self.monitor_metric),
+            )
+        if self.best is None or score > self._score(self.best):
             self.best = entry
             if self.best_weights_path:
                 self.model.save_weights(self.best_weights_path)
@@ -144,6 +156,10 @@ class EpochEvaluation(keras.callbacks.Callback):
         if value is None or math.isnan(value):
             return -math.inf
         return value if self.mode == "max" else -value
+
+
+def _monitored(entry, split, metric):
+    return entry["metrics"].get(split, {}).get(metric)
 
 
 def _names(results):

@@ -178,6 +178,20 @@ def test_evaluates_each_epoch_keeps_the_best_and_writes_results(tmp_path):
     ]  # the backup is gone once training has finished
 
 
+def test_a_run_whose_every_score_is_nan_finishes(tmp_path):
+    # E.g. STS-B's Pearson of constant predictions: undefined each epoch.
+    nan = float("nan")
+    task = TinySentiment(scripted_scores=[nan, nan])
+    result = run_fine_tuning(
+        task, str(tmp_path / "run"), **{**TRAINING, "epochs": 2}
+    )
+    assert result.results["best_epoch"] == 1
+    assert_same_weights(task.output_weights, task.evaluated_weights[0])
+    with open(tmp_path / "run" / "results.json") as file:
+        written = json.load(file)  # strict JSON: NaN is written as null
+    assert written["metrics"]["dev"]["accuracy"] is None
+
+
 def test_resumes_after_a_crash_as_if_uninterrupted(tmp_path):
     training = {**TRAINING, "epochs": 2}
     uninterrupted = TinySentiment()

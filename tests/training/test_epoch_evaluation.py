@@ -1,6 +1,7 @@
 """EpochEvaluation: whole-set metrics each epoch, best weights kept."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -81,6 +82,29 @@ def test_min_mode_keeps_the_lowest_and_nan_never_wins():
     )
     run_epochs(evaluation, ScriptedModel([]), 4)
     assert evaluation.best["epoch"] == 3
+
+
+def test_every_epoch_nan_keeps_the_first_and_warns(tmp_path, caplog):
+    """STS-B with constant predictions: Pearson and Spearman are undefined
+    (NaN) every epoch. The run must not crash choosing its best epoch."""
+    caplog.set_level(logging.WARNING, logger="absl")
+    labels = np.array([0.5, 2.0, 3.5, 5.0])
+    constant = np.full((4, 1), 2.5)
+    model = ScriptedModel([constant, constant, constant])
+
+    def evaluate(model):
+        outputs = model.predict(None)
+        return {"validation": compute_glue_metrics("stsb", labels, outputs)}
+
+    evaluation = EpochEvaluation(
+        evaluate,
+        "validation/pearson",
+        best_weights_path=str(tmp_path / "best.weights.h5"),
+    )
+    run_epochs(evaluation, model, 3)
+    assert evaluation.best["epoch"] == 1
+    assert model.saved == [str(tmp_path / "best.weights.h5")]
+    assert "Epoch 3: the monitored validation/pearson is nan" in caplog.text
 
 
 def test_a_restarted_epoch_replaces_its_record():
