@@ -32,11 +32,7 @@ def text_and_ids_endpoints(preprocessor, outputs_fn, ids_name, pair=False):
     if pair:
 
         def serve_text(text_a, text_b):
-            tf.debugging.assert_equal(
-                tf.shape(text_a),
-                tf.shape(text_b),
-                message="text_a and text_b must have the same batch size",
-            )
+            text_a, text_b = same_batch_size(text_a=text_a, text_b=text_b)
             return outputs_fn(preprocessor((text_a, text_b)), text=True)
 
     else:
@@ -56,3 +52,28 @@ def text_and_ids_endpoints(preprocessor, outputs_fn, ids_name, pair=False):
         "serving_default": (serve_text, text_signature),
         ids_name: (serve_ids, ids_signature()),
     }
+
+
+def same_batch_size(**inputs):
+    """The string batches `inputs`, checked to hold as many strings each.
+
+    Fails with `InvalidArgumentError` naming the inputs and both sizes, and
+    the check runs before anything reads the inputs (so the error is this
+    one, not one from deep inside the tokenizer).
+
+    Returns the inputs, in order.
+    """
+    (first_name, first), *others = inputs.items()
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(first)[0],
+            tf.shape(value)[0],
+            message=(
+                f"{first_name} and {name} must hold the same number of "
+                f"strings (one {name} per {first_name}); the sizes are"
+            ),
+        )
+        for name, value in others
+    ]
+    with tf.control_dependencies(checks):
+        return [tf.identity(value) for value in inputs.values()]

@@ -345,3 +345,13 @@ def test_saved_model_cli_show_and_run(exports):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "Result for output key label:" in run.stdout
     assert "Result for output key probabilities:" in run.stdout
+
+
+def test_pairs_of_different_batch_sizes_are_refused_by_name(exports):
+    _, path = exports["pair"]
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="text_a and text_b must hold the same number of strings",
+    ):
+        serve(text_a=tf.constant(["a", "b", "c"]), text_b=tf.constant(["a"]))

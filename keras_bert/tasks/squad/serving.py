@@ -14,6 +14,7 @@ both ends in the context, at most `max_answer_length` tokens, the best
 import tensorflow as tf
 
 from keras_bert.serving.signatures import ids_signature
+from keras_bert.serving.signatures import same_batch_size
 from keras_bert.tasks.squad.features import INPUT_NAMES
 from keras_bert.tasks.squad.features import check_window_arguments
 from keras_bert.tasks.squad.features import make_windows
@@ -63,11 +64,7 @@ def question_answering_endpoints(
     tokenizer = preprocessor.tokenizer
 
     def serve_text(question, context):
-        tf.debugging.assert_equal(
-            tf.shape(question),
-            tf.shape(context),
-            message="question and context must have the same batch size",
-        )
+        question, context = same_batch_size(question=question, context=context)
         windows = make_windows(
             tokenizer,
             question,
