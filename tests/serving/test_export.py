@@ -355,3 +355,64 @@ def test_pairs_of_different_batch_sizes_are_refused_by_name(exports):
         match="text_a and text_b must hold the same number of strings",
     ):
         serve(text_a=tf.constant(["a", "b", "c"]), text_b=tf.constant(["a"]))
+
+
+@pytest.mark.parametrize(
+    "request_body, message",
+    [
+        ("{not json", "not JSON"),
+        ([1, 2], "must be a JSON object"),
+        ({"instances": ["x"], "inputs": ["x"]}, "exactly one of"),
+        ({"instances": "x"}, '"instances" must be a list'),
+        (
+            {
+                "signature_name": "predict_ids",
+                "instances": [{"token_ids": [2]}],
+            },
+            r"Instance 0 lacks the input\(s\) \['padding_mask', 'segment_",
+        ),
+        (
+            {"signature_name": "predict_ids", "instances": [[2, 3]]},
+            "Instance 0 is a list",
+        ),
+        (
+            {"signature_name": "predict_ids", "inputs": {"token_ids": [[2]]}},
+            r"lacks the input\(s\) \['padding_mask', 'segment_ids'\]",
+        ),
+        ({"inputs": {"text": ["a"], "txt": ["b"]}}, "Unknown input"),
+        (
+            {
+                "signature_name": "predict_ids",
+                "instances": [
+                    {
+                        "token_ids": ["a"],
+                        "segment_ids": [0],
+                        "padding_mask": [1],
+                    }
+                ],
+            },
+            "Input 'token_ids' does not hold int32 values",
+        ),
+    ],
+)
+def test_rest_bad_requests_are_400_errors(exports, request_body, message):
+    from keras_bert.serving import BadRequest
+
+    _, path = exports["classifier"]
+    loaded = tf.saved_model.load(path)
+    with pytest.raises(BadRequest, match=message) as error:
+        rest_predict(loaded, request_body)
+    assert error.value.status_code == 400
+    assert error.value.body == {"error": str(error.value)}
+
+
+def test_rest_pairs_of_different_sizes_are_a_400_error(exports):
+    from keras_bert.serving import BadRequest
+
+    _, path = exports["pair"]
+    with pytest.raises(BadRequest, match="the same number of strings"):
+        rest_predict(path, {"inputs": {"text_a": ["a", "b"], "text_b": ["c"]}})
+    try:
+        rest_predict(path, {"inputs": {"text_a": ["a", "b"], "text_b": ["c"]}})
+    except BadRequest as error:
+        assert str(error).endswith("the sizes are 2 and 1")

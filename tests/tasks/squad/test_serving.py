@@ -122,7 +122,9 @@ def test_mismatched_batches_are_refused(exported, tmp_path):
 
     _, _, path = exported
     serve = tf.saved_model.load(path).signatures["serving_default"]
-    with pytest.raises(tf.errors.InvalidArgumentError, match="the same number of strings"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="the same number of strings"
+    ):
         serve(question=tf.constant(["a", "b"]), context=tf.constant(["a"]))
 
 
