@@ -63,11 +63,7 @@ def main(argv):
     from keras_bert.serving import export_saved_model
     from keras_bert.serving import saved_model_op_types
 
-    if bool(FLAGS.model) == bool(FLAGS.checkpoint) and not FLAGS.vocab_file:
-        raise app.UsageError(
-            "Pass --model=FILE.keras with --vocab_file (or --checkpoint for "
-            "its vocabulary), or --checkpoint=DIR alone."
-        )
+    _check_flags()
     logging.info(
         "Exporting with %s",
         {
@@ -104,7 +100,7 @@ def main(argv):
         model = keras.models.load_model(FLAGS.model)
     else:
         model = keras_bert.BertBackbone.from_checkpoint(FLAGS.checkpoint)
-    options = json.loads(FLAGS.export_options or "{}")
+    options = _export_options()
     if FLAGS.labels:
         options["labels"] = FLAGS.labels
     if FLAGS.pair:
@@ -114,6 +110,44 @@ def main(argv):
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
     logging.info("Exported %s", path)
+
+
+def _check_flags():
+    """Raises `app.UsageError` naming what is missing, before any work."""
+    if not FLAGS.model and not FLAGS.checkpoint:
+        raise app.UsageError(
+            "Nothing to export: pass --model=FILE.keras (a trained keras_bert "
+            "model) with --vocab_file or --checkpoint for its vocabulary, or "
+            "--checkpoint=DIR to export that checkpoint's backbone."
+        )
+    if FLAGS.model and not (FLAGS.vocab_file or FLAGS.checkpoint):
+        raise app.UsageError(
+            f"--model={FLAGS.model} needs its tokenizer's vocabulary: pass "
+            "--vocab_file=vocab.txt or --checkpoint=DIR (the checkpoint it "
+            "was fine-tuned from)."
+        )
+    if FLAGS.sequence_length < 3:
+        raise app.UsageError(
+            "--sequence_length must be at least 3 ([CLS], a token, [SEP]). "
+            f"Received: {FLAGS.sequence_length}"
+        )
+    _export_options()
+
+
+def _export_options():
+    try:
+        options = json.loads(FLAGS.export_options or "{}")
+    except json.JSONDecodeError as error:
+        raise app.UsageError(
+            f"--export_options={FLAGS.export_options!r} is not JSON ({error}); "
+            "pass an object, e.g. '{\"doc_stride\": 128}'."
+        ) from None
+    if not isinstance(options, dict):
+        raise app.UsageError(
+            f"--export_options={FLAGS.export_options!r} must be a JSON "
+            "object of option names and values."
+        )
+    return options
 
 
 if __name__ == "__main__":

@@ -72,16 +72,40 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
     assert abs(probabilities - got).max() <= 1e-5
 
 
-def test_export_recipe_usage_error(tmp_path):
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ([], "Nothing to export: pass --model=FILE.keras"),
+        # Used to end in a TypeError.
+        pytest.param(
+            ["--vocab_file=vocab.txt"],
+            "Nothing to export",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            ["--model=clf.keras"],
+            "needs its tokenizer's vocabulary",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            ["--checkpoint=c", "--export_options={doc_stride: 1}"],
+            "is not JSON",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def test_export_recipe_usage_errors(tmp_path, arguments, message):
     result = subprocess.run(
         [
             sys.executable,
             os.path.join(REPO, "recipes", "export.py"),
             f"--export_dir={tmp_path}",
+            *arguments,
         ],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert result.returncode != 0
-    assert "--model=FILE.keras" in result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
