@@ -93,6 +93,7 @@ def pretraining_dataset_from_tfrecords(
     ```
     """
     files = expand_input_files(input_file)
+    check_tfrecord_lengths(files, max_seq_length, max_predictions_per_seq)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if shuffle:
         dataset = dataset.shuffle(len(files), seed=seed)
@@ -114,6 +115,47 @@ def pretraining_dataset_from_tfrecords(
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def check_tfrecord_lengths(files, max_seq_length, max_predictions_per_seq):
+    """Raises a `ValueError` unless the files hold the lengths expected.
+
+    A file written with another `max_seq_length` or
+    `max_predictions_per_seq` would otherwise fail deep inside `fit`, at
+    the first batch, with a message about a feature's size. The first
+    record of each of the first 16 files is read and its `input_ids` and
+    `masked_lm_positions` lengths compared.
+    """
+    expected = {
+        "input_ids": max_seq_length,
+        "masked_lm_positions": max_predictions_per_seq,
+    }
+    flags = {
+        "input_ids": "max_seq_length",
+        "masked_lm_positions": "max_predictions_per_seq",
+    }
+    for path in files[:16]:
+        record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        if record is None:
+            continue  # an empty shard
+        example = tf.train.Example.FromString(record.numpy())
+        feature = example.features.feature
+        for name, length in expected.items():
+            if name not in feature:
+                raise ValueError(
+                    f"{path} is not a BERT pre-training TFRecord file: its "
+                    f"records have no {name!r} feature (found "
+                    f"{sorted(feature)}). Write it with "
+                    "recipes/create_pretraining_data.py."
+                )
+            found = len(feature[name].int64_list.value)
+            if found != length:
+                raise ValueError(
+                    f"{path} was written with {flags[name]}={found}, but "
+                    f"{flags[name]}={length} was asked for. Pass "
+                    f"{flags[name]}={found} (create_pretraining_data.py "
+                    "records the values it used in its stats-*.json)."
+                )
 
 
 def pretraining_dataset_from_text(

@@ -101,8 +101,8 @@ def test_parsing_maps_features_onto_model_inputs():
     assert all(t.dtype == tf.int32 for t in tf.nest.flatten((features, labels)))
 
 
-def test_weightless_slots_read_as_padding(tmp_path):
-    """Files from other writers may leave ids in weight-0 slots."""
+def small_record_file(tmp_path):
+    """One record of 5 positions and 2 prediction slots."""
     example = tf.train.Example()
     for name, values in {
         "input_ids": [2, 5, 3, 6, 3],
@@ -119,6 +119,12 @@ def test_weightless_slots_read_as_padding(tmp_path):
     path = str(tmp_path / "other.tfrecord")
     with tf.io.TFRecordWriter(path) as writer:
         writer.write(example.SerializeToString())
+    return path
+
+
+def test_weightless_slots_read_as_padding(tmp_path):
+    """Files from other writers may leave ids in weight-0 slots."""
+    path = small_record_file(tmp_path)
     dataset = pretraining_dataset_from_tfrecords(
         path, batch_size=1, max_seq_length=5, max_predictions_per_seq=2,
         shuffle=False, repeat=False,
@@ -126,6 +132,40 @@ def test_weightless_slots_read_as_padding(tmp_path):
     features, labels = next(iter(dataset))
     assert features["masked_positions"].numpy().tolist() == [[1, 0]]
     assert labels["mlm_logits"].numpy().tolist() == [[5, 0]]
+
+
+@pytest.mark.parametrize(
+    "lengths, message",
+    [
+        (
+            {"max_seq_length": 128},
+            r"written with max_seq_length=5, but max_seq_length=128 was "
+            r"asked for. Pass max_seq_length=5",
+        ),
+        (
+            {"max_seq_length": 5, "max_predictions_per_seq": 20},
+            r"written with max_predictions_per_seq=2, but "
+            r"max_predictions_per_seq=20",
+        ),
+    ],
+)
+def test_files_of_other_lengths_fail_at_once_naming_the_flag(
+    tmp_path, lengths, message
+):
+    path = small_record_file(tmp_path)
+    with pytest.raises(ValueError, match=message) as error:
+        pretraining_dataset_from_tfrecords(path, batch_size=1, **lengths)
+    assert path in str(error.value)
+
+
+def test_a_file_of_other_records_is_named(tmp_path):
+    path = str(tmp_path / "other.tfrecord")
+    example = tf.train.Example()
+    example.features.feature["text"].bytes_list.value.append(b"hello")
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(example.SerializeToString())
+    with pytest.raises(ValueError, match="not a BERT pre-training TFRecord"):
+        pretraining_dataset_from_tfrecords(path, batch_size=1)
 
 
 def test_output_shard_paths():
