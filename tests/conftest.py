@@ -7,6 +7,11 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# In strict mode (CI) a test that would skip for missing material (a
+# corpus, the weight packages, a reference library, ../shared data) fails:
+# a broken install must not go green.
+STRICT = os.environ.get("KERAS_BERT_STRICT_TESTS") == "1"
+
 # Libraries whose import-time objects live as long as the process.
 _LONG_LIVED_MODULES = (
     "tensorflow",
@@ -48,3 +53,27 @@ def _release_keras_state():
     import keras
 
     keras.backend.clear_session(free_memory=True)
+
+
+def _fail_if_strict(report):
+    if STRICT and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr
+        if isinstance(reason, tuple):  # (file, line, "Skipped: why")
+            reason = reason[2]
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{reason}\n(KERAS_BERT_STRICT_TESTS=1: a skip is a failure; "
+            "install what the test needs, see .ci/run.)"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_if_strict(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_if_strict(outcome.get_result())

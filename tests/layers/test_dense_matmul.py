@@ -37,7 +37,9 @@ def test_gradients_equal_tensorflows(with_bias):
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6 * scale)
 
 
-def test_used_for_float32_training_with_wide_kernels_only():
+def test_used_for_float32_training_with_wide_kernels_only(monkeypatch):
+    # On the CPU (on a GPU, never: see the next test).
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind: [])
     x = tf.zeros((4, 8))
     wide, square, tall = tf.zeros((8, 16)), tf.zeros((8, 8)), tf.zeros((16, 8))
     assert dense_matmul.use_plain_backward(x, wide, training=True)
@@ -48,6 +50,14 @@ def test_used_for_float32_training_with_wide_kernels_only():
     assert not dense_matmul.use_plain_backward(
         half, tf.cast(wide, "bfloat16"), training=True
     )
+
+
+def test_never_used_on_a_gpu(monkeypatch):
+    monkeypatch.setattr(
+        tf.config, "list_logical_devices", lambda kind: ["/GPU:0"]
+    )
+    x, wide = tf.zeros((4, 8)), tf.zeros((8, 16))
+    assert not dense_matmul.use_plain_backward(x, wide, training=True)
 
 
 def test_block_training_gradients_equal_with_and_without(monkeypatch):

@@ -158,14 +158,35 @@ def test_config_and_saving():
     run_layer_saving_test(block, x)
 
 
-def test_mixed_precision_keeps_softmax_in_float32():
+@pytest.mark.parametrize("training", [False, True])
+def test_mixed_precision_keeps_softmax_in_float32(monkeypatch, training):
+    """Under mixed_bfloat16 the attention softmax sees float32 scores, on
+    the plain path (inference) and on the fused one (training)."""
+    import tensorflow as tf
+
+    seen = []
+    keras_softmax, tf_softmax = keras.ops.softmax, tf.nn.softmax
+
+    def spy_keras(x, *args, **kwargs):
+        seen.append(keras.backend.standardize_dtype(x.dtype))
+        return keras_softmax(x, *args, **kwargs)
+
+    def spy_tf(x, *args, **kwargs):
+        seen.append(x.dtype.name)
+        return tf_softmax(x, *args, **kwargs)
+
+    monkeypatch.setattr(keras.ops, "softmax", spy_keras)
+    monkeypatch.setattr(tf.nn, "softmax", spy_tf)
     block = TransformerEncoderBlock(
         num_heads=2, intermediate_dim=8, dtype="mixed_bfloat16"
     )
     x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
-    out = block(x, padding_mask=np.array([[1, 1, 0], [1, 1, 1]]))
+    out = block(
+        x, padding_mask=np.array([[1, 1, 0], [1, 1, 1]]), training=training
+    )
     assert out.dtype == "bfloat16"
     assert block.qkv_dense.kernel.dtype == "float32"
+    assert seen and set(seen) == {"float32"}, seen
     assert np.isfinite(
         keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))
     ).all()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from absl import app
+from absl import flags
 
 import keras_bert
 from keras_bert.checkpoints import save_huggingface
@@ -263,7 +264,7 @@ def test_bad_flags_are_usage_errors(checkpoint, tmp_path):
 
 def test_unknown_task_lists_the_valid_ones(checkpoint, tmp_path):
     recipe.FLAGS.unparse_flags()
-    with pytest.raises(Exception, match="cola|sst2|mrpc"):
+    with pytest.raises(flags.IllegalFlagValueError, match="cola|sst2|mrpc"):
         recipe.FLAGS(["glue.py", "--task=mnli_m", f"--model_dir={tmp_path}"])
 
 

@@ -12,7 +12,9 @@ def test_one_device_and_mirrored():
     )
     mirrored = create_strategy("mirrored")
     assert isinstance(mirrored, tf.distribute.MirroredStrategy)
-    assert mirrored.num_replicas_in_sync >= 1
+    # One replica per local GPU, or one on the CPU.
+    gpus = len(tf.config.list_logical_devices("GPU"))
+    assert mirrored.num_replicas_in_sync == max(gpus, 1)
 
 
 def test_unknown_strategy_names_the_value():

@@ -3,8 +3,6 @@
 Parity tests score the same predictions with our metrics and with a
 reference that ports the official `evaluate-v1.1.py` / `evaluate-v2.0.py`:
 
-- `transformers`: `transformers.data.metrics.squad_metrics` (transformers
-  4.x; transformers 5 removed it). Exact/F1 and the v2.0 evaluation.
 - `tf_models`: `official/nlp/tools/squad_evaluate_v1_1.py` and
   `squad_evaluate_v2_0.py` of tf-models-official; they need only absl, so
   `pip install --no-deps tf-models-official` is enough (its declared
@@ -25,9 +23,8 @@ SQUAD_DIR = os.path.join(
     os.path.dirname(__file__), "..", "..", "..", "..", "shared", "squad"
 )
 # The parity tests' references: tf-models-official's copies, installed by
-# `.ci/run` from requirements-references.txt. transformers 4.x's copy
-# (`"transformers"`) gave the same scores when last checked; transformers
-# 5 no longer ships it, so it is not among the defaults.
+# `.ci/run` from requirements-references.txt. (transformers 4.x's copy gave
+# the same scores when last checked; transformers 5 no longer ships it.)
 REFERENCES = ("tf_models",)
 
 
@@ -64,45 +61,11 @@ def official_squad_scoring(name):
     Returns a namespace with `compute_exact(gold, prediction)`,
     `compute_f1(gold, prediction)` (v2.0's rule), `evaluate_v2(data,
     predictions, null_odds=None)` returning the official v2.0 keys, and
-    `evaluate_v1(data, predictions)` (`None` where the reference has no
-    v1.1 evaluation).
+    `evaluate_v1(data, predictions)`.
     """
-    if name == "transformers":
-        return _transformers_scoring()
     if name == "tf_models":
         return _tf_models_scoring()
     raise ValueError(f"Unknown reference {name!r}; one of {REFERENCES}.")
-
-
-def _transformers_scoring():
-    try:
-        module = importlib.import_module(
-            "transformers.data.metrics.squad_metrics"
-        )
-    except ImportError:
-        pytest.skip(
-            "needs transformers.data.metrics.squad_metrics, which "
-            "transformers 5 removed: pip install 'transformers<5'"
-        )
-
-    def evaluate_v2(data, predictions, null_odds=None):
-        examples = [
-            types.SimpleNamespace(qas_id=qa["id"], answers=qa["answers"])
-            for article in data
-            for paragraph in article["paragraphs"]
-            for qa in paragraph["qas"]
-        ]
-        result = dict(module.squad_evaluate(examples, predictions, null_odds))
-        if null_odds is None:  # it searches thresholds even without odds
-            result = {k: v for k, v in result.items() if "best" not in k}
-        return result
-
-    return types.SimpleNamespace(
-        compute_exact=module.compute_exact,
-        compute_f1=module.compute_f1,
-        evaluate_v2=evaluate_v2,
-        evaluate_v1=None,
-    )
 
 
 def _tf_models_scoring():

@@ -322,8 +322,6 @@ def test_exact_and_f1_match_reference_on_dev(reference):
 @pytest.mark.parametrize("reference", REFERENCES)
 def test_v1_metrics_match_reference_on_dev(reference):
     official = official_squad_scoring(reference)
-    if official.evaluate_v1 is None:
-        pytest.skip(f"{reference} has no SQuAD v1.1 evaluation")
     data = squad_dev_data()
     examples = examples_from_data(data)
     for seed in range(2):
