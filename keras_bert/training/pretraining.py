@@ -1,6 +1,5 @@
 """Running `BertMaskedLM` pre-training: checkpoints, resume, export."""
 
-import json
 import os
 import time
 
@@ -18,20 +17,6 @@ from keras_bert.training.strategies import is_chief
 
 CHECKPOINT_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
-
-
-def checkpointed_step(model_dir, steps_per_checkpoint=None):
-    """The step of the latest checkpoint in `model_dir`, or 0 if none.
-
-    Args:
-        model_dir: str. The run's directory.
-        steps_per_checkpoint: unused; kept for callers of earlier versions.
-    """
-    del steps_per_checkpoint
-    path = tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINT_DIR))
-    if path is None:
-        return 0
-    return int(path.rsplit("-", 1)[-1])
 
 
 def pretrain(
@@ -193,9 +178,7 @@ def save_pretrained(model, tokenizer, directory):
     `BertMaskedLM` becomes a `BertForPreTraining` directory, which
     `BertBackbone.from_checkpoint` (backbone only),
     `BertMaskedLM.from_checkpoint` (with the heads) and `transformers`
-    all read. If that exporter is not importable, writes the backbone's
-    Keras config and weights (`config.json`, `model.weights.h5`) and
-    `vocab.txt`, and logs a warning.
+    all read.
 
     Args:
         model: `keras_bert.BertMaskedLM` or `keras_bert.BertBackbone`.
@@ -211,27 +194,10 @@ def save_pretrained(model, tokenizer, directory):
     backbone = keras_bert.BertBackbone.from_checkpoint("runs/tiny/export")
     ```
     """
-    tf.io.gfile.makedirs(directory)
-    try:
-        from keras_bert.checkpoints import save_huggingface
-    except ImportError:
-        save_huggingface = None
-    if save_huggingface is not None:
-        save_huggingface(model, tokenizer, directory)
-    else:
-        logging.warning(
-            "keras_bert.checkpoints.save_huggingface is not available; "
-            "saving Keras weights (model.weights.h5 + config.json) instead."
-        )
-        backbone = getattr(model, "backbone", model)
-        backbone.save_weights(os.path.join(directory, "model.weights.h5"))
-        with tf.io.gfile.GFile(
-            os.path.join(directory, "config.json"), "w"
-        ) as f:
-            json.dump(backbone.get_config(), f, indent=2)
-        with tf.io.gfile.GFile(os.path.join(directory, "vocab.txt"), "w") as f:
-            f.write("".join(f"{token}\n" for token in tokenizer.vocabulary))
-    return sorted(tf.io.gfile.listdir(directory))
+    from keras_bert.checkpoints import save_huggingface
+
+    save_huggingface(model, tokenizer, directory)
+    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory))
 
 
 def summary_frequency(steps_per_checkpoint, at_most=100):

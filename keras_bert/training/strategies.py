@@ -42,17 +42,15 @@ def create_strategy(name="one_device", tpu=None, cluster_resolver=None):
             from the `TF_CONFIG` environment variable (without it, this
             process alone is the cluster).
             `"tpu"`: a Cloud TPU, `tpu` names it.
-            `"parameter_server"`: asynchronous training with parameter
-            servers, from `TF_CONFIG` (needs `chief`, `worker` and `ps`
-            jobs). Keras 3's `fit` cannot train under it; see
-            `check_fit_support`.
+            `"parameter_server"` is refused with what to use instead:
+            Keras 3's `fit` cannot train under a `ParameterServerStrategy`
+            (see `check_fit_support`).
             Defaults to `"one_device"`.
         tpu: str or `None`. Only for `"tpu"`: the TPU's name or
             `grpc://host:port` address, or `"local"` on a TPU VM.
         cluster_resolver: optional
             `tf.distribute.cluster_resolver.ClusterResolver` for
-            `"multi_worker_mirrored"` and `"parameter_server"`, instead of
-            reading `TF_CONFIG`.
+            `"multi_worker_mirrored"`, instead of reading `TF_CONFIG`.
 
     Returns:
         A `tf.distribute.Strategy`.
@@ -80,7 +78,7 @@ def create_strategy(name="one_device", tpu=None, cluster_resolver=None):
     if name == "tpu":
         return _create_tpu_strategy(tpu)
     if name == "parameter_server":
-        return _create_parameter_server_strategy(cluster_resolver)
+        raise ValueError(PARAMETER_SERVER_FIT_ERROR)
     raise ValueError(
         "Received an invalid value for argument `name`, expected one of "
         f"{STRATEGIES}. Received: name={name!r}"
@@ -100,22 +98,6 @@ def _create_tpu_strategy(tpu):
     tf.tpu.experimental.initialize_tpu_system(resolver)
     logging.info("TPU devices: %s", tf.config.list_logical_devices("TPU"))
     return tf.distribute.TPUStrategy(resolver)
-
-
-def _create_parameter_server_strategy(cluster_resolver):
-    if cluster_resolver is None:
-        cluster_resolver = (
-            tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        )
-    jobs = cluster_resolver.cluster_spec().as_dict()
-    missing = [job for job in ("worker", "ps") if job not in jobs]
-    if missing:
-        raise ValueError(
-            "--strategy=parameter_server needs a cluster with `worker` and "
-            "`ps` jobs (and the `chief` that runs this program) in "
-            f"TF_CONFIG; it has no {missing}. Received cluster: {jobs}"
-        )
-    return tf.distribute.experimental.ParameterServerStrategy(cluster_resolver)
 
 
 def check_fit_support(strategy):

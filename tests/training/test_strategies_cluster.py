@@ -1,8 +1,8 @@
 """Strategies that need a cluster or a TPU, built as far as this machine
-allows: parameter servers on an in-process cluster (in a child process,
-since connecting to a cluster changes TensorFlow's runtime for good), the
-TPU path against stand-ins for TensorFlow's TPU calls, and multi-worker
-mirrored without TF_CONFIG (a cluster of one)."""
+allows: why parameter servers are refused, shown on an in-process cluster
+(in a child process, since connecting to a cluster changes TensorFlow's
+runtime for good), the TPU path against stand-ins for TensorFlow's TPU
+calls, and multi-worker mirrored without TF_CONFIG (a cluster of one)."""
 
 import json
 import os
@@ -46,9 +46,7 @@ def _parameter_server_child():
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         cluster, rpc_layer="grpc"
     )
-    strategy = training.create_strategy(
-        "parameter_server", cluster_resolver=resolver
-    )
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     with strategy.scope():
         model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
         model.compile("sgd", "mse")
@@ -93,12 +91,9 @@ def test_parameter_server_strategy_on_an_in_process_cluster():
     assert "ClusterCoordinator" in result["keras_fit"], result["keras_fit"]
 
 
-def test_parameter_server_needs_ps_and_workers():
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-        tf.train.ClusterSpec({"worker": ["127.0.0.1:1"]})
-    )
-    with pytest.raises(ValueError, match=r"no \['ps'\]"):
-        training.create_strategy("parameter_server", cluster_resolver=resolver)
+def test_parameter_server_is_refused_by_name_with_what_to_use():
+    with pytest.raises(ValueError, match="--strategy=multi_worker_mirrored"):
+        training.create_strategy("parameter_server")
 
 
 class _Recorder:
