@@ -6,6 +6,9 @@ import tensorflow as tf
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.text.bert_tokenizer import _EagerFunctions
 from keras_bert.text.bert_tokenizer import _to_string_tensor
+from keras_bert.text.bert_tokenizer import concat_chunks
+from keras_bert.text.bert_tokenizer import eager_in_chunks
+from keras_bert.text.bert_tokenizer import is_long_string_list
 
 TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
 
@@ -102,6 +105,14 @@ class BertPreprocessor(keras.layers.Layer):
         # A plain object: neither Keras nor SavedModel should track these.
         self._compiled = _EagerFunctions()
 
+    def __call__(self, x, *args, **kwargs):
+        texts = list(x) if isinstance(x, tuple) else [x]
+        if all(is_long_string_list(t) for t in texts) and not kwargs:
+            # Keras' __call__ would first turn the lists into NumPy arrays
+            # of fixed-width strings (170 MiB a million lines).
+            return self.call(x, *args)
+        return super().__call__(x, *args, **kwargs)
+
     def call(self, x, y=None, sample_weight=None):
         texts = list(x) if isinstance(x, tuple) else [x]
         if len(texts) not in (1, 2):
@@ -110,6 +121,17 @@ class BertPreprocessor(keras.layers.Layer):
                 f"received a tuple of {len(texts)}. Pass `texts` or "
                 "`(texts_a, texts_b)`."
             )
+        if all(is_long_string_list(t) for t in texts) and (
+            len({len(t) for t in texts}) == 1
+        ):
+            # Python lists of many strings, converted a chunk at a time.
+            outputs = concat_chunks(
+                lambda *chunk: self.call(
+                    tuple(chunk) if len(chunk) > 1 else chunk[0]
+                ),
+                *texts,
+            )
+            return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
         texts = [_to_string_tensor(t) for t in texts]
         ranks = [t.shape.rank for t in texts]
         if any(rank not in (0, 1) for rank in ranks):
@@ -149,7 +171,7 @@ class BertPreprocessor(keras.layers.Layer):
                 function,
                 input_signature=[tf.TensorSpec(shape, tf.string)] * len(texts),
             )
-        return functions[key](*texts)
+        return eager_in_chunks(functions[key], *texts)
 
     def pack(self, segments):
         """Packs ragged token ids `[(batch_size, (tokens)), ...]`."""

@@ -320,10 +320,22 @@ class BertTokenizer(keras.layers.Layer):
             replaced |= is_special
         return word_strings, replaced
 
+    def __call__(self, inputs, *args, **kwargs):
+        if is_long_string_list(inputs) and not args and not kwargs:
+            # Keras' __call__ would first turn the list into one NumPy
+            # array of fixed-width strings (170 MiB for a million lines).
+            return self.call(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs):
         return self._apply(inputs, with_offsets=False)
 
     def _apply(self, inputs, with_offsets):
+        if is_long_string_list(inputs):
+            # A Python list of many strings, converted a chunk at a time.
+            return concat_chunks(
+                lambda chunk: self._apply(chunk, with_offsets), inputs
+            )
         inputs = _to_string_tensor(inputs)
         rank = inputs.shape.rank
         if rank is None:
@@ -368,7 +380,7 @@ class BertTokenizer(keras.layers.Layer):
                 function,
                 input_signature=[tf.TensorSpec([None] * rank, tf.string)],
             )
-        return functions[key](strings)
+        return eager_in_chunks(functions[key], strings)
 
     def detokenize(self, ids):
         """Turns ids back into text: pieces joined by spaces, `##` glued.
@@ -488,3 +500,48 @@ def _to_string_tensor(inputs):
             f"{inputs.dtype.name}. Tokenize text, not ids."
         )
     return inputs
+
+
+# Strings per call when a big batch is processed eagerly: the ops' scratch
+# memory is many times their output (98x for ids, measured at 100,000 lines
+# by benchmarks/tokenizer_memory.py), so a million lines in one call would
+# take gigabytes; in chunks the scratch stays that of one chunk.
+EAGER_CHUNK = 4096
+
+
+def is_long_string_list(inputs):
+    """Whether `inputs` is a Python list of more than `EAGER_CHUNK`
+    strings, called eagerly (converted to one string tensor, the input
+    alone would hold another copy of all the text)."""
+    return (
+        isinstance(inputs, (list, tuple))
+        and len(inputs) > EAGER_CHUNK
+        and isinstance(inputs[0], (str, bytes))
+        and tf.executing_eagerly()
+    )
+
+
+def concat_chunks(function, *lists):
+    """`function` on chunks of at most `EAGER_CHUNK` items of `lists`,
+    the results concatenated along the first axis (dense or ragged, any
+    structure)."""
+    parts = [
+        function(*[items[start : start + EAGER_CHUNK] for items in lists])
+        for start in range(0, len(lists[0]), EAGER_CHUNK)
+    ]
+    return tf.nest.map_structure(
+        lambda *pieces: tf.concat(pieces, axis=0), *parts
+    )
+
+
+def eager_in_chunks(function, *batches):
+    """`function(*batches)` for 1-D batches, called on chunks of at most
+    `EAGER_CHUNK` rows and concatenated (dense or ragged, any structure).
+
+    The same result as one call, in memory bounded by the output plus one
+    chunk's scratch. For scalars and small batches it is one call.
+    """
+    first = batches[0]
+    if first.shape.rank != 1 or first.shape[0] <= EAGER_CHUNK:
+        return function(*batches)
+    return concat_chunks(function, *batches)

@@ -8,6 +8,7 @@ control character and is dropped too. Nothing raises and nothing hangs.
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_bert
 from tests.text import references
@@ -70,3 +71,45 @@ def test_empty_batch(tokenizer):
     preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
     outputs = preprocessor(np.array([], dtype=object))
     assert outputs["token_ids"].shape == (0, 8)
+
+
+@pytest.mark.parametrize("as_list", [True, False])
+def test_big_eager_batches_are_made_in_chunks_with_the_same_result(
+    monkeypatch, as_list
+):
+    """Many strings in one eager call are tokenized a chunk at a time (so
+    that memory stays bounded, benchmarks/tokenizer_memory.py): the result
+    is that of one call, for ids, offsets, single texts and pairs."""
+    from keras_bert.text import bert_tokenizer
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+    vocabulary += ["##b", "c", "."]
+    tokenizer = keras_bert.BertTokenizer(vocabulary)
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=6)
+    texts = ["a bb c.", "", "c c c c c c c", "ab", "b. a", "x", "a"] * 3
+    other = list(reversed(texts))
+
+    def run():
+        inputs = texts if as_list else tf.constant(texts)
+        pair = other if as_list else tf.constant(other)
+        return (
+            tokenizer(inputs),
+            tokenizer.tokenize_with_offsets(inputs),
+            preprocessor(inputs),
+            preprocessor((inputs, pair)),
+        )
+
+    whole = run()
+    monkeypatch.setattr(bert_tokenizer, "EAGER_CHUNK", 4)
+    calls = []
+    concat = bert_tokenizer.concat_chunks
+    monkeypatch.setattr(
+        bert_tokenizer,
+        "concat_chunks",
+        lambda *a: calls.append(1) or concat(*a),
+    )
+    chunked = run()
+    assert calls  # it did go in chunks
+    flat = tf.nest.flatten(whole, expand_composites=True)
+    for a, b in zip(flat, tf.nest.flatten(chunked, expand_composites=True)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
