@@ -72,6 +72,11 @@ def write_bytes(path, data):
     parent = os.path.dirname(path) if parent is None else parent
     if parent and not tf.io.gfile.exists(parent):
         tf.io.gfile.makedirs(parent)
+    if tf.io.gfile.exists(path):
+        # TensorFlow's ram:// filesystem appends to an existing file opened
+        # with "w"; every other one truncates. Removing it first is right
+        # for both.
+        tf.io.gfile.remove(path)
     with tf.io.gfile.GFile(path, "wb") as file:
         file.write(data)
 
@@ -84,27 +89,28 @@ def write_json(path, value, indent=2, **kwargs):
     write_text(path, json.dumps(value, indent=indent, **kwargs) + "\n")
 
 
-def copy_tree(source, destination):
+def copy_tree(source, destination, last=()):
     """Copies the directory `source` into `destination` (made if missing),
-    file by file, overwriting files of the same name."""
+    file by file, overwriting files of the same name.
+
+    Args:
+        source, destination: str. Directories.
+        last: file names (at any depth) copied after all the others, e.g.
+            `("saved_model.pb",)`, the file whose presence says a
+            SavedModel is complete.
+    """
     source, destination = os.fspath(source), os.fspath(destination)
-    tf.io.gfile.makedirs(destination)
+    copies = []
     for directory, _, names in tf.io.gfile.walk(source):
-        relative = (
-            os.path.relpath(directory, source)
-            if is_local(source)
-            else directory[len(source) :].lstrip("/")
-        )
-        target = (
-            destination
-            if relative in ("", ".")
-            else join(destination, relative)
-        )
+        relative = directory[len(source) :].strip("/")
+        target = join(destination, relative) if relative else destination
         tf.io.gfile.makedirs(target)
-        for name in names:
-            tf.io.gfile.copy(
-                join(directory, name), join(target, name), overwrite=True
-            )
+        copies += [
+            (join(directory, name), join(target, name)) for name in names
+        ]
+    copies.sort(key=lambda pair: posixpath.basename(pair[0]) in last)
+    for source_file, target_file in copies:
+        tf.io.gfile.copy(source_file, target_file, overwrite=True)
 
 
 @contextlib.contextmanager

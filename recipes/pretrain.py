@@ -56,7 +56,6 @@ Example:
         --num_warmup_steps=100 --save_checkpoints_steps=100
 """
 
-import json
 import os
 
 import keras
@@ -287,8 +286,7 @@ def main(argv):
         return
     result["configuration"] = configuration
     path = os.path.join(FLAGS.model_dir, "results.json")
-    with tf.io.gfile.GFile(path, "w") as f:
-        json.dump(result, f, indent=2, default=float)
+    keras_bert.files.write_json(path, result, default=float)
     logging.info("Results written to %s.", path)
 
 

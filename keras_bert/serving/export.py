@@ -36,8 +36,11 @@ def export_saved_model(
         - `embed_ids`: ids in → the same plus `sequence_output`.
 
     Versions are numbered directories, as TF Serving expects. An existing
-    version is never overwritten, and the version appears only once it is
-    complete (it is written to a temporary directory and renamed).
+    version is never overwritten, and TF Serving never loads a half-written
+    one: it is written to a hidden directory beside the versions, then
+    renamed (on a local disk), or, on object storage, where directories
+    cannot be renamed at once, copied with `saved_model.pb` (what TF
+    Serving waits for) last.
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model with a serving
@@ -88,14 +91,16 @@ def export_saved_model(
     staging = files.join(export_dir, f".export-{uuid.uuid4().hex}")
     try:
         archive.write_out(staging, verbose=False)
-        try:
-            tf.io.gfile.rename(staging, version_dir)
-        except (tf.errors.OpError, OSError) as error:
+        if files.exists(version_dir):
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
                 "nothing was overwritten. Export again to take the next "
                 "free version."
-            ) from error
+            )
+        if files.is_local(export_dir):
+            tf.io.gfile.rename(staging, version_dir)
+        else:
+            files.copy_tree(staging, version_dir, last=("saved_model.pb",))
     finally:
         if files.exists(staging):
             tf.io.gfile.rmtree(staging)

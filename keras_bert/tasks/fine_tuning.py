@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from keras_bert import files
 from keras_bert.serving import export_saved_model
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
@@ -312,8 +313,7 @@ def _run_fine_tuning(
     )
     results = _json_ready(results)
     results_path = os.path.join(run_dir, "results.json")
-    with tf.io.gfile.GFile(results_path, "w") as f:
-        f.write(json.dumps(results, indent=2, allow_nan=False))
+    files.write_json(results_path, results, allow_nan=False)
     logging.info("Wrote %s", results_path)
     remove_write_directory(run_dir, model_dir)
     return FineTuningResult(results, model, preprocessor, chief)

@@ -1,12 +1,13 @@
 """Evaluates a model on whole eval sets every epoch; keeps the best."""
 
-import json
 import math
 import time
 
 import keras
 import tensorflow as tf
 from absl import logging
+
+from keras_bert import files
 
 MONITOR_MODES = ("max", "min")
 
@@ -127,8 +128,7 @@ class EpochEvaluation(keras.callbacks.Callback):
                 self.model.save_weights(self.best_weights_path)
         if self.history_path:
             # Written whole, then renamed: a crash never leaves half a file.
-            with tf.io.gfile.GFile(self.history_path + ".tmp", "w") as f:
-                f.write(json.dumps(self.history(), indent=2))
+            files.write_json(self.history_path + ".tmp", self.history())
             tf.io.gfile.rename(
                 self.history_path + ".tmp", self.history_path, overwrite=True
             )

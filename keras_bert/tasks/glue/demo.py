@@ -8,11 +8,13 @@ another, as MNLI's matched/mismatched genres differ.
 """
 
 import csv
+import io
 import os
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import files
 from keras_bert.tasks.glue.tasks import get_glue_task
 
 _MATCHED = {
@@ -100,8 +102,7 @@ def write_mnli_demo(data_dir, num_train=960, num_eval=120, seed=0):
     rng = np.random.default_rng(seed)
     directory = os.path.join(data_dir, task.directory)
     tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(os.path.join(data_dir, "DEMO_README.txt"), "w") as f:
-        f.write(DEMO_NOTE)
+    files.write_text(os.path.join(data_dir, "DEMO_README.txt"), DEMO_NOTE)
     plan = {
         "train": (_MATCHED, num_train),
         "validation_matched": (_MATCHED, num_eval),
@@ -112,18 +113,19 @@ def write_mnli_demo(data_dir, num_train=960, num_eval=120, seed=0):
     for split_name, (vocabulary, count) in plan.items():
         split = task.splits[split_name]
         path = os.path.join(directory, split.filename)
-        with tf.io.gfile.GFile(path, "w") as f:
-            writer = csv.writer(
-                f,
-                delimiter="\t",
-                lineterminator="\n",
-                quoting=csv.QUOTE_NONE,
-                quotechar=None,
-            )
-            writer.writerow(split.columns)
-            for index in range(count):
-                row = _example(rng, vocabulary, index)
-                writer.writerow([row[column] for column in split.columns])
+        text = io.StringIO()
+        writer = csv.writer(
+            text,
+            delimiter="\t",
+            lineterminator="\n",
+            quoting=csv.QUOTE_NONE,
+            quotechar=None,
+        )
+        writer.writerow(split.columns)
+        for index in range(count):
+            row = _example(rng, vocabulary, index)
+            writer.writerow([row[column] for column in split.columns])
+        files.write_text(path, text.getvalue())
     return directory
 
 

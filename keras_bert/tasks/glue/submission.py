@@ -1,11 +1,13 @@
 """Writes predictions as a GLUE leaderboard submission file."""
 
 import csv
+import io
 import os
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import files
 from keras_bert.tasks.glue.tasks import get_glue_task
 
 
@@ -59,9 +61,10 @@ def write_glue_submission(task, split, idx, predictions, output_dir):
         )
     tf.io.gfile.makedirs(output_dir)
     path = os.path.join(output_dir, submission)
-    with tf.io.gfile.GFile(path, "w") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-        writer.writerow(["index", "prediction"])
-        for position in np.argsort(idx, kind="stable"):
-            writer.writerow([int(idx[position]), labels[position]])
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter="\t", lineterminator="\n")
+    writer.writerow(["index", "prediction"])
+    for position in np.argsort(idx, kind="stable"):
+        writer.writerow([int(idx[position]), labels[position]])
+    files.write_text(path, text.getvalue())
     return path

@@ -18,6 +18,7 @@ import re
 import tensorflow as tf
 from absl import logging
 
+from keras_bert import files
 from keras_bert.tasks.ner.metrics import get_entities
 
 SCHEMES = ("iob1", "iob2", "iobes")
@@ -291,8 +292,7 @@ def write_conll_predictions(path, words, gold_tags, predicted_tags):
     directory = path.rpartition("/")[0]
     if directory and not tf.io.gfile.exists(directory):
         tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(path, "w") as file:
-        file.write("".join(pieces))
+    files.write_text(path, "".join(pieces))
 
 
 def entity_types(tag_sequences):

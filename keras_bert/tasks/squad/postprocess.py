@@ -27,10 +27,10 @@ If no span is valid, the n-best holds a placeholder `"empty"` entry with
 logits 0, as `run_squad.py` does (for v2.0, beside the null entry).
 """
 
-import json
-
 import numpy as np
 import tensorflow as tf
+
+from keras_bert import files
 
 # run_squad.py's placeholder when no span is valid.
 _NO_VALID_SPAN_TEXT = "empty"
@@ -191,8 +191,7 @@ def write_predictions(output_dir, predictions, nbest, null_odds=None):
     paths = {}
     for name, content in outputs.items():
         path = tf.io.gfile.join(output_dir, name)
-        with tf.io.gfile.GFile(path, "w") as f:
-            f.write(json.dumps(content, indent=4) + "\n")
+        files.write_json(path, content, indent=4)
         paths[name] = path
     return paths
 
