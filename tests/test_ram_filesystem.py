@@ -71,7 +71,8 @@ run_recipe("create_pretraining_data", input_file=f"{ROOT}/corpus/*.txt",
            vocab_file=f"{ROOT}/vocab/vocab.txt", max_seq_length=32,
            max_predictions_per_seq=5, dupe_factor=1, progress=False)
 pretrain = dict(
-    input_file=f"{ROOT}/data/train.tfrecord*", vocab_file=f"{ROOT}/vocab/vocab.txt",
+    input_file=f"{ROOT}/data/train.tfrecord*",
+    vocab_file=f"{ROOT}/vocab/vocab.txt",
     preset="bert_tiny", model_dir=f"{ROOT}/pretrain", max_seq_length=32,
     max_predictions_per_seq=5, train_batch_size=4, num_warmup_steps=1,
     save_checkpoints_steps=2, verbose=0,
@@ -102,7 +103,9 @@ inputs = keras_bert.BertPreprocessor(tokenizer, 16)(["a test of it"])
 difference = float(np.abs(model(inputs) - again(inputs)).max())
 
 print("RESULT " + json.dumps({
-    "vocab_lines": len(tf.io.gfile.GFile(f"{ROOT}/vocab/vocab.txt").read().splitlines()),
+    "vocab_lines": len(
+        tf.io.gfile.GFile(f"{ROOT}/vocab/vocab.txt").read().splitlines()
+    ),
     "tfrecords": local_files(f"{ROOT}/data"),
     "first": {k: v for k, v in first.items() if "step" in k},
     "second": {k: v for k, v in second.items() if "step" in k},
@@ -113,7 +116,9 @@ print("RESULT " + json.dumps({
     "label": labels[0].decode(),
     "hf_files": local_files(f"{ROOT}/hf"),
     "hf_difference": difference,
-    "local_gs_dirs": sorted(glob.glob("ram:*") + glob.glob("**/ram:*", recursive=True)),
+    "local_gs_dirs": sorted(
+        glob.glob("ram:*") + glob.glob("**/ram:*", recursive=True)
+    ),
 }))
 """
 
