@@ -5,8 +5,9 @@ helpers or through `tf.io.gfile` itself (`tests/test_file_access.py` holds
 the package to it), so that a user's data, checkpoints and exports can live
 in object storage. A few libraries only take local paths (`safetensors`'
 memory-mapped reader, `torch.load` of a path): `local_copy` stages such a
-file through a local temporary copy, and `staged_directory` lets a writer
-fill a local directory that is then copied to its destination.
+file through a local temporary copy. (TensorFlow and Keras themselves read
+and write `scheme://` paths: checkpoints, `.keras` and `.weights.h5`
+files, SavedModels, TFRecords, TensorBoard logs.)
 
 Example:
 ```python
@@ -128,24 +129,3 @@ def local_copy(path):
         yield local
     finally:
         shutil.rmtree(directory, ignore_errors=True)  # gfile-exempt: temp
-
-
-@contextlib.contextmanager
-def staged_directory(path):
-    """Yields a local directory to write into, copied to `path` on success.
-
-    For a local `path` it is `path` itself (made if missing); otherwise a
-    temporary directory whose files are copied to `path` when the block
-    ends without an error, and which is removed in any case.
-    """
-    path = os.fspath(path)
-    if is_local(path):
-        os.makedirs(path, exist_ok=True)  # gfile-exempt: is_local(path)
-        yield path
-        return
-    directory = tempfile.mkdtemp(prefix="keras_bert-")
-    try:
-        yield directory
-        copy_tree(directory, path)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)  # gfile-exempt: local temp
