@@ -457,6 +457,9 @@ def summarize():
     def f1(result):
         return 100 * result["metrics"]["f1"]
 
+    def first_loss(result):
+        return result["epochs"][0]["loss"]
+
     def spread(values):
         if len(values) < 2:
             return f"{values[0]:.2f}"
@@ -464,8 +467,9 @@ def summarize():
 
     print(
         "| data (validation) | contestant | F1, mean ± std | F1 of seeds "
-        "| precision | recall | seqeval F1 = ours |\n"
-        "|---|---|---|---|---|---|---|"
+        "| precision | recall | first epoch's training loss "
+        "| seqeval F1 = ours |\n"
+        "|---|---|---|---|---|---|---|---|"
     )
     for (dataset, contestant), seeds in sorted(runs.items()):
         results = [seeds[seed] for seed in sorted(seeds)]
@@ -479,6 +483,7 @@ def summarize():
             f"{', '.join(map(str, sorted(seeds)))}) "
             f"| {spread([100 * r['metrics']['precision'] for r in results])} "
             f"| {spread([100 * r['metrics']['recall'] for r in results])} "
+            f"| {', '.join(f'{first_loss(r):.4f}' for r in results)} "
             f"| {'yes, all' if agree else 'NO'} |"
         )
     print("\nPaired by seed (the same batches, in the same order):\n")

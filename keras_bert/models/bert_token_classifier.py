@@ -120,10 +120,12 @@ class BertTokenClassifier(Task):
             num_classes,
             # Normal, not truncated normal: Google's BERT has no tagging
             # head, and Hugging Face's (normal, std initializer_range) trains
-            # faster. Measured on CoNLL-2003 with all-MiniLM-L6-v2, seed 0,
-            # the same batches: first-epoch mean loss 0.371 from a normal
-            # head, 0.405 from a truncated one (0.88x the std), 0.375 for
-            # transformers (benchmarks/ner_finetune.py; docs/ner.md).
+            # faster. CoNLL-2003, all-MiniLM-L6-v2, the batches transformers
+            # gets, seeds 0-2: first epoch's loss 0.366-0.379 from a normal,
+            # 0.401-0.406 from a truncated normal (0.88x the std),
+            # 0.373-0.376 for transformers; F1 -0.10 from transformers' on
+            # average instead of -0.74 (benchmarks/ner_finetune.py,
+            # benchmarks/ner_head_init.py; docs/ner.md).
             kernel_initializer=clone_initializer(
                 keras.initializers.RandomNormal(
                     stddev=backbone.initializer_range
