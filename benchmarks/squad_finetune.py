@@ -37,6 +37,10 @@ Contestants:
               `return_offsets_mapping`; the fast tokenizer's `stride` is the
               overlap, so it is set per example to the window length minus
               doc_stride). Saves every dev window's start/end logits.
+  torch_masked
+              the same, with `BertQuestionAnswerer`'s mask applied to the
+              logits before the loss and the predictions (question, `[SEP]`
+              and padding at -10000): the design difference below removed.
   keras_bert  `python recipes/squad.py` with the same settings, AdamW's
               epsilon added as PyTorch adds it (`--noadam_epsilon_hat`);
               its own `results.json` holds EM and F1.
@@ -48,7 +52,8 @@ Contestants:
 Not identical by design: `BertQuestionAnswerer` gives positions that cannot
 hold an answer (question, `[SEP]`, padding) probability 0, so its softmax
 and loss spread over the context and `[CLS]` only, while
-`BertForQuestionAnswering` spreads them over every position; and each side
+`BertForQuestionAnswering` spreads them over every position (the
+`torch_masked` contestant removes this difference); and each side
 shuffles the windows with its own seeded permutation.
 
 The torch windows equal the package's
@@ -120,7 +125,7 @@ SETTINGS = dict(
 flags.DEFINE_enum(
     "contestant",
     None,
-    ["torch", "keras_bert", "keras_bert_epsilon_hat"],
+    ["torch", "torch_masked", "keras_bert", "keras_bert_epsilon_hat"],
     "Which side to run or score.",
 )
 flags.DEFINE_bool("evaluate", False, "Score RUN_DIR instead of training.")
@@ -328,8 +333,40 @@ def hf_features(tokenizer, examples, training):
     return features, stats
 
 
+def mask_logits(outputs, segment_ids, padding_mask):
+    """`BertQuestionAnswerer`'s mask on transformers' logits: positions that
+    cannot hold an answer (question, `[SEP]`, padding) get -10000."""
+    import torch
+
+    from keras_bert.models.bert_question_answerer import MASKED_LOGIT
+
+    real = padding_mask == 1
+    positions = torch.arange(segment_ids.shape[1])[None, :]
+    last = real.sum(dim=1, keepdim=True) - 1
+    can_answer = ((segment_ids == 1) & real & (positions != last)) | (
+        positions == 0
+    )
+    return tuple(
+        torch.where(can_answer, logits, torch.full_like(logits, MASKED_LOGIT))
+        for logits in (outputs.start_logits, outputs.end_logits)
+    )
+
+
+def masked_span_loss(outputs, segment_ids, padding_mask, starts, ends):
+    """transformers' span loss (mean of the start and end cross-entropies)
+    over the masked logits."""
+    import torch
+
+    start_logits, end_logits = mask_logits(outputs, segment_ids, padding_mask)
+    cross_entropy = torch.nn.functional.cross_entropy
+    return (
+        cross_entropy(start_logits, starts) + cross_entropy(end_logits, ends)
+    ) / 2
+
+
 def train_torch(run_dir):
     """Fine-tunes with transformers, predicts dev, saves the logits."""
+    masked = FLAGS.contestant == "torch_masked"
     import numpy as np
     import torch
     import transformers
@@ -455,13 +492,27 @@ def train_torch(run_dir):
                 break
             first = batch * SETTINGS["batch_size"]
             index = order[first : first + SETTINGS["batch_size"]]
-            outputs = model(
-                input_ids=tensors["token_ids"][index],
-                token_type_ids=tensors["segment_ids"][index],
-                attention_mask=tensors["padding_mask"][index],
-                start_positions=tensors["start_positions"][index],
-                end_positions=tensors["end_positions"][index],
-            )
+            if masked:
+                outputs = model(
+                    input_ids=tensors["token_ids"][index],
+                    token_type_ids=tensors["segment_ids"][index],
+                    attention_mask=tensors["padding_mask"][index],
+                )
+                outputs.loss = masked_span_loss(
+                    outputs,
+                    tensors["segment_ids"][index],
+                    tensors["padding_mask"][index],
+                    tensors["start_positions"][index],
+                    tensors["end_positions"][index],
+                )
+            else:
+                outputs = model(
+                    input_ids=tensors["token_ids"][index],
+                    token_type_ids=tensors["segment_ids"][index],
+                    attention_mask=tensors["padding_mask"][index],
+                    start_positions=tensors["start_positions"][index],
+                    end_positions=tensors["end_positions"][index],
+                )
             outputs.loss.backward()
             torch.nn.utils.clip_grad_norm_(
                 model.parameters(), SETTINGS["clipnorm"]
@@ -509,6 +560,12 @@ def train_torch(run_dir):
                     dev["padding_mask"][batch]
                 ).long(),
             )
+            if masked:
+                outputs.start_logits, outputs.end_logits = mask_logits(
+                    outputs,
+                    torch.from_numpy(dev["segment_ids"][batch]).long(),
+                    torch.from_numpy(dev["padding_mask"][batch]).long(),
+                )
             start_logits.append(outputs.start_logits.numpy())
             end_logits.append(outputs.end_logits.numpy())
     predict_seconds = time.perf_counter() - start
@@ -523,7 +580,7 @@ def train_torch(run_dir):
         **dev,
     )
     run = {
-        "contestant": "torch",
+        "contestant": FLAGS.contestant,
         "settings": SETTINGS,
         "head": "qa_outputs freshly initialised (transformers' default "
         "init, torch.manual_seed(0))",
@@ -613,7 +670,7 @@ def evaluate(run_dir):
         run = json.load(f)
     examples = read_squad_examples(FLAGS.predict_file)
     result = {"contestant": FLAGS.contestant, "run_dir": run_dir}
-    if FLAGS.contestant == "torch":
+    if FLAGS.contestant in ("torch", "torch_masked"):
         import numpy as np
 
         saved = np.load(os.path.join(run_dir, "dev_logits.npz"))
@@ -751,9 +808,18 @@ def summary_table(results):
     )
     by_name = {result["contestant"]: result for result in results}
     for name in ("keras_bert", "keras_bert_epsilon_hat"):
-        if {"torch", name} <= set(by_name):
-            delta = by_name[name]["f1"] - by_name["torch"]["f1"]
-            lines.append(f"\nF1 {name} − torch: {delta:+.2f} points.")
+        for peer in ("torch", "torch_masked"):
+            if {peer, name} <= set(by_name):
+                delta = by_name[name]["f1"] - by_name[peer]["f1"]
+                lines.append(f"\nF1 {name} − {peer}: {delta:+.2f} points.")
+    lines.append(
+        "\nMachines: "
+        + "; ".join(
+            f"{r['contestant']}: {r.get('machine', '?').split(';')[0]}"
+            for r in results
+        )
+        + "."
+    )
     return "\n".join(lines)
 
 
@@ -786,7 +852,7 @@ def main(argv):
     if FLAGS.evaluate:
         result = evaluate(run_dir)
         print(f"exact_match {result['exact_match']:.2f} f1 {result['f1']:.2f}")
-    elif FLAGS.contestant == "torch":
+    elif FLAGS.contestant in ("torch", "torch_masked"):
         train_torch(run_dir)
     else:
         train_keras_bert(run_dir)
