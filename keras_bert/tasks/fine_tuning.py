@@ -1,6 +1,7 @@
 """The fine-tuning runner every task shares: `run_fine_tuning`."""
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -59,6 +60,21 @@ class FineTuningResult:
     is_chief: bool
 
 
+def _restores_dtype_policy(function):
+    """Keras' dtype policy is global state: a run sets it for itself only."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        policy = keras.config.dtype_policy()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            keras.config.set_dtype_policy(policy)
+
+    return wrapper
+
+
+@_restores_dtype_policy
 def run_fine_tuning(
     task,
     model_dir,
@@ -143,43 +159,6 @@ def run_fine_tuning(
     result.results["metrics"]  # {"validation": {"accuracy": ...}}
     ```
     """
-    # The dtype policy is Keras' global state: set for this run only.
-    policy = keras.config.dtype_policy()
-    try:
-        return _run_fine_tuning(
-            task,
-            model_dir,
-            epochs,
-            batch_size,
-            learning_rate,
-            warmup_fraction,
-            seed,
-            strategy,
-            tpu,
-            mixed_precision,
-            export_dir,
-            config,
-            adam_epsilon_hat,
-        )
-    finally:
-        keras.config.set_dtype_policy(policy)
-
-
-def _run_fine_tuning(
-    task,
-    model_dir,
-    epochs,
-    batch_size,
-    learning_rate,
-    warmup_fraction,
-    seed,
-    strategy,
-    tpu,
-    mixed_precision,
-    export_dir,
-    config,
-    adam_epsilon_hat,
-):
     start = time.time()
     _check_arguments(task, epochs, batch_size, warmup_fraction)
     # The strategy comes before any other TensorFlow work: a multi-worker

@@ -146,16 +146,17 @@ def test_truncated_safetensors(good_dir, tmp_path):
     assert "truncated or corrupt" in message
 
 
+def torch_state(good_dir):
+    """The good checkpoint's tensors, as torch tensors for torch.save."""
+    tensors = load_file(os.path.join(good_dir, "model.safetensors"))
+    return {name: torch.tensor(value) for name, value in tensors.items()}
+
+
 def test_truncated_pytorch_bin(good_dir, tmp_path):
     directory = str(tmp_path / "bin")
     os.makedirs(directory)
     shutil.copy(os.path.join(good_dir, "config.json"), directory)
-    state = {
-        k: torch.tensor(v)
-        for k, v in load_file(
-            os.path.join(good_dir, "model.safetensors")
-        ).items()
-    }
+    state = torch_state(good_dir)
     path = os.path.join(directory, "pytorch_model.bin")
     torch.save(state, path)
     with open(path, "r+b") as file:
@@ -174,12 +175,7 @@ def test_pytorch_bin_with_pickled_objects_is_refused_as_such(
     directory = str(tmp_path / "pickled")
     os.makedirs(directory)
     shutil.copy(os.path.join(good_dir, "config.json"), directory)
-    state = {
-        k: torch.tensor(v)
-        for k, v in load_file(
-            os.path.join(good_dir, "model.safetensors")
-        ).items()
-    }
+    state = torch_state(good_dir)
     state["extra"] = _NotATensor()
     torch.save(state, os.path.join(directory, "pytorch_model.bin"))
     message = _error(BertBackbone, directory)
