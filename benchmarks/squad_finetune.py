@@ -812,6 +812,9 @@ def summary_table(results):
             if {peer, name} <= set(by_name):
                 delta = by_name[name]["f1"] - by_name[peer]["f1"]
                 lines.append(f"\nF1 {name} − {peer}: {delta:+.2f} points.")
+    if {"torch", "torch_masked"} <= set(by_name):
+        delta = by_name["torch_masked"]["f1"] - by_name["torch"]["f1"]
+        lines.append(f"\nF1 torch_masked − torch: {delta:+.2f} points.")
     lines.append(
         "\nMachines: "
         + "; ".join(
