@@ -30,10 +30,13 @@ def _require_tensorflow_backend():
 _require_tensorflow_backend()
 
 from keras_bert import checkpoints  # noqa: E402
+from keras_bert import data  # noqa: E402
 from keras_bert import files  # noqa: E402
 from keras_bert import layers  # noqa: E402
+from keras_bert import models  # noqa: E402
 from keras_bert import serving  # noqa: E402
 from keras_bert import tasks  # noqa: E402
+from keras_bert import text  # noqa: E402
 from keras_bert import training  # noqa: E402
 from keras_bert.models import BertBackbone  # noqa: E402
 from keras_bert.models import BertClassifier  # noqa: E402
@@ -54,9 +57,12 @@ __all__ = [
     "BertTokenizer",
     "__version__",
     "checkpoints",
+    "data",
     "files",
     "layers",
+    "models",
     "serving",
     "tasks",
+    "text",
     "training",
 ]

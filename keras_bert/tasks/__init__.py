@@ -6,6 +6,9 @@ one task (reading its data, its metrics, its output files, and its
 task is a new folder and a thin recipe; nothing lists the tasks.
 """
 
+from keras_bert.tasks import glue
+from keras_bert.tasks import ner
+from keras_bert.tasks import squad
 from keras_bert.tasks.fine_tuning import FineTuningResult
 from keras_bert.tasks.fine_tuning import run_fine_tuning
 from keras_bert.tasks.fine_tuning_task import FineTuningTask
@@ -14,6 +17,9 @@ from keras_bert.tasks.task_model import load_task_model
 __all__ = [
     "FineTuningResult",
     "FineTuningTask",
+    "glue",
     "load_task_model",
+    "ner",
     "run_fine_tuning",
+    "squad",
 ]

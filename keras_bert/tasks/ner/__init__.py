@@ -4,6 +4,7 @@
 - `features`: words → WordPiece windows with labels on each word's first
   sub-token, as TensorFlow ops; each word's one prediction.
 - `metrics`: entity-level precision, recall and F1 as `conlleval`.
+- `entities`: `find_entities`, raw text → entities with a Keras model.
 - `fine_tuning`: `NerFineTuning`, the task `recipes/ner.py` runs.
 - `serving`: the raw-text endpoints a `BertTokenClassifier` exports.
 """
@@ -12,6 +13,7 @@ from keras_bert.tasks.ner.conll import convert_tags
 from keras_bert.tasks.ner.conll import label_list
 from keras_bert.tasks.ner.conll import read_conll
 from keras_bert.tasks.ner.conll import write_conll_predictions
+from keras_bert.tasks.ner.entities import find_entities
 from keras_bert.tasks.ner.features import make_windows
 from keras_bert.tasks.ner.features import ner_features
 from keras_bert.tasks.ner.fine_tuning import NerFineTuning
@@ -22,6 +24,7 @@ __all__ = [
     "NerFineTuning",
     "convert_tags",
     "entity_scores",
+    "find_entities",
     "get_entities",
     "label_list",
     "make_windows",
