@@ -1,6 +1,7 @@
 """Data: pre-training corpora, instances, masking and inputs.
 
-Also what every fine-tuning task shares (`shuffled_epochs`). Each task's
+Also what every fine-tuning task shares (`shuffled_epochs`,
+`trim_batch`). Each task's
 own data reading lives with the task, in `keras_bert.tasks.<task>`.
 """
 
@@ -23,6 +24,7 @@ from keras_bert.data.shuffled_epochs import shuffled_epochs
 from keras_bert.data.tfrecords import instance_to_example
 from keras_bert.data.tfrecords import output_shard_paths
 from keras_bert.data.tfrecords import write_pretraining_tfrecords
+from keras_bert.data.trim_batch import trim_batch
 
 __all__ = [
     "DynamicMasker",
@@ -38,6 +40,7 @@ __all__ = [
     "read_documents",
     "shuffled_epochs",
     "split_sentences",
+    "trim_batch",
     "text_lines",
     "write_pretraining_tfrecords",
 ]

@@ -53,7 +53,7 @@ def length_grouped_epochs(
     Like `shuffled_epochs` (each epoch's order depends on `(seed, epoch)`
     alone, so a resumed run replays the batches of an uninterrupted run),
     with each epoch ordered by `length_grouped_order`. Pair it with
-    `keras_bert.tasks.ner.features.trim_batch` to drop the padding columns
+    `keras_bert.data.trim_batch` to drop the padding columns
     every row of a batch has.
 
     Args:

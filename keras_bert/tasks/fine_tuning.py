@@ -20,6 +20,7 @@ from keras_bert.training.distribution import write_directory
 from keras_bert.training.epoch_evaluation import EpochEvaluation
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.progress_logger import ProgressLogger
+from keras_bert.training.static_shapes import trace_per_shape
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
@@ -211,7 +212,10 @@ def run_fine_tuning(
                 epsilon_hat=adam_epsilon_hat,
             )
         )
-    # Keras 3 workarounds so that fit under a strategy equals one device.
+    # One trace per batch shape (tasks pad batches to a few lengths), so
+    # that the fused kernels run; then the Keras 3 workarounds so that fit
+    # under a strategy equals one device.
+    trace_per_shape(model)
     support_distributed_fit(model)
 
     paths = {

@@ -19,6 +19,7 @@ from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.pretraining import pretrain
 from keras_bert.training.pretraining import save_pretrained
 from keras_bert.training.progress_logger import ProgressLogger
+from keras_bert.training.static_shapes import trace_per_shape
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
@@ -46,6 +47,7 @@ __all__ = [
     "save_pretrained",
     "skip_trained_steps",
     "support_distributed_fit",
+    "trace_per_shape",
     "with_auto_shard_policy",
     "write_directory",
 ]

@@ -327,24 +327,6 @@ def ner_features(
     }
 
 
-def trim_batch(features, multiple=8):
-    """Drops the padding columns every row of a batch has.
-
-    Cuts `(batch, sequence_length)` features to the batch's longest row,
-    rounded up to `multiple` (fewer distinct shapes for compiled code).
-    Works on a dict of tensors (e.g. in `tf.data.Dataset.map`) or of numpy
-    arrays. The model's output does not change: padding is masked.
-    """
-    mask = features["padding_mask"]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
-    full = tf.shape(mask)[1]
-    length = tf.minimum(-(-longest // multiple) * multiple, full)
-    return {
-        name: value[:, :length] if len(value.shape) == 2 else value
-        for name, value in features.items()
-    }
-
-
 def word_predictions(features, logits, sentence_lengths, outside_id):
     """Each word's predicted label id and probability, per sentence.
 

@@ -9,6 +9,7 @@ from absl import logging
 
 from keras_bert.data.length_grouped_epochs import length_grouped_epochs
 from keras_bert.data.shuffled_epochs import shuffled_epochs
+from keras_bert.data.trim_batch import trim_batch
 from keras_bert.tasks.fine_tuning_task import FineTuningTask
 from keras_bert.tasks.ner.conll import label_list
 from keras_bert.tasks.ner.conll import read_conll
@@ -16,7 +17,6 @@ from keras_bert.tasks.ner.conll import write_conll_predictions
 from keras_bert.tasks.ner.features import INPUT_NAMES
 from keras_bert.tasks.ner.features import default_stride
 from keras_bert.tasks.ner.features import ner_features
-from keras_bert.tasks.ner.features import trim_batch
 from keras_bert.tasks.ner.features import word_predictions
 from keras_bert.tasks.ner.metrics import entity_scores
 from keras_bert.text.bert_preprocessor import BertPreprocessor
@@ -38,8 +38,9 @@ class NerFineTuning(FineTuningTask):
     With the best weights it writes `predictions_<split>.txt` (`token gold
     predicted`, what `conlleval` reads).
 
-    Training batches are cut to their longest window (rounded up to 8), so
-    short sentences cost little, the less so with `group_by_length`.
+    Training batches are cut to their longest window (rounded up to 32:
+    few shapes, so the fused kernels run, see `keras_bert.data.trim_batch`),
+    so short sentences cost little, the less so with `group_by_length`.
 
     Args:
         model_fn: callable `(labels) -> model`: builds the

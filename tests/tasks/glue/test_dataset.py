@@ -139,11 +139,16 @@ def test_trimming_padding_does_not_change_the_outputs():
         "padding_mask": padding_mask,
     }
     labels = np.zeros(4)
-    trimmed = glue_dataset(features, labels, 2)
-    assert [x["token_ids"].shape[1] for x, _ in trimmed] == [5, 4]
     full = glue_dataset(features, labels, 2, trim_padding=False)
-    np.testing.assert_allclose(
-        model.predict(trimmed, verbose=0),
-        model.predict(full, verbose=0),
-        atol=1e-5,
-    )
+    # By default the longest row rounded up to 32 (at most the 12 there
+    # are); with an int, up to a multiple of it.
+    default = glue_dataset(features, labels, 2)
+    assert [x["token_ids"].shape[1] for x, _ in default] == [12, 12]
+    for multiple, widths in ((1, [5, 4]), (4, [8, 4])):
+        trimmed = glue_dataset(features, labels, 2, trim_padding=multiple)
+        assert [x["token_ids"].shape[1] for x, _ in trimmed] == widths
+        np.testing.assert_allclose(
+            model.predict(trimmed, verbose=0),
+            model.predict(full, verbose=0),
+            atol=1e-5,
+        )

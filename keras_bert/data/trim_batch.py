@@ -1,0 +1,40 @@
+"""Drops a batch's padding columns, to one of a few lengths."""
+
+import tensorflow as tf
+
+
+def trim_batch(features, multiple=32):
+    """Drops the padding columns every row of a batch has.
+
+    Cuts `(batch, sequence_length)` features to the batch's longest row,
+    rounded up to `multiple` (and at most `sequence_length`). The model's
+    output does not change: padding is masked. Rounding up bounds the
+    distinct batch shapes (`sequence_length / multiple` of them), so that
+    training traced once per shape (`keras_bert.training.trace_per_shape`)
+    runs the static-shape fused kernels on every batch; `benchmarks/
+    recipe_steps.py` measures the multiples. Works on a dict of tensors
+    (e.g. in `tf.data.Dataset.map`) or of numpy arrays, with a
+    `"padding_mask"`; values that are not 2-D are kept whole.
+
+    Args:
+        features: dict of `(batch, sequence_length)` tensors or arrays.
+        multiple: int. The length is rounded up to a multiple of it.
+
+    Example:
+    ```python
+    import numpy as np
+    batch = {
+        "token_ids": np.ones((2, 128), "int32"),
+        "padding_mask": np.arange(128)[None] < np.array([[5], [40]]),
+    }
+    trim_batch(batch)["token_ids"].shape  # (2, 64)
+    ```
+    """
+    mask = features["padding_mask"]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
+    full = tf.shape(mask)[1]
+    length = tf.minimum(-(-longest // multiple) * multiple, full)
+    return {
+        name: value[:, :length] if len(value.shape) == 2 else value
+        for name, value in features.items()
+    }
