@@ -8,6 +8,8 @@ from keras_bert import files
 from keras_bert.checkpoints.google_reader import CONFIG_FILE as GOOGLE_CONFIG
 from keras_bert.checkpoints.google_reader import find_google_checkpoint
 from keras_bert.checkpoints.google_reader import read_google_checkpoint
+from keras_bert.checkpoints.hub import preset_hint
+from keras_bert.checkpoints.hub import resolve_checkpoint
 from keras_bert.checkpoints.huggingface_reader import (
     read_huggingface_checkpoint,
 )
@@ -18,12 +20,16 @@ def read_checkpoint(path):
 
     The format is detected from the files: `config.json` with
     `model.safetensors` or `pytorch_model.bin` is Hugging Face;
-    `bert_config.json` with `bert_model.ckpt.index` is Google's.
+    `bert_config.json` with `bert_model.ckpt.index` is Google's. A Hugging
+    Face Hub id (`google-bert/bert-base-uncased`, `hf://org/name@revision`)
+    or a trained preset name (`bert_base_en_uncased`) is fetched into
+    `huggingface_hub`'s cache first (config and weights only); see
+    `keras_bert.checkpoints.hub`.
 
     Args:
         path: str or `os.PathLike`. The checkpoint directory, or the prefix
             of a Google checkpoint in it (`dir/bert_model.ckpt`, as Google's
-            scripts take `--init_checkpoint`).
+            scripts take `--init_checkpoint`), or a Hub id.
 
     Returns a `keras_bert.checkpoints.Checkpoint`: the config translated
     into `BertBackbone` arguments and every tensor under its Hugging Face
@@ -46,14 +52,15 @@ def read_checkpoint(path):
     checkpoint.format  # "huggingface"
     ```
     """
-    path = os.fspath(path)
+    path = os.fspath(resolve_checkpoint(path, tokenizer=False))
     if not files.isdir(path) and files.exists(path + ".index"):
         return read_google_checkpoint(os.path.dirname(path), prefix=path)
     if not files.isdir(path):
         raise FileNotFoundError(
             f"Checkpoint path {path!r} is not a directory. Pass the directory "
             "that holds config.json (Hugging Face) or bert_config.json "
-            "(Google)."
+            "(Google), or a Hugging Face Hub id (org/name, or "
+            f"hf://name).{preset_hint(path)}"
         )
     if files.exists(files.join(path, "config.json")):
         return read_huggingface_checkpoint(path)

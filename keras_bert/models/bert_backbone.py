@@ -7,6 +7,7 @@ from keras_bert.layers.bert_embedding import BertEmbedding
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 from keras_bert.models.presets import get_preset_config
+from keras_bert.models.presets import preset_hub_id
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -228,12 +229,24 @@ class BertBackbone(keras.Model):
 
     @classmethod
     def from_preset(cls, name, **kwargs):
-        """Builds a preset architecture with random weights.
+        """Builds a preset: random weights, or a trained checkpoint's.
+
+        The name says which (the table is in `keras_bert.models.presets`
+        and README.md):
+
+        - `bert_tiny`, `bert_mini`, `bert_small`, `bert_medium`,
+          `bert_base`, `bert_large`: the architecture only, with *random*
+          weights (vocabulary 30522), e.g. to pre-train from scratch.
+        - `bert_tiny_en_uncased`, `bert_base_en_uncased`, `bert_base_en`,
+          `bert_base_multi`, `all_minilm_l6_v2_en`, ... (keras-hub's
+          names): *trained* weights, loaded from the checkpoint's Hugging
+          Face Hub id as `from_checkpoint(name)` does.
 
         Args:
-            name: str. One of `bert_tiny`, `bert_mini`, `bert_small`,
-                `bert_medium`, `bert_base`, `bert_large`.
-            **kwargs: overrides of the preset's config, e.g. `dropout=0.0`.
+            name: str. A preset name.
+            **kwargs: for an architecture, overrides of its config, e.g.
+                `dropout=0.0` or `vocabulary_size=...`; for trained weights,
+                what `from_checkpoint` takes (`dropout`, `dtype`).
 
         Example:
         ```python
@@ -241,7 +254,19 @@ class BertBackbone(keras.Model):
         backbone.count_params()  # 4385920
         ```
         """
-        return cls(**{**get_preset_config(name), **kwargs})
+        hub_id = preset_hub_id(name)
+        if hub_id is None:
+            return cls(**{**get_preset_config(name), **kwargs})
+        fixed = sorted(set(kwargs) & set(get_preset_config(name)))
+        if fixed:
+            raise ValueError(
+                f"Preset {name!r} loads trained weights, whose architecture "
+                "is fixed. Received: "
+                f"{', '.join(f'{k}={kwargs[k]!r}' for k in fixed)}. For "
+                "random weights of another size use an architecture-only "
+                "preset (bert_tiny ... bert_large)."
+            )
+        return cls.from_checkpoint("hf://" + hub_id, **kwargs)
 
     @classmethod
     def from_checkpoint(cls, path, **kwargs):
@@ -252,9 +277,13 @@ class BertBackbone(keras.Model):
         one (`bert_config.json`, `bert_model.ckpt.*`); the architecture,
         activation and LayerNorm epsilon come from the config. Loading is
         all-or-nothing; see `keras_bert.checkpoints.load_checkpoint`.
+        `path` may also be a Hugging Face Hub id
+        (`google-bert/bert-base-uncased`, `hf://org/name@revision`) or a
+        trained preset name (`bert_base_en_uncased`), fetched through
+        `huggingface_hub`'s cache (see `keras_bert.checkpoints.hub`).
 
         Args:
-            path: str. The checkpoint directory.
+            path: str. The checkpoint directory or Hub id.
             **kwargs: overrides of the config, e.g. `dropout=0.0` or
                 `dtype="mixed_bfloat16"`.
 

@@ -440,13 +440,36 @@ class BertTokenizer(keras.layers.Layer):
         `lowercase` argument; Hugging Face's `tokenizer.json` normaliser or
         `tokenizer_config.json` `do_lower_case`; for an original Google
         directory (`bert_config.json`), "uncased"/"cased" in the directory
-        name; else the vocabulary (cased when many tokens hold capitals).
+        name (the repo name for a Hub id); else the vocabulary (cased when
+        many tokens hold capitals).
 
         Args:
-            path: str. The checkpoint directory (or its `vocab.txt`).
+            path: str. The checkpoint directory (or its `vocab.txt`), or a
+                Hugging Face Hub id (`google-bert/bert-base-uncased`,
+                `hf://org/name@revision`) or trained preset name
+                (`bert_base_en_uncased`), whose vocabulary and tokenizer
+                config are fetched into `huggingface_hub`'s cache; see
+                `keras_bert.checkpoints.hub`.
             lowercase: bool or None. Overrides the casing found in `path`.
             **kwargs: other `BertTokenizer` arguments.
+
+        Example:
+        ```python
+        keras_bert.BertTokenizer(
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"]
+        ).save_vocabulary("tiny_bert")
+        tokenizer = keras_bert.BertTokenizer.from_checkpoint("tiny_bert")
+        tokenizer(["Hello"]).to_list()  # [[5]]
+        ```
         """
+        from keras_bert.checkpoints.hub import parse_hub_id
+        from keras_bert.checkpoints.hub import resolve_checkpoint
+
+        name = None
+        hub_id = parse_hub_id(path)
+        if hub_id is not None:
+            name = hub_id[0].rsplit("/", 1)[-1]  # "bert-base-uncased"
+            path = resolve_checkpoint(path, weights=False)
         path = os.fspath(path)
         directory = path if files.isdir(path) else os.path.dirname(path)
         vocab_path = files.join(directory, "vocab.txt")
@@ -457,7 +480,7 @@ class BertTokenizer(keras.layers.Layer):
                 "WordPiece vocabulary as vocab.txt."
             )
         vocabulary = vocabulary_lib.load_vocabulary(vocab_path)
-        casing = vocabulary_lib.read_casing(directory, vocabulary)
+        casing = vocabulary_lib.read_casing(directory, vocabulary, name=name)
         if lowercase is not None:
             casing["lowercase"] = bool(lowercase)
         casing.update(kwargs)

@@ -157,12 +157,14 @@ def build_vocabulary(
     return check_vocabulary(vocabulary)
 
 
-def read_casing(directory, vocabulary):
+def read_casing(directory, vocabulary, name=None):
     """The casing settings of a checkpoint directory, as tokenizer kwargs.
 
     Hugging Face's `tokenizer.json` normaliser or `tokenizer_config.json`;
-    else "uncased"/"cased" in the directory name (Google's naming); else
-    a guess from the vocabulary (`looks_cased`).
+    else "uncased"/"cased" in `name` (Google's naming; defaults to the
+    directory's name, which for a Hub snapshot is a commit hash, hence
+    the repo's name is passed); else a guess from the vocabulary
+    (`looks_cased`).
     """
     tokenizer_json = files.join(directory, "tokenizer.json")
     if files.exists(tokenizer_json):
@@ -179,7 +181,9 @@ def read_casing(directory, vocabulary):
         if config.get("strip_accents") is not None:
             casing["strip_accents"] = bool(config["strip_accents"])
         return casing
-    name = os.path.basename(os.path.normpath(directory)).lower()
+    if name is None:
+        name = os.path.basename(os.path.normpath(directory))
+    name = name.lower()
     if "uncased" in name:
         return dict(lowercase=True)
     if "cased" in name:

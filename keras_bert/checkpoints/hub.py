@@ -1,0 +1,360 @@
+"""Hugging Face Hub ids as checkpoint paths, resolved by `huggingface_hub`.
+
+Wherever keras_bert takes a checkpoint directory it also takes a model on
+the Hugging Face Hub:
+
+- an `org/name` id: `google-bert/bert-base-uncased`;
+- the same with the `hf://` scheme: `hf://google-bert/bert-base-uncased`
+  (which also takes a one-part legacy id, `hf://bert-base-uncased`);
+- either with `@revision`, a branch, tag or commit hash:
+  `google-bert/bert-base-uncased@main`;
+- a trained preset name, `bert_base_en_uncased` (its Hub id; see
+  `keras_bert.models.presets`).
+
+`resolve_checkpoint` turns such a name into the snapshot directory of the
+model in `huggingface_hub`'s cache, downloading only the files keras_bert
+reads. The rest is `huggingface_hub`'s: the cache's location (`HF_HOME`,
+`HF_HUB_CACHE`), offline mode (`HF_HUB_OFFLINE=1`), the token (`hf auth
+login` or `HF_TOKEN`) and the endpoint. It reads these variables when it is
+first imported (Keras imports it), so set them before Python starts.
+
+A path that exists, or that has another URL scheme (`gs://`, `ram://`,
+`kaggle://`, ...), is never taken for a Hub id.
+"""
+
+import os
+import re
+
+from absl import logging
+
+from keras_bert import files
+from keras_bert.models.presets import BACKBONE_PRESETS
+from keras_bert.models.presets import PRESETS
+from keras_bert.models.presets import preset_hub_id
+from keras_bert.version import __version__
+
+HUB_SCHEME = "hf://"
+CONFIG_FILE = "config.json"
+# The weights `read_huggingface_checkpoint` reads, in the order it prefers
+# them: safetensors need no PyTorch; an index names the shards.
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+VOCABULARY_FILE = "vocab.txt"
+# Where `vocabulary.read_casing` finds the casing, in repos that have them.
+CASING_FILES = ("tokenizer_config.json", "tokenizer.json")
+
+# An `org/name` id without a scheme; `hf://` also takes a one-part name.
+# huggingface_hub validates ids fully; these only tell ids from paths.
+_PART = r"[A-Za-z0-9][\w.-]*"
+_ORG_NAME = re.compile(rf"{_PART}/{_PART}")
+_EXPLICIT_NAME = re.compile(rf"({_PART}/)?{_PART}")
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def parse_hub_id(path):
+    """The `(repo_id, revision)` that `path` names on the Hub, or `None`.
+
+    `None` for a path that exists (a directory, a file or a Google
+    checkpoint prefix), has a URL scheme other than `hf://`, or does not
+    look like an `org/name` id. `revision` is `None` unless `@revision`
+    was given.
+
+    Args:
+        path: str or `os.PathLike`.
+
+    Raises:
+        ValueError: for an `hf://` path that is no Hub id.
+
+    Example:
+    ```python
+    parse_hub_id("hf://google-bert/bert-base-uncased@main")
+    # ("google-bert/bert-base-uncased", "main")
+    parse_hub_id("bert_tiny_en_uncased")
+    # ("google/bert_uncased_L-2_H-128_A-2", None)
+    parse_hub_id("gs://bucket/bert")  # None
+    ```
+    """
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        return None
+    explicit = text.startswith(HUB_SCHEME)
+    if explicit:
+        body = text[len(HUB_SCHEME) :]
+    elif _URL_SCHEME.match(text) or _is_local(text):
+        return None
+    elif preset_hub_id(text):
+        return preset_hub_id(text), None
+    else:
+        body = text
+    repo_id, at, revision = body.partition("@")
+    pattern = _EXPLICIT_NAME if explicit else _ORG_NAME
+    if pattern.fullmatch(repo_id) and (revision or not at):
+        return repo_id, revision or None
+    if explicit:
+        raise ValueError(
+            f"{text!r} is not a Hugging Face Hub model: write "
+            "hf://ORG/NAME, optionally with @REVISION (a branch, tag or "
+            "commit), e.g. hf://google-bert/bert-base-uncased@main."
+        )
+    return None
+
+
+def resolve_checkpoint(path, weights=True, tokenizer=True):
+    """The local checkpoint directory that `path` names.
+
+    A Hub id (see the module docstring) is downloaded into
+    `huggingface_hub`'s cache, or found there, and its snapshot directory
+    returned; every other path is returned unchanged. Only the files
+    keras_bert reads are fetched: with `weights`, `config.json` and the
+    first of `model.safetensors`, a sharded safetensors index with its
+    shards, `pytorch_model.bin` (or its index) the repo has; with
+    `tokenizer`, `vocab.txt` and, where the repo has them,
+    `tokenizer_config.json` and `tokenizer.json` (the casing). All come
+    from one commit.
+
+    Args:
+        path: str or `os.PathLike`. A checkpoint directory or Hub id.
+        weights: bool. Fetch the config and weights. Defaults to `True`.
+        tokenizer: bool. Fetch the tokenizer's files. Defaults to `True`.
+
+    Returns:
+        str: the snapshot directory for a Hub id, else `path` unchanged.
+
+    Raises:
+        FileNotFoundError: the model, revision or a file it needs is not on
+            the Hub, or, offline (or unreachable), not in the cache; the
+            message names the id, revision and files and how to fetch them.
+        PermissionError: the model is gated and the user has no access.
+
+    Example:
+    ```python
+    directory = resolve_checkpoint("google-bert/bert-base-uncased")
+    resolve_checkpoint("gs://bucket/bert")  # "gs://bucket/bert"
+    ```
+    """
+    parsed = parse_hub_id(path)
+    if parsed is None:
+        return path
+    if not (weights or tokenizer):
+        raise ValueError(
+            "resolve_checkpoint needs something to fetch. Received: "
+            "weights=False, tokenizer=False"
+        )
+    hub = _HubModel(os.fspath(path), *parsed)
+    fetched = []
+    if weights:
+        fetched.append(hub.fetch(CONFIG_FILE))
+        fetched += hub.fetch_weights()
+    if tokenizer:
+        fetched.append(hub.fetch(VOCABULARY_FILE))
+        fetched += [hub.fetch(name, optional=True) for name in CASING_FILES]
+    directory = os.path.dirname(fetched[0])
+    logging.info(
+        "Hugging Face Hub model %s at commit %s: %s (%s)",
+        hub.repo_id,
+        hub.commit,
+        directory,
+        ", ".join(os.path.basename(f) for f in fetched if f),
+    )
+    return directory
+
+
+def preset_hint(path):
+    """A sentence for errors about a missing `path` that is a preset name
+    without weights or a one-part Hub name; else `""`.
+
+    Example:
+    ```python
+    preset_hint("bert_tiny").startswith(" 'bert_tiny' is an architecture")
+    # True
+    preset_hint("runs/bert")  # ""
+    ```
+    """
+    path = os.fspath(path)
+    if path in BACKBONE_PRESETS:
+        trained = [
+            name
+            for name, preset in PRESETS.items()
+            if preset["hub_id"] and preset["config"] == PRESETS[path]["config"]
+        ]
+        return (
+            f" {path!r} is an architecture-only preset (random weights: "
+            "`BertBackbone.from_preset`); for trained weights pass one of "
+            f"{trained or sorted(n for n in PRESETS if PRESETS[n]['hub_id'])}."
+        )
+    if re.fullmatch(_PART, path):
+        return f" For a Hub model with a one-part id write hf://{path}."
+    return ""
+
+
+def _is_local(path):
+    # A Google checkpoint prefix (`dir/bert_model.ckpt`) is no file itself.
+    return files.exists(path) or files.exists(path + ".index")
+
+
+class _HubModel:
+    """Fetches one model's files through `huggingface_hub`, from the
+    commit its first file came from, and words its errors."""
+
+    def __init__(self, path, repo_id, revision):
+        try:
+            import huggingface_hub
+            from huggingface_hub import errors
+        except ImportError as error:
+            raise ImportError(
+                f"{path!r} names a Hugging Face Hub model, which keras_bert "
+                "loads with huggingface_hub: `pip install huggingface-hub`."
+            ) from error
+        self.hf = huggingface_hub
+        self.errors = errors
+        self.path = path
+        self.repo_id = repo_id
+        self.revision = revision
+        self.commit = None
+        # What a model and its tokenizer read: one command fetches both.
+        self.needed = [CONFIG_FILE, WEIGHT_FILES[0], VOCABULARY_FILE]
+        self.needed += CASING_FILES
+
+    def fetch(self, filename, optional=False):
+        """The local path of `filename`; `None` if `optional` and the repo
+        has no such file (or, offline, the cache does not hold it)."""
+        found, local, error = self._try(filename)
+        if found:
+            return local
+        if optional:
+            if error is not None:
+                logging.info(
+                    "%s is not in the Hub cache and cannot be fetched now "
+                    "(%s); going on without it.",
+                    self._described(filename),
+                    error,
+                )
+            return None
+        if error is not None:
+            raise self._not_cached(filename, error)
+        raise FileNotFoundError(
+            f"The Hugging Face Hub model {self._described()} has no "
+            f"{filename}, which keras_bert reads: "
+            + {
+                CONFIG_FILE: "it is not a transformers (Hugging Face) "
+                "checkpoint. keras_bert loads BERT models saved by "
+                "transformers (config.json and model.safetensors).",
+                VOCABULARY_FILE: "BertTokenizer reads the WordPiece "
+                "vocabulary from vocab.txt; pass a vocabulary yourself "
+                "(`BertTokenizer(vocabulary=...)`).",
+            }.get(filename, "the repo is incomplete.")
+        )
+
+    def fetch_weights(self):
+        """The local paths of the weights (an index and its shards)."""
+        not_cached = None
+        for filename in WEIGHT_FILES:
+            found, local, error = self._try(filename)
+            if found and filename.endswith(".index.json"):
+                shards = files.read_json(local)["weight_map"].values()
+                return [local] + [self.fetch(s) for s in sorted(set(shards))]
+            if found:
+                return [local]
+            if error is not None and not_cached is None:
+                not_cached = (filename, error)
+        if not_cached is not None:
+            raise self._not_cached(*not_cached)
+        raise FileNotFoundError(
+            f"The Hugging Face Hub model {self._described()} has no weights "
+            f"keras_bert reads: none of {', '.join(WEIGHT_FILES)}. "
+            "TensorFlow (tf_model.h5) and Flax weights are not read: load "
+            "the model in transformers and `save_pretrained` it, which "
+            "writes model.safetensors, then pass that directory."
+        )
+
+    def _try(self, filename):
+        """`(found, local_path, error)`; `error` is set when the file may
+        exist but is neither cached nor downloadable now."""
+        hf, errors = self.hf, self.errors
+        revision = self.commit or self.revision
+        try:
+            local = hf.hf_hub_download(
+                self.repo_id,
+                filename,
+                revision=revision,
+                library_name="keras-bert",
+                library_version=__version__,
+            )
+        except errors.LocalEntryNotFoundError as error:
+            cached = hf.try_to_load_from_cache(
+                self.repo_id, filename, revision=revision
+            )
+            if cached is hf._CACHED_NO_EXIST:  # the Hub said: no such file
+                return False, None, None
+            return False, None, error
+        except errors.EntryNotFoundError:  # online: no such file
+            return False, None, None
+        except errors.GatedRepoError as error:
+            raise PermissionError(
+                f"The Hugging Face Hub model {self.repo_id!r} is gated: ask "
+                f"for access at https://huggingface.co/{self.repo_id}, then "
+                "log in with `hf auth login` (or set HF_TOKEN) so that "
+                "huggingface_hub sends your token."
+            ) from error
+        except errors.RepositoryNotFoundError as error:
+            raise FileNotFoundError(
+                f"{self.path!r} is no local path, and the Hugging Face Hub "
+                f"has no model {self.repo_id!r} you can access. Check the "
+                "id (e.g. google-bert/bert-base-uncased) or the path; for a "
+                "private model log in with `hf auth login` (or set "
+                "HF_TOKEN)."
+            ) from error
+        except errors.RevisionNotFoundError as error:
+            raise FileNotFoundError(
+                f"The Hugging Face Hub model {self.repo_id!r} has no "
+                f"revision {self.revision or 'main'!r}. Pass an existing "
+                "branch, tag or commit hash after '@', or none for 'main'."
+            ) from error
+        if self.commit is None:
+            # snapshots/<commit>/<filename>: later files come from it too.
+            self.commit = os.path.basename(os.path.dirname(local))
+        return True, local, None
+
+    def _described(self, filename=None):
+        revision = f" (revision {self.revision!r})" if self.revision else ""
+        model = f"{self.repo_id!r}{revision}"
+        return f"{filename} of {model}" if filename else model
+
+    def _not_cached(self, filename, error):
+        offline = self.hf.constants.HF_HUB_OFFLINE
+        reason = (
+            "HF_HUB_OFFLINE=1 forbids downloading it"
+            if offline
+            else f"the Hub could not be reached ({error})"
+        )
+        revision = f" --revision {self.revision}" if self.revision else ""
+        command = (
+            f"hf download {self.repo_id}{revision} {' '.join(self.needed)}"
+        )
+        hint = ""
+        if not self.path.startswith(HUB_SCHEME) and not preset_hub_id(
+            self.path
+        ):
+            hint = (
+                f" ({self.path!r} was read as a Hub id because no local "
+                "path of that name exists.)"
+            )
+        return FileNotFoundError(
+            f"Cannot load the Hugging Face Hub model {self._described()}: "
+            f"{filename} is not in the local Hub cache "
+            f"({self.hf.constants.HF_HUB_CACHE}) and {reason}. Fetch the "
+            "files keras_bert reads once, with network access, into the "
+            f"same cache:\n    {command}\n"
+            + "(with pytorch_model.bin for model.safetensors if the repo "
+            "has no safetensors), "
+            + (
+                "or run this once without HF_HUB_OFFLINE=1."
+                if offline
+                else "or run this again when the Hub is reachable."
+            )
+            + hint
+        )
