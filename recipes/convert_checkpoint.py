@@ -7,12 +7,14 @@ r"""Converts a BERT checkpoint to Keras or to Hugging Face.
 
 Input: a Hugging Face directory (`config.json` + `model.safetensors` or
 `pytorch_model.bin`), an original Google directory (`bert_config.json` +
-`bert_model.ckpt.*`), or a directory this script wrote with `--to=keras`
-(`model.keras`). The vocabulary and casing come from the input directory
-(`keras_bert.BertTokenizer.from_checkpoint`).
+`bert_model.ckpt.*`), a directory this script wrote with `--to=keras`
+(`model.keras`), or a Hugging Face Hub id (`google-bert/bert-base-uncased`,
+`hf://org/name@revision`) or trained preset name (`bert_base_en_uncased`),
+fetched into huggingface_hub's cache. The vocabulary and casing come from
+the input (`keras_bert.BertTokenizer.from_checkpoint`).
 
 Flags:
-    --input: the checkpoint directory to read.
+    --input: the checkpoint directory (or Hub id) to read.
     --output: the directory to write; created if needed.
     --to: `keras` writes `model.keras`, `vocab.txt` and
         `tokenizer_config.json`; `huggingface` writes `config.json`,
@@ -40,10 +42,11 @@ import keras_bert
 from keras_bert import files
 from keras_bert.checkpoints import load_checkpoint
 from keras_bert.checkpoints import save_huggingface
+from keras_bert.checkpoints.hub import resolve_checkpoint
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("input", None, "Checkpoint directory to read.")
+flags.DEFINE_string("input", None, "Checkpoint directory or Hub id to read.")
 flags.DEFINE_string("output", None, "Directory to write.")
 flags.DEFINE_enum("to", None, ["keras", "huggingface"], "Output format.")
 flags.DEFINE_enum(
@@ -108,8 +111,10 @@ def main(argv):
         for name in ("input", "output", "to", "model", "num_classes")
     }
     logging.info("Configuration: %s", configuration)
-    model, input_format = _load(FLAGS.input)
-    tokenizer = _tokenizer(FLAGS.input)
+    # A Hub id becomes its snapshot directory in huggingface_hub's cache.
+    input_dir = resolve_checkpoint(FLAGS.input)
+    model, input_format = _load(input_dir)
+    tokenizer = _tokenizer(input_dir)
     files.makedirs(FLAGS.output)
     if FLAGS.to == "keras":
         _save_keras(model, tokenizer, FLAGS.output)

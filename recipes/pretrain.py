@@ -23,7 +23,9 @@ Flags:
     --do_lower_case: lower-case text (text inputs and export).
     --preset: architecture with random weights, e.g. bert_tiny.
     --bert_config_file: JSON of BertBackbone arguments, instead of --preset.
-    --init_checkpoint: start from a checkpoint directory instead.
+    --init_checkpoint: start from a checkpoint instead: a directory, a
+        Hugging Face Hub id (google-bert/bert-base-uncased) or a trained
+        preset name (bert_base_en_uncased).
     --max_seq_length, --max_predictions_per_seq: as the data was made.
     --masked_lm_prob, --do_whole_word_mask, --short_seq_prob,
         --dupe_factor: instance creation for text inputs.
@@ -84,9 +86,13 @@ flags.DEFINE_string("model_dir", None, "Checkpoints, logs, results.")
 flags.DEFINE_string("export_dir", None, "Final export (model_dir/export).")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary file.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the text.")
-flags.DEFINE_string("preset", "bert_tiny", "Backbone preset.")
+flags.DEFINE_string(
+    "preset", "bert_tiny", "Backbone architecture (random weights)."
+)
 flags.DEFINE_string("bert_config_file", None, "JSON of BertBackbone args.")
-flags.DEFINE_string("init_checkpoint", None, "Checkpoint to start from.")
+flags.DEFINE_string(
+    "init_checkpoint", None, "Checkpoint (directory or Hub id) to start from."
+)
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Predictions per seq.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Text inputs: mask fraction.")

@@ -24,6 +24,7 @@ def main(argv):
 from absl import app
 from absl import flags
 
+from keras_bert.models.presets import preset_hub_id
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.training.strategies import STRATEGIES
 
@@ -33,14 +34,19 @@ def define_model_source_flags():
     flags.DEFINE_string(
         "init_checkpoint",
         None,
-        "Pre-trained weights: a Hugging Face or Google BERT directory, or a "
-        "keras-bert pre-training output. Its vocab.txt gives the tokenizer.",
+        "Pre-trained weights: a Hugging Face or Google BERT directory, a "
+        "keras-bert pre-training output, a Hugging Face Hub id "
+        "(google-bert/bert-base-uncased, hf://org/name@revision) or a "
+        "trained preset name (bert_base_en_uncased). Its vocab.txt gives "
+        "the tokenizer.",
     )
     flags.DEFINE_string(
         "preset",
         None,
-        "Instead of --init_checkpoint: a BertBackbone preset with random "
-        "weights (bert_tiny ... bert_large); needs --vocabulary.",
+        "Instead of --init_checkpoint: a BertBackbone architecture with "
+        "random weights (bert_tiny ... bert_large); needs --vocabulary. "
+        "Trained presets (bert_base_en_uncased, ...) go to "
+        "--init_checkpoint.",
     )
     flags.DEFINE_string("vocabulary", None, "vocab.txt for --preset.")
     flags.DEFINE_bool("lowercase", True, "Lowercase text (with --preset).")
@@ -106,6 +112,12 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             "Pass exactly one of --init_checkpoint (pre-trained weights) and "
             f"--preset (random weights). Received: init_checkpoint="
             f"{get('init_checkpoint')!r}, preset={get('preset')!r}"
+        )
+    if preset_hub_id(get("preset")):
+        raise app.UsageError(
+            f"--preset={get('preset')} names trained weights; --preset "
+            "builds random ones. Pass --init_checkpoint="
+            f"{get('preset')} (its vocabulary comes with it)."
         )
     if get("preset") and not get("vocabulary"):
         raise app.UsageError(

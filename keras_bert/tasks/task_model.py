@@ -1,6 +1,7 @@
 """The model a fine-tuning run starts from: pre-trained or a preset."""
 
 from keras_bert.models import BertBackbone
+from keras_bert.models.presets import preset_hub_id
 from keras_bert.text import BertTokenizer
 
 
@@ -26,9 +27,12 @@ def load_task_model(
             and having `from_checkpoint(path, **head_kwargs)`, e.g.
             `keras_bert.BertClassifier`.
         init_checkpoint: str or `None`. A Hugging Face or Google BERT
-            directory, or a keras-bert pre-training output.
+            directory, a keras-bert pre-training output, a Hugging Face Hub
+            id (`google-bert/bert-base-uncased`) or a trained preset name
+            (`bert_base_en_uncased`).
         preset: str or `None`. Instead of `init_checkpoint`: a
-            `BertBackbone` preset (`bert_tiny` ... `bert_large`).
+            `BertBackbone` architecture with random weights (`bert_tiny`
+            ... `bert_large`).
         vocabulary: str or `None`. The `vocab.txt` to use with `preset`.
         lowercase: bool. Whether the tokenizer lowercases, with `preset`.
         sequence_length: int or `None`. Tokens per example the model will
@@ -41,7 +45,8 @@ def load_task_model(
     Example:
     ```python
     model, tokenizer = load_task_model(
-        keras_bert.BertClassifier, init_checkpoint="bert-base-uncased",
+        keras_bert.BertClassifier,
+        init_checkpoint="google-bert/bert-base-uncased",
         num_classes=3,
     )
     ```
@@ -56,6 +61,11 @@ def load_task_model(
         tokenizer = BertTokenizer.from_checkpoint(init_checkpoint)
         model = model_class.from_checkpoint(init_checkpoint, **head_kwargs)
     else:
+        if preset_hub_id(preset):
+            raise ValueError(
+                f"preset={preset!r} names trained weights; `preset` builds "
+                f"random ones. Pass init_checkpoint={preset!r}."
+            )
         if not vocabulary:
             raise ValueError(
                 f"preset={preset!r} has no vocabulary; pass "
