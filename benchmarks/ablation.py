@@ -46,7 +46,6 @@ Writes the "ablation_<task>_<precision>" section of benchmarks/RESULTS.md
 (when all the task's variants ran).
 """
 
-import math
 import os
 import sys
 import time
@@ -56,6 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from benchmarks import ablation_patches  # noqa: E402
 from benchmarks import common  # noqa: E402
 
 flags.DEFINE_integer("rounds", 10, "Alternating rounds of timed steps.")
@@ -79,121 +79,6 @@ VARIANTS = (
 )
 
 
-def _attention_5d(
-    self, x, padding_mask, training, batch_size, seq_len, fuse=False
-):
-    """The package's first attention: one 5-D transpose of q|k|v."""
-    from keras import ops
-
-    qkv = ops.reshape(
-        self.qkv_dense(x),
-        (batch_size, seq_len, 3, self.num_heads, self.head_dim),
-    )
-    qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))
-    query, key, value = qkv[0], qkv[1], qkv[2]
-    query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-    scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-    mask = None
-    if padding_mask is not None:
-        mask = ops.cast(padding_mask, "bool")[:, None, None, :]
-    if fuse:  # as the package does
-        from keras_bert.layers import fused_ops
-
-        probs = fused_ops.attention_probabilities(
-            scores,
-            mask,
-            self.attention_dropout,
-            self.attention_probs_dropout.seed_generator.next(),
-            -1e9,
-            self.compute_dtype,
-        )
-    else:
-        scores = ops.cast(scores, "float32")
-        if mask is not None:
-            scores = ops.where(mask, scores, -1e9)
-        probs = self.attention_probs_dropout(
-            ops.softmax(scores, axis=-1), training=training
-        )
-    context = ops.matmul(ops.cast(probs, self.compute_dtype), value)
-    # The context, before the output projection (the block applies it).
-    return ops.reshape(
-        ops.transpose(context, (0, 2, 1, 3)),
-        (batch_size * seq_len, self.hidden_dim),
-    )
-
-
-def _patches(variant):
-    """(object, attribute, replacement) triples that undo one optimisation."""
-    import keras
-
-    from keras_bert.layers import activations
-    from keras_bert.layers import dropout
-    from keras_bert.layers import layer_norm
-    from keras_bert.layers import transformer_encoder_block
-
-    if variant == "keras_layers":
-
-        def keras_layer_norm(self, inputs, training=None):
-            return keras.layers.LayerNormalization.call(self, inputs)
-
-        def keras_dropout(self, inputs, training=False):
-            return keras.layers.Dropout.call(self, inputs, training=training)
-
-        from keras_bert.layers import fused_ops
-
-        return [
-            (fused_ops, "can_fuse", lambda *tensors: False),
-            (layer_norm.LayerNorm, "call", keras_layer_norm),
-            (dropout.Dropout, "call", keras_dropout),
-            (
-                activations,
-                "_exact_gelu",
-                lambda x: keras.ops.gelu(x, approximate=False),
-            ),
-        ]
-    if variant == "keras_xent":
-        from keras_bert.training import losses
-
-        return [(losses, "MIN_LOGITS", float("inf"))]
-    if variant == "transpose_b":
-        from keras_bert.layers import dense_matmul
-
-        return [(dense_matmul, "use_plain_backward", lambda *args: False)]
-    if variant == "dense_embedding_grad":
-        from keras_bert.training import optimizers
-
-        return [(optimizers, "_summed_rows", lambda *args: None)]
-    if variant == "decay_apart":
-        from keras_bert.training import optimizers
-
-        return [(optimizers.AdamW, "_fuses_decay", lambda self, v: False)]
-    if variant == "unfused":
-        from keras_bert.layers import fused_ops
-
-        return [(fused_ops, "can_fuse", lambda *tensors: False)]
-    if variant == "philox":
-        import tensorflow as tf
-
-        from keras_bert.layers import fused_ops
-
-        def philox_words(size, seed, _original=dropout.random_words):
-            # A tensor size takes the Philox branch.
-            return _original(tf.constant(size), seed)
-
-        return [
-            (dropout, "random_words", philox_words),
-            (fused_ops, "random_words", philox_words),
-        ]
-    if variant == "erfc_gelu":
-        from keras_bert.layers import fused_ops
-
-        return [(fused_ops, "gelu_cdf_erf", activations.gelu_cdf)]
-    if variant == "fused_qkv_5d":
-        block = transformer_encoder_block.TransformerEncoderBlock
-        return [(block, "_self_attention", _attention_5d)]
-    return []
-
-
 def _train_function(variant):
     import keras
     import tensorflow as tf
@@ -204,7 +89,7 @@ def _train_function(variant):
     features = {
         k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
     }
-    patches = _patches(variant)
+    patches = ablation_patches.patches(variant)
     saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     for obj, name, replacement in patches:
         setattr(obj, name, replacement)

