@@ -18,7 +18,11 @@ _TIED = {
     "cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight",
     "cls.predictions.decoder.bias": "cls.predictions.bias",
 }
-_FORMAT_NAMES = {"huggingface": "Hugging Face", "google": "Google BERT"}
+_FORMAT_NAMES = {
+    "huggingface": "Hugging Face",
+    "google": "Google BERT",
+    "keras_hub": "keras-hub preset",
+}
 _POOLER_DESCRIPTION = (
     "pooler (bert.pooler; BertForMaskedLM checkpoints have none)"
 )

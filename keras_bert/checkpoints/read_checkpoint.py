@@ -13,6 +13,9 @@ from keras_bert.checkpoints.hub import resolve_checkpoint
 from keras_bert.checkpoints.huggingface_reader import (
     read_huggingface_checkpoint,
 )
+from keras_bert.checkpoints.keras_hub_reader import is_keras_hub_preset
+from keras_bert.checkpoints.keras_hub_reader import read_keras_hub_preset
+from keras_bert.checkpoints.keras_hub_reader import resolve_kaggle_handle
 
 
 def read_checkpoint(path):
@@ -20,7 +23,11 @@ def read_checkpoint(path):
 
     The format is detected from the files: `config.json` with
     `model.safetensors` or `pytorch_model.bin` is Hugging Face;
-    `bert_config.json` with `bert_model.ckpt.index` is Google's. A Hugging
+    `bert_config.json` with `bert_model.ckpt.index` is Google's; a
+    `config.json` that is a serialised keras-hub `BertBackbone` (with
+    `model.weights.h5`) is a keras-hub preset, and a `kaggle://` handle is
+    fetched through keras-hub first (see
+    `keras_bert.checkpoints.keras_hub_reader`). A Hugging
     Face Hub id (`google-bert/bert-base-uncased`, `hf://org/name@revision`)
     or a trained preset name (`bert_base_en_uncased`) is fetched into
     `huggingface_hub`'s cache first (config and weights only); see
@@ -53,6 +60,7 @@ def read_checkpoint(path):
     ```
     """
     path = os.fspath(resolve_checkpoint(path, tokenizer=False))
+    path = resolve_kaggle_handle(path)
     if not files.isdir(path) and files.exists(path + ".index"):
         return read_google_checkpoint(os.path.dirname(path), prefix=path)
     if not files.isdir(path):
@@ -63,6 +71,8 @@ def read_checkpoint(path):
             f"hf://name).{preset_hint(path)}"
         )
     if files.exists(files.join(path, "config.json")):
+        if is_keras_hub_preset(path):
+            return read_keras_hub_preset(path)
         return read_huggingface_checkpoint(path)
     if files.exists(files.join(path, GOOGLE_CONFIG)):
         return read_google_checkpoint(path)

@@ -441,7 +441,10 @@ class BertTokenizer(keras.layers.Layer):
         `tokenizer_config.json` `do_lower_case`; for an original Google
         directory (`bert_config.json`), "uncased"/"cased" in the directory
         name (the repo name for a Hub id); else the vocabulary (cased when
-        many tokens hold capitals).
+        many tokens hold capitals). A keras-hub preset directory (or
+        `kaggle://` handle) gives its `assets/tokenizer/vocabulary.txt` and
+        the settings of its `tokenizer.json` (`lowercase`, `strip_accents`,
+        `special_tokens_in_strings`), so the ids are keras-hub's.
 
         Args:
             path: str. The checkpoint directory (or its `vocab.txt`), or a
@@ -464,12 +467,23 @@ class BertTokenizer(keras.layers.Layer):
         """
         from keras_bert.checkpoints.hub import parse_hub_id
         from keras_bert.checkpoints.hub import resolve_checkpoint
+        from keras_bert.checkpoints.keras_hub_reader import (
+            keras_hub_tokenizer_arguments,
+        )
 
+        # A Hub id first: the checks below need a local directory.
         name = None
         hub_id = parse_hub_id(path)
         if hub_id is not None:
             name = hub_id[0].rsplit("/", 1)[-1]  # "bert-base-uncased"
             path = resolve_checkpoint(path, weights=False)
+        keras_hub_tokenizer = keras_hub_tokenizer_arguments(path)
+        if keras_hub_tokenizer is not None:
+            vocabulary, arguments = keras_hub_tokenizer
+            if lowercase is not None:
+                arguments["lowercase"] = bool(lowercase)
+            return cls(vocabulary, **{**arguments, **kwargs})
+
         path = os.fspath(path)
         directory = path if files.isdir(path) else os.path.dirname(path)
         vocab_path = files.join(directory, "vocab.txt")
