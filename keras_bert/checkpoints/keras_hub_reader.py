@@ -1,21 +1,12 @@
 """Reads a keras-hub BERT preset directory into a `Checkpoint`.
 
-A keras-hub preset (what `keras_hub.models.BertBackbone.save_to_preset`
-writes, and what Kaggle serves) holds `config.json` (the backbone's Keras
-config: `registered_name` `"keras_hub>BertBackbone"`), `model.weights.h5`,
-`metadata.json`, and for its tokenizer `tokenizer.json` (its Keras config:
-`lowercase`, `strip_accents`, ...) and `assets/tokenizer/vocabulary.txt`;
-a task preset adds `task.json` and `task.weights.h5`. Its `config.json`
-shares the name of a Hugging Face one: the content tells them apart
-(`registered_name` is Keras', `model_type` Hugging Face's), as keras-hub's
-own loader does.
-
 keras-hub itself (imported only here) builds its model from the preset and
 loads the weights; its variables are then renamed to Hugging Face tensors
 through `keras_bert.checkpoints.keras_hub_weights`. The activation and the
 LayerNorm epsilon are those keras-hub's layers run: its `BertBackbone`
 uses the tanh approximation of GELU, so the loaded backbone has
-`activation="gelu_approximate"`.
+`activation="gelu_approximate"`. The preset's files are described in
+`keras_bert.checkpoints.keras_hub_files`.
 """
 
 import math
@@ -28,129 +19,17 @@ from absl import logging
 from keras_bert import files
 from keras_bert.checkpoints.checkpoint import Checkpoint
 from keras_bert.checkpoints.checkpoint_config import read_config_file
+from keras_bert.checkpoints.keras_hub_files import BERT_BACKBONES
+from keras_bert.checkpoints.keras_hub_files import CONFIG_FILE
+from keras_bert.checkpoints.keras_hub_files import SHARDED_WEIGHTS_FILE
+from keras_bert.checkpoints.keras_hub_files import TASK_FILE
+from keras_bert.checkpoints.keras_hub_files import TASK_WEIGHTS_FILE
+from keras_bert.checkpoints.keras_hub_files import WEIGHTS_FILE
+from keras_bert.checkpoints.keras_hub_files import import_keras_hub
 from keras_bert.checkpoints.keras_hub_weights import CLASSIFIER
 from keras_bert.checkpoints.keras_hub_weights import keras_hub_table
 from keras_bert.checkpoints.keras_hub_weights import to_huggingface
 from keras_bert.checkpoints.keras_hub_weights import variables_by_path
-
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.weights.h5"
-SHARDED_WEIGHTS_FILE = "model.weights.json"
-METADATA_FILE = "metadata.json"
-TASK_FILE = "task.json"
-TASK_WEIGHTS_FILE = "task.weights.h5"
-PREPROCESSOR_FILE = "preprocessor.json"
-TOKENIZER_FILE = "tokenizer.json"
-VOCABULARY_FILE = "assets/tokenizer/vocabulary.txt"
-KAGGLE_PREFIX = "kaggle://"
-# keras-hub registers its classes under both package names (keras-nlp's
-# presets say "keras_nlp>").
-BERT_BACKBONES = ("keras_hub>BertBackbone", "keras_nlp>BertBackbone")
-_INSTALL = (
-    'pip install "keras-bert[keras-hub]" (keras-hub>=0.32,<0.33; '
-    "keras-nlp 0.32 is the same package under its old name)"
-)
-
-
-def import_keras_hub(purpose):
-    """Imports keras-hub, or says how to install it for `purpose`."""
-    try:
-        import keras_hub
-    except ImportError as error:
-        raise ImportError(
-            f"{purpose} needs keras-hub, which is not installed: {_INSTALL}."
-        ) from error
-    return keras_hub
-
-
-def is_keras_hub_config(config):
-    """Whether a parsed `config.json` is a serialised Keras object."""
-    return (
-        isinstance(config, dict)
-        and "registered_name" in config
-        and isinstance(config.get("config"), dict)
-    )
-
-
-def is_keras_hub_preset(path):
-    """Whether the directory `path` holds a keras-hub preset's config.json.
-
-    Example:
-    ```python
-    import keras_hub
-    keras_hub.models.BertBackbone(
-        vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=4,
-        intermediate_dim=8, max_sequence_length=8,
-    ).save_to_preset("tiny_preset")
-    is_keras_hub_preset("tiny_preset")  # True
-    keras_bert.checkpoints.save_huggingface(
-        keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
-    )
-    is_keras_hub_preset("tiny_bert")  # False: Hugging Face's config.json
-    ```
-    """
-    config_path = files.join(os.fspath(path), CONFIG_FILE)
-    if not files.exists(config_path):
-        return False
-    try:
-        return is_keras_hub_config(files.read_json(config_path))
-    except ValueError:  # broken JSON: the Hugging Face reader reports it
-        return False
-
-
-def resolve_kaggle_handle(path, names=None):
-    """A local directory for a `kaggle://` preset handle.
-
-    Goes through keras-hub's own preset resolution
-    (`keras_hub.src.utils.preset_utils.get_file`, which downloads with
-    `kagglehub` into its cache), fetching only the files keras_bert reads.
-    Any other path is returned unchanged.
-
-    Args:
-        path: str. E.g. `"kaggle://keras/bert/keras/bert_tiny_en_uncased/3"`.
-        names: tuple of str. The preset files to fetch; those the preset
-            lacks are skipped. Defaults to every file a checkpoint is read
-            from (config, weights, task, tokenizer and vocabulary).
-
-    Example:
-    ```python
-    resolve_kaggle_handle("tiny_bert")  # "tiny_bert": not a handle
-    ```
-    """
-    path = os.fspath(path)
-    if not path.lower().startswith(KAGGLE_PREFIX):
-        return path
-    import_keras_hub(f"Reading the Kaggle preset {path}")
-    from keras_hub.src.utils import preset_utils
-
-    if names is None:
-        names = (WEIGHTS_FILE, TASK_FILE, TASK_WEIGHTS_FILE, TOKENIZER_FILE)
-        names += (VOCABULARY_FILE, METADATA_FILE)
-    try:
-        config_path = preset_utils.get_file(path, CONFIG_FILE)
-    except FileNotFoundError as error:
-        raise FileNotFoundError(
-            f"The Kaggle preset {path} has no {CONFIG_FILE}: it is not a "
-            "keras-hub preset. Check the handle "
-            "(kaggle://<owner>/<model>/keras/<variant>[/<version>])."
-        ) from error
-    directory = os.path.dirname(config_path)
-    for name in names:
-        try:
-            local = preset_utils.get_file(path, name)
-        except FileNotFoundError:
-            continue
-        if os.path.normpath(local) != os.path.normpath(
-            os.path.join(directory, name)
-        ):
-            raise ValueError(
-                f"keras-hub resolved {name} of {path} to {local}, outside "
-                f"the directory of its {CONFIG_FILE} ({directory}); "
-                "keras_bert reads a preset from one directory. Download "
-                "the preset to a directory and pass that."
-            )
-    logging.info("Kaggle preset %s is in %s.", path, directory)
-    return directory
 
 
 def read_keras_hub_preset(path):
@@ -430,81 +309,3 @@ def _activation_name(activation, config_path):
         f"neither GELU's tanh approximation ({tanh:.7f}) nor exact GELU "
         f"({exact:.7f}); keras_bert implements those two only."
     )
-
-
-def keras_hub_tokenizer_arguments(path):
-    """The vocabulary and settings of a keras-hub preset's tokenizer.
-
-    Reads `tokenizer.json` (keras-hub's `BertTokenizer` config) and
-    `assets/tokenizer/vocabulary.txt`; a `kaggle://` handle fetches those
-    two files through keras-hub.
-
-    Args:
-        path: str. A preset directory, a file in it, or a `kaggle://`
-            handle.
-
-    Returns `(vocabulary, arguments)`, the `keras_bert.BertTokenizer`
-    arguments that tokenize as keras-hub's tokenizer does (`lowercase`,
-    `strip_accents`, `special_tokens_in_strings`, `unk_token`), or `None`
-    when `path` is no keras-hub preset.
-
-    Example:
-    ```python
-    keras_hub_tokenizer_arguments("tiny_bert")  # None: Hugging Face's
-    ```
-    """
-    path = resolve_kaggle_handle(path, names=(TOKENIZER_FILE, VOCABULARY_FILE))
-    directory = path if files.isdir(path) else os.path.dirname(path)
-    tokenizer_path = files.join(directory, TOKENIZER_FILE)
-    config = None
-    if files.exists(tokenizer_path):
-        config = read_config_file(tokenizer_path)
-        if not is_keras_hub_config(config):
-            return None  # Hugging Face's tokenizer.json
-    elif not is_keras_hub_preset(directory):
-        return None
-    else:
-        raise FileNotFoundError(
-            f"{directory} is a keras-hub preset without a tokenizer (no "
-            f"{TOKENIZER_FILE}). Save one into it with "
-            "`keras_hub.models.BertTokenizer(...).save_to_preset(directory)`"
-            ", or pass the model's vocab.txt to keras_bert.BertTokenizer."
-        )
-    name = config.get("registered_name")
-    arguments = config["config"]
-    if name not in ("keras_hub>BertTokenizer", "keras_nlp>BertTokenizer"):
-        raise ValueError(
-            f"{tokenizer_path} is the config of a {name!r}, not of keras-hub's "
-            "BertTokenizer (WordPiece); keras_bert's BertTokenizer reads BERT "
-            "vocabularies only. Load this one with "
-            f"`keras_hub.tokenizers.Tokenizer.from_preset({directory!r})`."
-        )
-    for key, expected in (("suffix_indicator", "##"), ("split", True)):
-        if arguments.get(key, expected) != expected:
-            raise ValueError(
-                f"{tokenizer_path}: {key}={arguments[key]!r}; keras_bert's "
-                f"BertTokenizer implements {key}={expected!r} only (BERT's "
-                "WordPiece)."
-            )
-    vocabulary = arguments.get("vocabulary")
-    if not isinstance(vocabulary, list):
-        vocabulary_path = files.join(directory, VOCABULARY_FILE)
-        if not files.exists(vocabulary_path):
-            raise FileNotFoundError(
-                f"{directory} has a keras-hub {TOKENIZER_FILE} but no "
-                f"{VOCABULARY_FILE}, where keras-hub keeps the tokenizer's "
-                "vocabulary. Copy the preset again completely (with its "
-                "assets/ folder)."
-            )
-        from keras_bert.text.vocabulary import load_vocabulary
-
-        vocabulary = load_vocabulary(vocabulary_path)
-    return vocabulary, {
-        # keras-hub's defaults when the config omits them.
-        "lowercase": bool(arguments.get("lowercase", False)),
-        "strip_accents": bool(arguments.get("strip_accents", False)),
-        "special_tokens_in_strings": bool(
-            arguments.get("special_tokens_in_strings", False)
-        ),
-        "unk_token": arguments.get("oov_token") or "[UNK]",
-    }

@@ -13,9 +13,9 @@ from keras_bert.checkpoints.hub import resolve_checkpoint
 from keras_bert.checkpoints.huggingface_reader import (
     read_huggingface_checkpoint,
 )
-from keras_bert.checkpoints.keras_hub_reader import is_keras_hub_preset
+from keras_bert.checkpoints.keras_hub_files import is_keras_hub_preset
+from keras_bert.checkpoints.keras_hub_files import resolve_kaggle_handle
 from keras_bert.checkpoints.keras_hub_reader import read_keras_hub_preset
-from keras_bert.checkpoints.keras_hub_reader import resolve_kaggle_handle
 
 
 def read_checkpoint(path):

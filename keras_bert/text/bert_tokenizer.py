@@ -467,7 +467,7 @@ class BertTokenizer(keras.layers.Layer):
         """
         from keras_bert.checkpoints.hub import parse_hub_id
         from keras_bert.checkpoints.hub import resolve_checkpoint
-        from keras_bert.checkpoints.keras_hub_reader import (
+        from keras_bert.checkpoints.keras_hub_tokenizer import (
             keras_hub_tokenizer_arguments,
         )
 
