@@ -1,18 +1,21 @@
 """Hugging Face and original Google BERT checkpoint import and export.
 
 `load_checkpoint` (behind `BertBackbone.from_checkpoint` and friends) reads
-either format into our models, all-or-nothing; `save_huggingface` writes a
-directory `transformers` loads.
+either format (and keras-hub presets) into our models, all-or-nothing;
+`save_huggingface` writes a directory `transformers` loads, and
+`save_keras_hub_preset` one keras-hub loads.
 """
 
 from keras_bert.checkpoints.checkpoint import Checkpoint
 from keras_bert.checkpoints.load_checkpoint import load_checkpoint
 from keras_bert.checkpoints.read_checkpoint import read_checkpoint
 from keras_bert.checkpoints.save_huggingface import save_huggingface
+from keras_bert.checkpoints.save_keras_hub_preset import save_keras_hub_preset
 
 __all__ = [
     "Checkpoint",
     "load_checkpoint",
     "read_checkpoint",
     "save_huggingface",
+    "save_keras_hub_preset",
 ]
