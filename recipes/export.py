@@ -12,6 +12,21 @@ TensorFlow and tensorflow-text at serving time.
     python recipes/export.py --checkpoint=path/to/bert \
         --export_dir=saved_models/bert_embeddings
 
+    # A classifier fine-tuned by someone else, from the Hugging Face Hub
+    # (labels from its config.json id2label, when it names them):
+    python recipes/export.py --checkpoint=textattack/bert-base-uncased-SST-2 \
+        --task=classifier --export_dir=saved_models/sst2
+
+`--checkpoint` takes whatever `from_checkpoint` takes: a Hugging Face,
+Google or keras-hub preset directory, a Hugging Face Hub id
+(`org/name[@revision]`, `hf://...`), a trained preset name
+(`bert_base_en_uncased`), a `kaggle://` handle, or a directory
+`recipes/convert_checkpoint.py --to=keras` wrote (its `model.keras`).
+`--task` chooses the head to load and serve: `embeddings` (the backbone:
+pooled and mean-pooled vectors; also for masked-LM checkpoints),
+`classifier`, `question_answering`, `token_classification`, or `auto`
+(the head the checkpoint holds).
+
 See saved_models/README.md for serving the result.
 """
 
@@ -23,13 +38,38 @@ from absl import logging
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
-    "model", None, "A `.keras` file of a BertClassifier or BertBackbone."
+    "model", None, "A `.keras` file of a keras_bert model (any task)."
 )
 flags.DEFINE_string(
     "checkpoint",
     None,
-    "A checkpoint directory (Hugging Face, Google or keras-bert); exports "
-    "its backbone's embeddings. Also the default source of the vocabulary.",
+    "A checkpoint: a Hugging Face, Google, keras-hub preset or keras-bert "
+    "directory, a Hugging Face Hub id (org/name[@revision], hf://...), a "
+    "trained preset name or a kaggle:// handle; exported with the head "
+    "--task chooses. Also the default source of the vocabulary.",
+)
+# --task -> the model class loaded from --checkpoint.
+TASKS = {
+    "embeddings": "BertBackbone",
+    "classifier": "BertClassifier",
+    "question_answering": "BertQuestionAnswerer",
+    "token_classification": "BertTokenClassifier",
+    "auto": "auto",
+}
+flags.DEFINE_enum(
+    "task",
+    None,
+    list(TASKS),
+    "The head to export from --checkpoint: embeddings (the backbone; the "
+    "default), classifier, question_answering, token_classification, or "
+    "auto (the head the checkpoint holds; a masked-LM head exports its "
+    "backbone's embeddings). With --model, the model must be of this task.",
+)
+flags.DEFINE_integer(
+    "num_classes",
+    None,
+    "Classes of a --task=classifier or token_classification head that the "
+    "checkpoint does not hold (freshly initialised: a warning says so).",
 )
 flags.DEFINE_string(
     "vocab_file", None, "vocab.txt; defaults to the --checkpoint's."
@@ -60,6 +100,7 @@ def main(argv):
     import keras
 
     import keras_bert
+    from keras_bert.checkpoints.hub import resolve_checkpoint
     from keras_bert.serving import export_saved_model
     from keras_bert.serving import saved_model_op_types
 
@@ -71,6 +112,8 @@ def main(argv):
             for name in (
                 "model",
                 "checkpoint",
+                "task",
+                "num_classes",
                 "vocab_file",
                 "lowercase",
                 "sequence_length",
@@ -82,6 +125,13 @@ def main(argv):
             )
         },
     )
+    checkpoint = FLAGS.checkpoint
+    if checkpoint and not (FLAGS.model and FLAGS.vocab_file):
+        # A Hub id once, so that the model and its vocabulary are one
+        # commit, and only what is read from it.
+        checkpoint = resolve_checkpoint(
+            checkpoint, weights=not FLAGS.model, tokenizer=not FLAGS.vocab_file
+        )
     if FLAGS.vocab_file:
         lowercase = True if FLAGS.lowercase is None else FLAGS.lowercase
         tokenizer = keras_bert.BertTokenizer(
@@ -89,20 +139,25 @@ def main(argv):
         )
     else:
         tokenizer = keras_bert.BertTokenizer.from_checkpoint(
-            FLAGS.checkpoint, lowercase=FLAGS.lowercase
+            checkpoint, lowercase=FLAGS.lowercase
         )
     preprocessor = keras_bert.BertPreprocessor(
         tokenizer, sequence_length=FLAGS.sequence_length
     )
-    if FLAGS.model:
-        if not keras_bert.files.exists(FLAGS.model):
-            raise app.UsageError(f"--model={FLAGS.model} does not exist.")
-        model = keras.models.load_model(FLAGS.model)
+    keras_file = FLAGS.model or _keras_file_in(checkpoint)
+    if keras_file:
+        if not keras_bert.files.exists(keras_file):
+            raise app.UsageError(f"--model={keras_file} does not exist.")
+        model = keras.models.load_model(keras_file)
+        _check_task(model, keras_file)
     else:
-        model = keras_bert.BertBackbone.from_checkpoint(FLAGS.checkpoint)
+        model = _load_checkpoint(checkpoint)
     options = _export_options()
-    if FLAGS.labels:
-        options["labels"] = FLAGS.labels
+    labels = FLAGS.labels
+    if not labels and not keras_file:
+        labels = _checkpoint_labels(model, checkpoint)
+    if labels:
+        options["labels"] = labels
     if FLAGS.pair:
         options["pair"] = True
     path = export_saved_model(
@@ -110,6 +165,73 @@ def main(argv):
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
     logging.info("Exported %s", path)
+
+
+def _load_checkpoint(checkpoint):
+    """The --task model of `checkpoint`, with the head it holds."""
+    import keras_bert
+    from keras_bert.checkpoints import load_checkpoint
+
+    task = FLAGS.task or "embeddings"
+    model_class = TASKS[task]
+    if model_class != "auto":
+        model_class = getattr(keras_bert, model_class)
+    options = {}
+    if FLAGS.num_classes is not None:
+        options["num_classes"] = FLAGS.num_classes
+    model = load_checkpoint(checkpoint, model_class, **options)
+    if isinstance(model, keras_bert.BertMaskedLM):
+        logging.info(
+            "%s holds a masked-LM model; exporting its backbone's "
+            "embeddings (a masked LM has no serving signature).",
+            FLAGS.checkpoint,
+        )
+        model = model.backbone
+    logging.info("Loaded a %s from %s.", type(model).__name__, checkpoint)
+    return model
+
+
+def _keras_file_in(checkpoint):
+    """`model.keras` of a directory convert_checkpoint.py --to=keras wrote."""
+    import tensorflow as tf
+
+    from keras_bert import files
+
+    try:
+        if not (checkpoint and files.isdir(checkpoint)):
+            return None
+    except tf.errors.UnimplementedError:  # kaggle://: keras-hub's to read
+        return None
+    path = files.join(checkpoint, "model.keras")
+    return path if files.exists(path) else None
+
+
+def _check_task(model, keras_file):
+    import keras_bert
+
+    if FLAGS.task in (None, "auto"):
+        return
+    expected = getattr(keras_bert, TASKS[FLAGS.task])
+    if not isinstance(model, expected):
+        raise app.UsageError(
+            f"--task={FLAGS.task} expects a {expected.__name__}, but "
+            f"{keras_file} holds a {type(model).__name__}. Drop --task (the "
+            "model's own head is exported) or pass the matching one."
+        )
+
+
+def _checkpoint_labels(model, checkpoint):
+    """A classifier's class names from the checkpoint's `id2label`."""
+    import keras_bert
+    from keras_bert import files
+    from keras_bert.checkpoints.checkpoint_config import labels_from_config
+
+    if not checkpoint or not isinstance(model, keras_bert.BertClassifier):
+        return None
+    config_path = files.join(checkpoint, "config.json")
+    if model.num_classes == 1 or not files.exists(config_path):
+        return None
+    return labels_from_config(files.read_json(config_path), model.num_classes)
 
 
 def _check_flags():
@@ -125,6 +247,11 @@ def _check_flags():
             f"--model={FLAGS.model} needs its tokenizer's vocabulary: pass "
             "--vocab_file=vocab.txt or --checkpoint=DIR (the checkpoint it "
             "was fine-tuned from)."
+        )
+    if FLAGS.model and FLAGS.num_classes is not None:
+        raise app.UsageError(
+            f"--num_classes applies to heads built from --checkpoint; the "
+            f"head of --model={FLAGS.model} is saved with it."
         )
     if FLAGS.sequence_length < 3:
         raise app.UsageError(

@@ -120,6 +120,36 @@ def backbone_config_from_checkpoint_config(config, source, config_path):
     return arguments
 
 
+def labels_from_config(config, num_classes):
+    """The class names in a Hugging Face config's `id2label`, or `None`.
+
+    `None` also when they are `transformers`' placeholders (`LABEL_<i>`),
+    incomplete or not distinct.
+
+    Args:
+        config: dict. A parsed `config.json`.
+        num_classes: int. The head's number of classes.
+
+    Example:
+    ```python
+    labels_from_config({"id2label": {"0": "neg", "1": "pos"}}, 2)
+    # ["neg", "pos"]
+    labels_from_config({"id2label": {"0": "LABEL_0", "1": "LABEL_1"}}, 2)
+    # None
+    ```
+    """
+    id2label = config.get("id2label") or {}
+    try:
+        labels = [str(id2label[str(i)]) for i in range(num_classes)]
+    except (KeyError, TypeError):
+        return None
+    if labels == [f"LABEL_{i}" for i in range(num_classes)]:
+        return None
+    if len(set(labels)) != num_classes:
+        return None
+    return labels
+
+
 def huggingface_config_from_backbone(backbone):
     """Returns the Hugging Face `config.json` dict of a `BertBackbone`.
 

@@ -293,14 +293,7 @@ def _checkpoint_labels(checkpoint, num_classes):
     """`id2label` of a Hugging Face checkpoint, or `None`."""
     if checkpoint.format != "huggingface":
         return None
+    from keras_bert.checkpoints.checkpoint_config import labels_from_config
+
     with tf.io.gfile.GFile(checkpoint.config_path) as file:
-        id2label = json.load(file).get("id2label") or {}
-    try:
-        labels = [str(id2label[str(i)]) for i in range(num_classes)]
-    except KeyError:
-        return None
-    if labels == [f"LABEL_{i}" for i in range(num_classes)]:
-        return None
-    if len(set(labels)) != num_classes:
-        return None
-    return labels
+        return labels_from_config(json.load(file), num_classes)

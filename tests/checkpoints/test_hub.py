@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import keras_bert
+from keras_bert.checkpoints import checkpoint_config
 from keras_bert.checkpoints import hub
 from keras_bert.checkpoints import read_checkpoint
 from keras_bert.checkpoints.hub import parse_hub_id
@@ -398,6 +399,8 @@ def test_every_trained_preset_resolves_to_its_hub_id():
         hub.preset_hint,
         presets.preset_hub_id,
         keras_bert.BertTokenizer.from_checkpoint,
+        # What recipes/export.py names a Hub classifier's classes with.
+        checkpoint_config.labels_from_config,
     ],
     ids=lambda o: o.__qualname__,
 )
