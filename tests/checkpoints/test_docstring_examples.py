@@ -12,6 +12,10 @@ import keras_bert
 from keras_bert.checkpoints import checkpoint_config
 from keras_bert.checkpoints import google_reader
 from keras_bert.checkpoints import huggingface_reader
+from keras_bert.checkpoints import keras_hub_files
+from keras_bert.checkpoints import keras_hub_reader
+from keras_bert.checkpoints import keras_hub_tokenizer
+from keras_bert.checkpoints import keras_hub_weights
 from keras_bert.checkpoints import load_checkpoint
 from keras_bert.checkpoints import read_checkpoint
 from keras_bert.checkpoints import save_huggingface
@@ -28,6 +32,12 @@ DOCUMENTED = [
     google_reader.google_to_huggingface_name,
     google_reader.huggingface_to_google_name,
     weight_map.weight_map,
+    keras_bert.checkpoints.save_keras_hub_preset,
+    keras_hub_reader.read_keras_hub_preset,
+    keras_hub_files.is_keras_hub_preset,
+    keras_hub_files.resolve_kaggle_handle,
+    keras_hub_tokenizer.keras_hub_tokenizer_arguments,
+    keras_hub_weights.keras_hub_table,
     keras_bert.BertBackbone.from_checkpoint,
     keras_bert.BertMaskedLM.from_checkpoint,
     keras_bert.BertClassifier.from_checkpoint,
