@@ -127,13 +127,13 @@ def code_blocks(document, text=None):
         line = lines[index]
         opening = _FENCE.match(line)
         if not opening:
-            for match in _MARKER.finditer(line):
-                if marker:
-                    problems.append(f"{document}:{marker[0]}: no block follows")
-                marker = (index + 1, match.group("directive"))
-            if marker and line.strip() and not _MARKER.search(line):
+            # A marker is a line of its own (not one quoted in the text).
+            found = _MARKER.fullmatch(line.strip())
+            if marker and line.strip():
                 problems.append(f"{document}:{marker[0]}: no block follows")
                 marker = None
+            if found:
+                marker = (index + 1, found.group("directive"))
             index += 1
             continue
         fence, indent = opening.group("fence"), opening.group("indent")
@@ -483,6 +483,31 @@ def _working_directory(path):
         os.chdir(previous)
 
 
+def test_hub_ids_in_blocks_load_from_an_offline_cache(
+    stand_ins, tmp_path, monkeypatch
+):
+    """A block that names a Hub id gets the tiny checkpoint, offline."""
+    source = textwrap.dedent(
+        """
+        import keras_bert
+        backbone = keras_bert.BertBackbone.from_checkpoint(
+            "google-bert/bert-base-uncased"
+        )
+        tokenizer = keras_bert.BertTokenizer.from_checkpoint(
+            "hf://google-bert/bert-base-uncased@v1"
+        )
+        assert backbone.count_params() == checkpoint.count_params()
+        assert tokenizer.vocabulary_size() == len(VOCABULARY)
+        """
+    )
+    monkeypatch.chdir(tmp_path)
+    _hub_stand_ins(
+        [(1, source)], tmp_path, tmp_path / "hub", stand_ins, monkeypatch
+    )
+    namespace = {"checkpoint": _backbone(), "VOCABULARY": VOCABULARY}
+    exec(compile(source, "hub_block", "exec"), namespace)
+
+
 @pytest.mark.parametrize("document", RUNNABLE)
 def test_python_blocks_run(document, stand_ins, tmp_path, monkeypatch):
     directory = tmp_path / "work"
@@ -554,7 +579,10 @@ def test_the_parser_reads_skip_markers():
         b()
         ```
         <!-- docs-test: skip (nothing follows) -->
-        Text.
+        Text: `<!-- docs-test: skip (why) -->` quoted is no marker.
+        ```python
+        c()
+        ```
         """
     )
     blocks, problems = code_blocks("doc.md", text)
@@ -563,6 +591,7 @@ def test_the_parser_reads_skip_markers():
         (10, "python", "print(1)", None),
         (14, "python", "a()", None),
         (18, "python", "b()", None),
+        (23, "python", "c()", None),
     ]
     assert problems == [
         "doc.md:12: expected <!-- docs-test: skip (reason) -->, found 'skip'",
@@ -727,12 +756,29 @@ def recipe_commands(block):
     return commands
 
 
+_INLINE_COMMAND = re.compile(r"`(python3? recipes/[^`]+)`")
+
+
+def shell_snippets(document):
+    """Shell blocks, and inline `python recipes/...` spans as blocks."""
+    blocks = [
+        b
+        for b in code_blocks(document)[0]
+        if b.language in ("", "bash", "sh", "shell", "console")
+    ]
+    with open(os.path.join(ROOT, document), encoding="utf-8") as file:
+        text = file.read()
+    for match in _INLINE_COMMAND.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        command = match.group(1).replace("\n", " ")
+        blocks.append(Block(document, line, "inline", command, None))
+    return blocks
+
+
 def test_documented_recipe_commands_use_the_recipes_flags():
     unknown, checked = [], 0
     for document in DOCUMENTS:
-        for block in code_blocks(document)[0]:
-            if block.language not in ("", "bash", "sh", "shell", "console"):
-                continue
+        for block in shell_snippets(document):
             for recipe, names in recipe_commands(block):
                 assert os.path.exists(os.path.join(ROOT, recipe)), (
                     f"{document}:{block.line}: {recipe} does not exist"
