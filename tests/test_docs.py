@@ -53,6 +53,8 @@ DOCUMENTS = sorted(
 
 # What each document's blocks read, by the path they use for it; see the
 # stand-in builders below. A document not listed gets an empty directory.
+# Hugging Face Hub ids any block names are served offline in every
+# document (`_hub_stand_ins`).
 STAND_INS = {
     "README.md": {
         "saved_models/glue_demo": "pair_classifier_export",
