@@ -280,10 +280,14 @@ class BertBackbone(keras.Model):
         `path` may also be a Hugging Face Hub id
         (`google-bert/bert-base-uncased`, `hf://org/name@revision`) or a
         trained preset name (`bert_base_en_uncased`), fetched through
-        `huggingface_hub`'s cache (see `keras_bert.checkpoints.hub`).
+        `huggingface_hub`'s cache (see `keras_bert.checkpoints.hub`), or a
+        keras-hub preset directory or `kaggle://` handle, which loads with
+        the tanh GELU keras-hub runs (`activation="gelu_approximate"`; see
+        `keras_bert.checkpoints.keras_hub_reader`).
 
         Args:
-            path: str. The checkpoint directory or Hub id.
+            path: str. The checkpoint directory, Hub id or keras-hub
+                preset.
             **kwargs: overrides of the config, e.g. `dropout=0.0` or
                 `dtype="mixed_bfloat16"`.
 
