@@ -271,6 +271,14 @@ def main(argv):
         validation_data=evaluation,
         validation_steps=eval_steps if evaluation else None,
         verbose=FLAGS.verbose,
+        # A line with the speed every 100 steps (or interval): an interval
+        # can take hours, and verbose=2 prints only at its end.
+        callbacks=[
+            training.ProgressLogger(
+                FLAGS.save_checkpoints_steps,
+                every_steps=min(100, FLAGS.save_checkpoints_steps),
+            )
+        ],
     )
     result["examples_per_second"] = (
         result["steps_per_second"] * FLAGS.train_batch_size

