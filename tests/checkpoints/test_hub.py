@@ -203,6 +203,18 @@ def test_cold_cache_tokenizer_names_the_vocabulary(offline_cold):
     )
 
 
+def test_an_unreachable_hub_is_told_from_offline_mode(monkeypatch, tmp_path):
+    use_hub_cache(monkeypatch, tmp_path, offline=False)
+    error = huggingface_hub.errors.LocalEntryNotFoundError("connection refused")
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _raising(error))
+    with pytest.raises(FileNotFoundError) as raised:
+        read_checkpoint(MINILM)
+    message = str(raised.value)
+    assert "the Hub could not be reached (connection refused)" in message
+    assert "or run this again when the Hub is reachable" in message
+    assert "HF_HUB_OFFLINE" not in message
+
+
 def test_a_missing_local_path_is_named_too(offline_cold):
     with pytest.raises(FileNotFoundError, match="read as a Hub id because"):
         read_checkpoint("runs/export")
