@@ -21,23 +21,18 @@ Variants:
   unfused        the training step's element-wise chains as separate
                  TensorFlow ops instead of `layers.fused_ops`' XLA-fused
                  ones.
-  philox         dropout's random words from TensorFlow's Philox kernel
-                 instead of XLA's ThreeFry generator (`layers.dropout`).
-  erfc_gelu      the fused GELU's `Phi` in the erfc form of the unfused
-                 path instead of the erf form (`activations.gelu_cdf_erf`).
-  transpose_b    dense layers' input gradients by TensorFlow's matmul with
-                 `transpose_b=True` instead of `layers.dense_matmul`'s
-                 explicitly transposed kernel (float32 only).
   decay_apart    `training.AdamW`'s weight decay as Keras' own pass before
                  the fused Adam kernel, instead of in one XLA-compiled pass
                  with it.
-  dense_embedding_grad
-                 the embedding's sparse gradient summed into a dense,
-                 table-sized tensor before `training.AdamW`'s XLA pass,
-                 instead of read row by row from the summed slices in it.
   keras_xent     the masked-LM loss by Keras' (TensorFlow's) sparse
                  cross-entropy kernel instead of `training.losses`' two
                  XLA passes (`--task=pretrain` only).
+
+Removed (issue 19) after measuring 0.96-1.01x on the pre-training model and
+within noise on the GLUE recipe's own step (`benchmarks/recipe_steps.py`):
+dropout bits from XLA's ThreeFry instead of Philox, the fused GELU's Phi in
+erf form, the explicitly transposed kernel in float32 dense backward
+passes, and AdamW reading a sparse gradient row by row.
 
     python benchmarks/ablation.py [--rounds=10] [--precision=float32]
         [--task=classify] [--variants=package,unfused,...]
@@ -70,11 +65,7 @@ VARIANTS = (
     "keras_layers",
     "fused_qkv_5d",
     "unfused",
-    "philox",
-    "erfc_gelu",
     "decay_apart",
-    "dense_embedding_grad",
-    "transpose_b",
     "keras_xent",
 )
 

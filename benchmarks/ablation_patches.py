@@ -84,14 +84,6 @@ def patches(variant):
         from keras_bert.training import losses
 
         return [(losses, "MIN_LOGITS", float("inf"))]
-    if variant == "transpose_b":
-        from keras_bert.layers import dense_matmul
-
-        return [(dense_matmul, "use_plain_backward", lambda *args: False)]
-    if variant == "dense_embedding_grad":
-        from keras_bert.training import optimizers
-
-        return [(optimizers, "_summed_rows", lambda *args: None)]
     if variant == "decay_apart":
         from keras_bert.training import optimizers
 
@@ -100,23 +92,6 @@ def patches(variant):
         from keras_bert.layers import fused_ops
 
         return [(fused_ops, "can_fuse", lambda *tensors: False)]
-    if variant == "philox":
-        import tensorflow as tf
-
-        from keras_bert.layers import fused_ops
-
-        def philox_words(size, seed, _original=dropout.random_words):
-            # A tensor size takes the Philox branch.
-            return _original(tf.constant(size), seed)
-
-        return [
-            (dropout, "random_words", philox_words),
-            (fused_ops, "random_words", philox_words),
-        ]
-    if variant == "erfc_gelu":
-        from keras_bert.layers import fused_ops
-
-        return [(fused_ops, "gelu_cdf_erf", activations.gelu_cdf)]
     if variant == "fused_qkv_5d":
         block = transformer_encoder_block.TransformerEncoderBlock
         return [(block, "_self_attention", _attention_5d)]

@@ -83,24 +83,6 @@ def gelu_cdf(x):
     return 0.5 * tf.math.erfc(x * tf.constant(-_SQRT_HALF, x.dtype))
 
 
-def gelu_cdf_erf(x):
-    """`Phi(x)` as `0.5 * (1 + erf(x / sqrt(2)))` (TensorFlow).
-
-    The form Hugging Face's "gelu" writes. In float32 it is within 1.8e-7
-    (absolute) of the float64 value over [-12, 12], where `gelu_cdf` is
-    within 8.5e-8: the rounding of `1 + erf` costs accuracy only where
-    `Phi` is near 0 or 1, far below bfloat16's resolution. XLA evaluates
-    `erf` in 0.59 of the time of `erfc` (GELU forward on 2048 x 2048
-    bfloat16: 1.56 against 2.67 ms). The XLA-fused training ops use it (in
-    every dtype they fuse); the unfused path keeps `gelu_cdf`, which is
-    `tf.nn.gelu`'s.
-    """
-    import tensorflow as tf
-
-    half = tf.constant(0.5, x.dtype)
-    return half + half * tf.math.erf(x * tf.constant(_SQRT_HALF, x.dtype))
-
-
 def gelu_gradient(upstream, x, cdf):
     """`upstream * (Phi(x) + x * phi(x))`, the exact GELU's gradient, given
     `cdf = gelu_cdf(x)` (TensorFlow, in `x`'s dtype)."""

@@ -2,8 +2,6 @@
 
 import keras
 
-from keras_bert.layers.xla import compiled
-
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class Dropout(keras.layers.Dropout):
@@ -72,44 +70,23 @@ def dropout_scale(threshold):
 def random_words(size, seed):
     """`ceil(size / 2)` random uint32 words from a Keras seed (TensorFlow).
 
-    For a static `size` (a Python int) the words come from XLA's ThreeFry
-    generator, compiled once per size: 1.6x faster than TensorFlow's
-    Philox kernel on a CPU (1.03 against 1.7 ms for 2**20 words). A dynamic
-    `size` (a tensor) uses TensorFlow's Philox kernel, which needs no
-    compilation per shape. Both are deterministic: the same seed and size
-    always give the same words.
+    From TensorFlow's stateless Philox kernel: deterministic (the same seed
+    and size always give the same words), for a static `size` (a Python
+    int) or a dynamic one (a tensor). XLA's ThreeFry generator, compiled
+    per size, was faster for the words alone but bought no measurable time
+    on a training step (`benchmarks/recipe_steps.py`, and
+    `benchmarks/ablation.py --task=pretrain` before it was removed).
     """
     import tensorflow as tf
 
     # Keras keeps its seeds as int64; fold each into 31 bits.
     seed = tf.math.floormod(seed, tf.int32.max - 1)
     count = (size + 1) // 2
-    if isinstance(size, int):
-        if count == 0:
-            return tf.zeros([0], tf.uint32)
-        return compiled(_threefry)(seed, count)
     return tf.random.stateless_uniform(
         [count],
         tf.cast(seed, tf.int32),
         minval=None,
         maxval=None,
-        dtype=tf.uint32,
-    )
-
-
-def _threefry(seed, count):
-    import tensorflow as tf
-
-    # Both 31-bit halves of the seed go into the 64-bit key, so that
-    # distinct seeds never share a stream (Keras' seed generators count up
-    # in the second half).
-    seed = tf.cast(seed, tf.uint64)
-    key = tf.reshape(seed[0] * (2**32) + seed[1], [1])
-    return tf.raw_ops.StatelessRandomUniformFullIntV2(
-        shape=[count],
-        key=key,
-        counter=tf.zeros([2], tf.uint64),
-        alg=2,  # ThreeFry, XLA's native generator.
         dtype=tf.uint32,
     )
 

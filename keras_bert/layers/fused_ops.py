@@ -10,8 +10,8 @@ hand-written gradient) with XLA, which fuses it into one or two passes.
 The forward functions hand their boolean dropout mask to the backward ones
 (one byte per element, where the random words it came from take two).
 The math and the dropout masks are those of the unfused layers
-(`Dropout`, `LayerNorm`, `apply_activation`, with GELU's `Phi` in its erf
-form): the same seeds give the same masks, and outputs agree to float
+(`Dropout`, `LayerNorm`, `apply_activation`): the same seeds give the
+same masks, and outputs agree to float
 rounding (tested).
 
 These are used only in training, on TensorFlow, in float32 and under a
@@ -30,7 +30,7 @@ that the bias gradient costs no pass of its own. Measured in
 
 import keras
 
-from keras_bert.layers.activations import gelu_cdf_erf
+from keras_bert.layers.activations import gelu_cdf
 from keras_bert.layers.activations import gelu_gradient
 from keras_bert.layers.dropout import dropout_scale
 from keras_bert.layers.dropout import dropout_threshold
@@ -148,14 +148,14 @@ def _gelu_forward(x, bias):
     import tensorflow as tf
 
     x32 = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    return tf.cast(x32 * gelu_cdf_erf(x32), x.dtype)
+    return tf.cast(x32 * gelu_cdf(x32), x.dtype)
 
 
 def _gelu_backward(upstream, x, bias):
     import tensorflow as tf
 
     x32 = tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)
-    grad = gelu_gradient(tf.cast(upstream, tf.float32), x32, gelu_cdf_erf(x32))
+    grad = gelu_gradient(tf.cast(upstream, tf.float32), x32, gelu_cdf(x32))
     d_bias = tf.reduce_sum(grad, axis=list(range(len(x.shape) - 1)))
     return tf.cast(grad, upstream.dtype), d_bias
 
@@ -164,8 +164,8 @@ def exact_gelu(x, bias):
     """Exact GELU `x * Phi(x)` of `x + bias`, fused by XLA, computed in
     float32.
 
-    The products of `activations._exact_gelu`, with `Phi` in its erf form
-    (`activations.gelu_cdf_erf`, faster under XLA); the backward pass
+    The products of `activations._exact_gelu` (`Phi` is
+    `activations.gelu_cdf`); the backward pass
     recomputes `Phi` from `x + bias` instead of keeping it, and sums the
     bias gradient in the same pass. TensorFlow only, static shapes only (see
     `can_fuse`).

@@ -5,7 +5,6 @@ import math
 import keras
 from keras import ops
 
-from keras_bert.layers import dense_matmul
 from keras_bert.layers import fused_ops
 from keras_bert.layers.activations import apply_activation
 from keras_bert.layers.activations import validate_activation
@@ -48,9 +47,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     between the matmuls (mask, softmax and dropout of the attention scores;
     dropout, residual add and LayerNorm; exact GELU) runs as XLA-fused ops
     (`keras_bert.layers.fused_ops`) with the same math and the same dropout
-    masks as the layers above, to float rounding. In float32 training, the
-    dense layers' input gradients multiply by an explicitly transposed
-    kernel where that is faster (`keras_bert.layers.dense_matmul`).
+    masks as the layers above, to float rounding.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -265,16 +262,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     def _dense(self, dense, x, training, fuse=False):
         """`dense(x)` for 2-D `x`; without its bias when `fuse` (a fused op
         adds it)."""
-        plain_backward = dense_matmul.use_plain_backward(
-            x, dense.kernel, training
-        )
         if fuse:
-            kernel = ops.cast(dense.kernel, self.compute_dtype)
-            if plain_backward:
-                return dense_matmul.dense(x, kernel)
-            return ops.matmul(x, kernel)
-        if plain_backward:
-            return dense_matmul.dense(x, dense.kernel.value, dense.bias.value)
+            return ops.matmul(x, ops.cast(dense.kernel, self.compute_dtype))
         return dense(x)
 
     def _add_norm(

@@ -30,11 +30,6 @@ class AdamW(keras.optimizers.AdamW):
     `OneDeviceStrategy` / `MirroredStrategy` / `MultiWorkerMirroredStrategy`:
     the pass takes each device's own copies of the variables; under a
     `TPUStrategy`, Keras' decay pass runs instead).
-    That pass reads an embedding's sparse gradient row by row from its
-    summed slices, instead of from a dense, table-sized sum written first
-    (profiled bf16 classifier step: summing the slices 1.3 ms and the token
-    table's update 11.0, where the dense sum took 3.8 ms and the update
-    from it 10.6).
 
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
     dense sum, so a row looked up twice in a batch gets the square of its
@@ -189,11 +184,7 @@ class AdamW(keras.optimizers.AdamW):
         # A sparse gradient (from an embedding lookup) updates every row,
         # as in Keras' AdamW: the moments of untouched rows still decay.
         fuses_decay = self._fuses_decay(variable)
-        rows = None
-        if fuses_decay:
-            rows = _summed_rows(gradient, variable.shape[0])
-        if rows is None:
-            gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
+        gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
         local_step = tf.cast(self.iterations + 1, dtype)
         index = self._get_variable_index(variable)
         m = self._momentums[index]
@@ -213,20 +204,11 @@ class AdamW(keras.optimizers.AdamW):
                 self._decay_and_adam = tf.function(
                     _decay_and_adam, jit_compile=True, autograph=False
                 )
-                self._sparse_decay_and_adam = tf.function(
-                    _sparse_decay_and_adam, jit_compile=True, autograph=False
-                )
-            if rows is None:
-                update, gradients = self._decay_and_adam, (gradient,)
-            else:
-                sums, positions = rows
-                update = self._sparse_decay_and_adam
-                gradients = (tf.cast(sums, dtype), positions)
-            update(
+            self._decay_and_adam(
                 _tf_variable(variable),
                 _local_copy(m, variable),
                 _local_copy(v, variable),
-                *gradients,
+                gradient,
                 tf.cast(learning_rate, dtype),
                 tf.cast(self.weight_decay, dtype),
                 beta_1_power,
@@ -276,49 +258,6 @@ def _decay_and_adam(
     m.assign(m_new)
     v.assign(v_new)
     variable.assign(value - m_new * alpha / (v_new**0.5 + epsilon))
-
-
-def _sparse_decay_and_adam(
-    variable, m, v, sums, positions, learning_rate, *constants
-):
-    """`_decay_and_adam` with the dense gradient read row by row from the
-    summed rows of a sparse one (see `_summed_rows`): in the same XLA pass,
-    so the dense gradient (the size of the whole table) is never written or
-    read."""
-    import tensorflow as tf
-
-    touched = positions >= 0
-    gradient = tf.gather(sums, tf.maximum(positions, 0))
-    gradient = tf.where(touched[:, None], gradient, tf.zeros_like(gradient))
-    _decay_and_adam(variable, m, v, gradient, learning_rate, *constants)
-
-
-def _summed_rows(gradient, num_rows):
-    """`(sums, positions)` of a sparse (`IndexedSlices`) gradient, or
-    `None` for a dense one or one without a static number of slices.
-
-    `sums[k]` is the summed gradient of the k-th distinct row looked up
-    (rows past the number of distinct ones are zero); `positions[r]` is the
-    `k` of row `r`, or -1 for a row not looked up. Row `r`'s dense gradient
-    is `sums[positions[r]]` where `positions[r] >= 0`, else 0: the dense sum
-    that `tf.convert_to_tensor` gives (the same values summed in the same
-    order, tested), without writing a table-sized tensor.
-    """
-    import tensorflow as tf
-
-    if not isinstance(gradient, tf.IndexedSlices):
-        return None
-    count = gradient.values.shape[0]
-    if count is None or len(gradient.values.shape) != 2:
-        return None  # A static shape, so that XLA compiles once.
-    distinct, segments = tf.unique(gradient.indices, out_idx=tf.int32)
-    sums = tf.math.unsorted_segment_sum(gradient.values, segments, count)
-    positions = tf.scatter_nd(
-        tf.cast(distinct[:, None], tf.int32),
-        tf.range(1, tf.size(distinct) + 1, dtype=tf.int32),
-        [num_rows],
-    )
-    return sums, positions - 1
 
 
 def _tf_variable(variable):

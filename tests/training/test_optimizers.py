@@ -167,7 +167,6 @@ def test_decay_fused_into_the_step_under_a_strategy(strategy_name):
             fused = []
             if fuse:
                 optimizer._decay_and_adam = _counting(fused)
-                optimizer._sparse_decay_and_adam = None
             else:
                 optimizer._fuses_decay = lambda variable: False
             model.compile(optimizer=optimizer, loss="mse")
@@ -222,8 +221,6 @@ def test_fused_adamw_sparse_gradient_equals_dense():
     ]
     optimizer = keras_bert.training.AdamW(1e-2)
     a, a_moments = _adamw_run(optimizer, weights[:1], sparse)
-    # Read row by row from the summed slices, in the decay's XLA pass.
-    assert optimizer._sparse_decay_and_adam.experimental_get_tracing_count()
     b, b_moments = _adamw_run(
         keras_bert.training.AdamW(1e-2), weights[:1], dense
     )
@@ -231,35 +228,6 @@ def test_fused_adamw_sparse_gradient_equals_dense():
         np.testing.assert_array_equal(ours, dense_result)
     c, _ = _adamw_run(keras.optimizers.AdamW(1e-2), weights[:1], dense)
     np.testing.assert_allclose(a[0], c[0], rtol=1e-5, atol=1e-6)
-
-
-def test_fused_adamw_sparse_gradient_of_unknown_size_applies_densely():
-    """Slices whose count is only known when the step runs (a batch of
-    unknown size) take the dense sum, so that XLA does not recompile for
-    every count; the result is the same."""
-    import tensorflow as tf
-
-    weights, gradients = _adamw_problem(steps=2)
-    rows = tf.constant([5, 1, 5, 60])
-    values = [tf.constant(g[0][:4]) for g in gradients]
-    results = []
-    for signature in ([4, 16], [None, 16]):
-        optimizer = keras_bert.training.AdamW(1e-2)
-        variable = keras.Variable(weights[0])
-        step = tf.function(
-            lambda v: optimizer.apply(
-                [tf.IndexedSlices(v, rows, tf.constant([64, 16]))], [variable]
-            ),
-            input_signature=[tf.TensorSpec(signature, "float32")],
-        )
-        for v in values:
-            step(v)
-        sparse_traces = (
-            optimizer._sparse_decay_and_adam.experimental_get_tracing_count()
-        )
-        assert bool(sparse_traces) == (signature[0] is not None)
-        results.append(variable.numpy())
-    np.testing.assert_array_equal(results[0], results[1])
 
 
 def test_fused_adamw_config_round_trip_and_amsgrad_fallback():
