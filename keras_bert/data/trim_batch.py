@@ -3,16 +3,18 @@
 import tensorflow as tf
 
 
-def trim_batch(features, multiple=32):
+def trim_batch(features, multiple=8):
     """Drops the padding columns every row of a batch has.
 
     Cuts `(batch, sequence_length)` features to the batch's longest row,
     rounded up to `multiple` (and at most `sequence_length`). The model's
     output does not change: padding is masked. Rounding up bounds the
     distinct batch shapes (`sequence_length / multiple` of them), so that
-    training traced once per shape (`keras_bert.training.trace_per_shape`)
-    runs the static-shape fused kernels on every batch; `benchmarks/
-    recipe_steps.py` measures the multiples. Works on a dict of tensors
+    a training step traced once per shape
+    (`keras_bert.training.trace_per_shape`) can run the static-shape fused
+    kernels; on short sentences that padding costs more than fusion saves
+    (`benchmarks/recipe_steps.py`), so the GLUE recipe cuts exactly
+    (`multiple=1`). Works on a dict of tensors
     (e.g. in `tf.data.Dataset.map`) or of numpy arrays, with a
     `"padding_mask"`; values that are not 2-D are kept whole.
 
@@ -27,7 +29,7 @@ def trim_batch(features, multiple=32):
         "token_ids": np.ones((2, 128), "int32"),
         "padding_mask": np.arange(128)[None] < np.array([[5], [40]]),
     }
-    trim_batch(batch)["token_ids"].shape  # (2, 64)
+    trim_batch(batch, multiple=32)["token_ids"].shape  # (2, 64)
     ```
     """
     mask = features["padding_mask"]

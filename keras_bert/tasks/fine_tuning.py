@@ -212,10 +212,11 @@ def run_fine_tuning(
                 epsilon_hat=adam_epsilon_hat,
             )
         )
-    # One trace per batch shape (tasks pad batches to a few lengths), so
-    # that the fused kernels run; then the Keras 3 workarounds so that fit
-    # under a strategy equals one device.
-    trace_per_shape(model)
+    if task.static_batch_shapes:
+        # One trace per batch shape (the last batch of an epoch is
+        # smaller), so that the fused kernels run.
+        trace_per_shape(model)
+    # Keras 3 workarounds so that fit under a strategy equals one device.
     support_distributed_fit(model)
 
     paths = {

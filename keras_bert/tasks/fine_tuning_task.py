@@ -70,6 +70,12 @@ class FineTuningTask:
     name = None
     monitor = None
     monitor_mode = "max"
+    # True when the training batches come in a few fixed shapes (windows of
+    # one length): the runner then traces the step once per shape
+    # (`keras_bert.training.trace_per_shape`), so the static-shape fused
+    # kernels run. Not for batches cut to their longest row: a trace per
+    # length costs more than fusion saves (`benchmarks/recipe_steps.py`).
+    static_batch_shapes = False
 
     def load_data(self):
         """Reads the task's examples. Called first; does nothing by default."""

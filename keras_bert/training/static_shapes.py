@@ -19,15 +19,16 @@ def trace_per_shape(model, max_shapes=MAX_SHAPES):
     batch shapes it traces once more with the sequence axis unknown, and
     every later batch runs that graph. There, `keras_bert.layers.fused_ops`
     (XLA compiles one kernel per shape) cannot apply, and the step runs the
-    unfused element-wise ops. The fine-tuning recipes pad each batch up to
-    one of a few lengths (`keras_bert.data.trim_batch` with a `multiple`),
-    so that a step traced per shape sees a handful of static shapes, each
-    repeated for many steps. This model's train function (only this
-    model's, and only the train function: evaluation and prediction are
-    unfused in any case) does that, through Keras' documented override
-    point `make_train_function`. The step itself is Keras' `train_step`
-    under the model's distribution strategy, with Keras' own reduction of
-    the replicas' logs: the same updates, only traced per shape.
+    unfused element-wise ops. Data in a few shapes, each repeated for many
+    steps (SQuAD's fixed-length windows and an epoch's smaller last batch,
+    or batches padded up to a few lengths with `keras_bert.data.trim_batch`)
+    then runs the fused kernels in every step. This model's train function
+    (only this model's, and only the train function: evaluation and
+    prediction are unfused in any case) does that, through Keras'
+    documented override point `make_train_function`. The step itself is
+    Keras' `train_step` under the model's distribution strategy, with
+    Keras' own reduction of the replicas' logs: the same updates, only
+    traced per shape.
 
     After `max_shapes` distinct shapes (data not bucketed), the model falls
     back to Keras' train function for the rest of the run, with a warning.
@@ -89,7 +90,8 @@ def trace_per_shape(model, max_shapes=MAX_SHAPES):
                     "%d distinct batch shapes: tracing the training step "
                     "once for all shapes from now on (the fused kernels no "
                     "longer run). Pad batches to a few lengths (e.g. "
-                    "keras_bert.data.trim_batch with multiple=32).",
+                    "keras_bert.data.trim_batch with multiple=32) or do not "
+                    "use trace_per_shape for this data.",
                     len(shapes),
                 )
                 model.train_function = None

@@ -59,8 +59,9 @@ def test_trim_batch_in_a_dataset():
     assert widths == [8, 16]
 
 
-def test_trim_batch_default_multiple_is_32():
+def test_trim_batch_default_multiple_is_8():
     batch = padded_batch([3, 40], 128)
-    assert trim_batch(batch)["token_ids"].shape == (2, 64)
-    assert trim_batch(padded_batch([3], 128))["token_ids"].shape == (1, 32)
+    assert trim_batch(batch)["token_ids"].shape == (2, 40)
+    assert trim_batch(padded_batch([3], 128))["token_ids"].shape == (1, 8)
+    assert trim_batch(batch, 32)["token_ids"].shape == (2, 64)
     assert trim_batch(padded_batch([127], 128))["token_ids"].shape == (1, 128)

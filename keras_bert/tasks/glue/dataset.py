@@ -133,13 +133,14 @@ def glue_dataset(
 ):
     """Batches of `(features, label)` from packed ids, for `fit`/`predict`.
 
-    With `trim_padding`, each batch is cut to its longest example, rounded
-    up to a multiple of 32 (`keras_bert.data.trim_batch`): the columns
-    dropped are padding in every row, which BERT's attention mask ignores,
-    so the outputs do not change (up to float rounding) while
-    short-sentence tasks such as SST-2 train several times faster, and a
-    training step traced per shape (`keras_bert.training.trace_per_shape`)
-    sees few enough shapes to run the fused kernels.
+    With `trim_padding`, each batch is cut to its longest example
+    (`keras_bert.data.trim_batch`): the columns dropped are padding in
+    every row, which BERT's attention mask ignores, so the outputs do not
+    change (up to float rounding) while short-sentence tasks such as SST-2
+    train several times faster. Cutting exactly beats padding up to a few
+    lengths so that the static-shape fused kernels could run (MiniLM on
+    SST-2: 1.16x the step of lengths rounded up to 32, fused;
+    `benchmarks/recipe_steps.py`).
 
     Args:
         features: dict of int arrays `(num_examples, sequence_length)`, as
@@ -148,8 +149,8 @@ def glue_dataset(
         batch_size: int.
         shuffle: bool. Reshuffle every epoch (for training).
         seed: int or `None`. Shuffle seed.
-        trim_padding: bool or int. Cut each batch to its longest example,
-            rounded up to a multiple of 32 (`True`, the default) or of the
+        trim_padding: bool or int. Cut each batch to its longest example
+            (`True`, the default), or to it rounded up to a multiple of the
             int given.
         first_epoch: int or `None`. With `shuffle`, return epochs
             `first_epoch, ..., num_epochs - 1` (0-based) one after the
@@ -183,7 +184,7 @@ def glue_dataset(
             )
         dataset = dataset.batch(batch_size)
     if trim_padding:
-        multiple = 32 if trim_padding is True else int(trim_padding)
+        multiple = 1 if trim_padding is True else int(trim_padding)
         dataset = dataset.map(
             lambda features, labels: (trim_batch(features, multiple), labels)
         )

@@ -145,12 +145,7 @@ class GlueFineTuning(FineTuningTask):
         for split, examples in self.eval_sets.items():
             outputs = model.predict(
                 glue_dataset(
-                    features[split],
-                    examples["label"],
-                    self.eval_batch_size,
-                    # Cut to the longest row: inference has no fused
-                    # kernels to keep shapes static for.
-                    trim_padding=1,
+                    features[split], examples["label"], self.eval_batch_size
                 ),
                 verbose=0,
             )
@@ -165,12 +160,7 @@ class GlueFineTuning(FineTuningTask):
             self.test_sets, self._packed()["test"]
         ):
             outputs = model.predict(
-                glue_dataset(
-                    features,
-                    examples["label"],
-                    self.eval_batch_size,
-                    trim_padding=1,
-                ),
+                glue_dataset(features, examples["label"], self.eval_batch_size),
                 verbose=0,
             )
             path = write_glue_submission(

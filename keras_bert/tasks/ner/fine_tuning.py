@@ -38,9 +38,8 @@ class NerFineTuning(FineTuningTask):
     With the best weights it writes `predictions_<split>.txt` (`token gold
     predicted`, what `conlleval` reads).
 
-    Training batches are cut to their longest window (rounded up to 32:
-    few shapes, so the fused kernels run, see `keras_bert.data.trim_batch`),
-    so short sentences cost little, the less so with `group_by_length`.
+    Training batches are cut to their longest window (rounded up to 8), so
+    short sentences cost little, the less so with `group_by_length`.
 
     Args:
         model_fn: callable `(labels) -> model`: builds the
@@ -200,7 +199,7 @@ class NerFineTuning(FineTuningTask):
             )
 
         def trim(inputs, labels):
-            trimmed = trim_batch({**inputs, "labels": labels})
+            trimmed = trim_batch({**inputs, "labels": labels}, multiple=8)
             labels = trimmed.pop("labels")
             return trimmed, labels
 

@@ -67,6 +67,7 @@ class SquadFineTuning(FineTuningTask):
     """
 
     name = "squad"
+    static_batch_shapes = True  # windows of max_seq_length
 
     def __init__(
         self,

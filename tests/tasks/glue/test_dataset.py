@@ -140,11 +140,8 @@ def test_trimming_padding_does_not_change_the_outputs():
     }
     labels = np.zeros(4)
     full = glue_dataset(features, labels, 2, trim_padding=False)
-    # By default the longest row rounded up to 32 (at most the 12 there
-    # are); with an int, up to a multiple of it.
-    default = glue_dataset(features, labels, 2)
-    assert [x["token_ids"].shape[1] for x, _ in default] == [12, 12]
-    for multiple, widths in ((1, [5, 4]), (4, [8, 4])):
+    # By default the longest row; with an int, rounded up to a multiple.
+    for multiple, widths in ((True, [5, 4]), (4, [8, 4]), (8, [8, 8])):
         trimmed = glue_dataset(features, labels, 2, trim_padding=multiple)
         assert [x["token_ids"].shape[1] for x, _ in trimmed] == widths
         np.testing.assert_allclose(
