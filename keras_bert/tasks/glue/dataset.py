@@ -139,7 +139,7 @@ def glue_dataset(
     change (up to float rounding) while short-sentence tasks such as SST-2
     train several times faster. Cutting exactly beats padding up to a few
     lengths so that the static-shape fused kernels could run (MiniLM on
-    SST-2: 1.16x the step of lengths rounded up to 32, fused;
+    SST-2: 1.165x the step of lengths rounded up to 32, fused;
     `benchmarks/recipe_steps.py`).
 
     Args:
