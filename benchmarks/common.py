@@ -2,6 +2,7 @@
 
 import glob
 import gzip
+import json
 import os
 import platform
 import re
@@ -209,3 +210,44 @@ def torch_adamw(
         betas=betas,
         eps=eps,
     )
+
+
+def run_rounds(run_job, contestants, directory, first_round, rounds):
+    """Runs every contestant once per round, the order rotated each round,
+    writing `<directory>/<contestant>_round<k>.json` as each job ends.
+    `run_job(contestant, round_index)` returns the job's record."""
+    os.makedirs(directory, exist_ok=True)
+    for round_index in range(first_round, first_round + rounds):
+        shift = round_index % len(contestants)
+        for contestant in contestants[shift:] + contestants[:shift]:
+            record = run_job(contestant, round_index)
+            print(json.dumps(record), flush=True)
+            path = os.path.join(
+                directory, f"{contestant}_round{round_index}.json"
+            )
+            with open(path, "w") as f:
+                json.dump(record, f, indent=1)
+
+
+def round_values(directory, contestants):
+    """`(records, values)` of the rounds every contestant completed:
+    `records[(contestant, round)]`, and `values(contestant, key)` the
+    array of that field over those rounds."""
+    import numpy as np
+
+    records = {}
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".json"):
+            with open(os.path.join(directory, name)) as f:
+                record = json.load(f)
+            records[(record["contestant"], record["round"])] = record
+    rounds = sorted(
+        {r for _, r in records if all((c, r) in records for c in contestants)}
+    )
+    if not rounds:
+        raise SystemExit(f"No complete round in {directory}.")
+
+    def values(contestant, key):
+        return np.array([records[(contestant, r)][key] for r in rounds])
+
+    return {k: records[k] for k in records if k[1] in rounds}, values

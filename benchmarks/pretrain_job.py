@@ -286,20 +286,8 @@ def run_job(contestant, round_index, records):
 def summarize():
     import numpy as np
 
-    records = {}
-    for name in sorted(os.listdir(OUTPUT_DIR)):
-        if name.endswith(".json"):
-            with open(os.path.join(OUTPUT_DIR, name)) as f:
-                record = json.load(f)
-            records[(record["contestant"], record["round"])] = record
-    rounds = sorted(
-        {r for _, r in records if all((c, r) in records for c in CONTESTANTS)}
-    )
-    if not rounds:
-        raise SystemExit(f"No complete round in {OUTPUT_DIR}.")
-
-    def values(contestant, key):
-        return np.array([records[(contestant, r)][key] for r in rounds])
+    records, values = common.round_values(OUTPUT_DIR, CONTESTANTS)
+    rounds = sorted({r for _, r in records})
 
     rows = [
         "| contestant | tokens/s (median) | tokens/s each round | "
@@ -348,19 +336,13 @@ def main(argv):
         return
     if not FLAGS.summarize:
         records = make_tfrecords(data_dir)
-        os.makedirs(OUTPUT_DIR, exist_ok=True)
-        for round_index in range(
-            FLAGS.first_round, FLAGS.first_round + FLAGS.rounds
-        ):
-            shift = round_index % len(CONTESTANTS)
-            for contestant in CONTESTANTS[shift:] + CONTESTANTS[:shift]:
-                record = run_job(contestant, round_index, records)
-                print(json.dumps(record), flush=True)
-                path = os.path.join(
-                    OUTPUT_DIR, f"{contestant}_round{round_index}.json"
-                )
-                with open(path, "w") as f:
-                    json.dump(record, f, indent=1)
+        common.run_rounds(
+            lambda contestant, k: run_job(contestant, k, records),
+            CONTESTANTS,
+            OUTPUT_DIR,
+            FLAGS.first_round,
+            FLAGS.rounds,
+        )
     summarize()
 
 
