@@ -69,6 +69,11 @@ flags.DEFINE_float(
 )
 recipe_flags.define_model_source_flags()
 flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
+flags.DEFINE_bool(
+    "group_by_length",
+    True,
+    "Batch examples of like length together (far less padding).",
+)
 recipe_flags.define_training_flags(batch_size=32, learning_rate=2e-5, epochs=3)
 flags.mark_flags_as_required(["task", "model_dir"])
 FLAGS = flags.FLAGS
@@ -93,6 +98,7 @@ def main(argv):
         tfds_data_dir=FLAGS.tfds_data_dir,
         holdout_fraction=FLAGS.holdout_fraction,
         eval_batch_size=FLAGS.eval_batch_size,
+        group_by_length=FLAGS.group_by_length,
     )
     result = run_fine_tuning(
         task,

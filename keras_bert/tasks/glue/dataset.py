@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.length_grouped_epochs import length_grouped_epochs
 from keras_bert.data.shuffled_epochs import shuffled_epochs
 from keras_bert.data.trim_batch import trim_batch
 from keras_bert.tasks.glue.tasks import get_glue_task
@@ -130,6 +131,7 @@ def glue_dataset(
     trim_padding=True,
     first_epoch=None,
     num_epochs=None,
+    group_by_length=False,
 ):
     """Batches of `(features, label)` from packed ids, for `fit`/`predict`.
 
@@ -161,6 +163,12 @@ def glue_dataset(
             `steps_per_epoch=ceil(num_examples / batch_size)` to `fit`.
             `None` (default): one epoch, reshuffled on every iteration.
         num_epochs: int. The run's number of epochs, with `first_epoch`.
+        group_by_length: bool. With `shuffle` and `first_epoch`, batch
+            examples of like length together
+            (`keras_bert.data.length_grouped_epochs`, as Hugging Face's
+            `group_by_length`): each epoch is shuffled, cut into groups of
+            50 batches and each group sorted by length, so a trimmed batch
+            holds little padding. Resumed runs replay the same batches.
 
     Example:
     ```python
@@ -172,12 +180,29 @@ def glue_dataset(
     classifier.fit(dataset, epochs=3)
     ```
     """
-    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    if shuffle and first_epoch is not None:
+    if group_by_length and not (shuffle and first_epoch is not None):
+        raise ValueError(
+            "`group_by_length=True` orders training epochs: pass "
+            "`shuffle=True` and `first_epoch`/`num_epochs` too. Received: "
+            f"shuffle={shuffle!r}, first_epoch={first_epoch!r}"
+        )
+    if group_by_length:
+        lengths = np.asarray(features["padding_mask"]).sum(axis=1)
+        dataset = length_grouped_epochs(
+            (features, labels),
+            lengths,
+            batch_size,
+            seed,
+            first_epoch,
+            num_epochs,
+        )
+    elif shuffle and first_epoch is not None:
+        dataset = tf.data.Dataset.from_tensor_slices((features, labels))
         dataset = shuffled_epochs(
             dataset, batch_size, seed, first_epoch, num_epochs
         )
     else:
+        dataset = tf.data.Dataset.from_tensor_slices((features, labels))
         if shuffle:
             dataset = dataset.shuffle(
                 len(labels), seed=seed, reshuffle_each_iteration=True

@@ -43,6 +43,10 @@ class GlueFineTuning(FineTuningTask):
             split (a fixed split, seed 0) is held out and evaluated
             instead of the dev files (e.g. MRPC without its dev file).
         eval_batch_size: int. Batch size to predict with.
+        group_by_length: bool. Train on batches of like-length examples
+            (`glue_dataset(group_by_length=True)`, as the NER task does):
+            each batch is cut to its longest example, so short-sentence
+            tasks compute far less padding.
 
     Example:
     ```python
@@ -67,6 +71,7 @@ class GlueFineTuning(FineTuningTask):
         tfds_data_dir=None,
         holdout_fraction=0.0,
         eval_batch_size=64,
+        group_by_length=True,
     ):
         if not 0 <= holdout_fraction < 1:
             raise ValueError(
@@ -83,6 +88,7 @@ class GlueFineTuning(FineTuningTask):
         self.tfds_data_dir = tfds_data_dir
         self.holdout_fraction = holdout_fraction
         self.eval_batch_size = eval_batch_size
+        self.group_by_length = group_by_length
         self.preprocessor = None
         self._features = None
 
@@ -137,6 +143,7 @@ class GlueFineTuning(FineTuningTask):
             seed=seed,
             first_epoch=first_epoch,
             num_epochs=num_epochs,
+            group_by_length=self.group_by_length,
         )
 
     def evaluate(self, model):

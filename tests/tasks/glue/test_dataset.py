@@ -149,3 +149,49 @@ def test_trimming_padding_does_not_change_the_outputs():
             model.predict(full, verbose=0),
             atol=1e-5,
         )
+
+
+def test_length_grouped_batches_hold_like_lengths_and_replay():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 40, 400)
+    positions = np.arange(40)[None, :]
+    padding_mask = (positions < lengths[:, None]).astype("int32")
+    features = {
+        "token_ids": (positions + 1) * padding_mask,
+        "segment_ids": np.zeros_like(padding_mask),
+        "padding_mask": padding_mask,
+    }
+    labels = np.arange(400)
+
+    def batches(grouped, first_epoch=0):
+        dataset = glue_dataset(
+            features,
+            labels,
+            8,
+            shuffle=True,
+            seed=3,
+            first_epoch=first_epoch,
+            num_epochs=2,
+            group_by_length=grouped,
+        )
+        return [(x["token_ids"].shape[1], y.numpy()) for x, y in dataset]
+
+    grouped, plain = batches(True), batches(False)
+    assert len(grouped) == len(plain) == 100
+    for epoch in (grouped[:50], grouped[50:]):  # each epoch has every row
+        rows = np.concatenate([y for _, y in epoch])
+        np.testing.assert_array_equal(np.sort(rows), labels)
+    for width, rows in grouped:  # rows keep their features; cut to longest
+        assert width == lengths[rows].max()
+
+    # Like lengths: far fewer padded positions than plain shuffling.
+    def padded(run):
+        return sum(width * len(r) - lengths[r].sum() for width, r in run)
+
+    assert padded(grouped) < padded(plain) / 5
+    # A run resumed at epoch 1 replays the uninterrupted run's batches.
+    for (w1, r1), (w2, r2) in zip(batches(True, first_epoch=1), grouped[50:]):
+        assert w1 == w2
+        np.testing.assert_array_equal(r1, r2)
+    with pytest.raises(ValueError, match="group_by_length=True"):
+        glue_dataset(features, labels, 8, group_by_length=True)
