@@ -20,13 +20,13 @@ Flags:
         `tokenizer_config.json`; `huggingface` writes `config.json`,
         `model.safetensors`, `vocab.txt` and `tokenizer_config.json`, which
         `transformers` loads with no missing or unexpected weights.
-    --model: which model to build from a checkpoint: `auto` (masked LM when
-        the checkpoint has a masked-LM head, classifier when it has a
-        classifier head, question answerer when it has a span head, else
-        backbone), `backbone`, `masked_lm`, `classifier` or
-        `question_answerer`.
-    --num_classes: for `--model=classifier` without a classifier head in
-        the checkpoint.
+    --model: which model to build from a checkpoint: `auto` (the task model
+        whose head the checkpoint holds, else the backbone), `backbone`,
+        or any task model by its `TASK_NAME` (`masked_lm`, `classifier`,
+        `question_answering`, `token_classification`, ...;
+        `question_answerer` is still accepted).
+    --num_classes: for `--model=classifier` (or `token_classification`)
+        without that head in the checkpoint.
 
 Writes `OUTPUT/conversion.json`: the resolved flags, the input format, the
 model class, its parameter count and the files written.
@@ -43,28 +43,32 @@ from keras_bert import files
 from keras_bert.checkpoints import load_checkpoint
 from keras_bert.checkpoints import save_huggingface
 from keras_bert.checkpoints.hub import resolve_checkpoint
+from keras_bert.models.task import Task
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("input", None, "Checkpoint directory or Hub id to read.")
 flags.DEFINE_string("output", None, "Directory to write.")
 flags.DEFINE_enum("to", None, ["keras", "huggingface"], "Output format.")
+# --model -> the model class built from the checkpoint: the checkpoint's
+# own ("auto"), the backbone, or any task model by its TASK_NAME.
+MODEL_CLASSES = {
+    "auto": "auto",
+    "backbone": keras_bert.BertBackbone,
+    **Task.by_name(),
+}
+# Earlier names of --model values, still accepted.
+MODEL_ALIASES = {"question_answerer": "question_answering"}
 flags.DEFINE_enum(
     "model",
     "auto",
-    ["auto", "backbone", "masked_lm", "classifier", "question_answerer"],
-    "Model to build from the checkpoint.",
+    list(MODEL_CLASSES) + list(MODEL_ALIASES),
+    "Model to build from the checkpoint: auto (the head it holds), "
+    f"backbone, or {', '.join(list(MODEL_CLASSES)[2:])}.",
 )
 flags.DEFINE_integer("num_classes", None, "Classes of --model=classifier.")
 flags.mark_flags_as_required(["input", "output", "to"])
 
-MODEL_CLASSES = {
-    "auto": "auto",
-    "backbone": keras_bert.BertBackbone,
-    "masked_lm": keras_bert.BertMaskedLM,
-    "classifier": keras_bert.BertClassifier,
-    "question_answerer": keras_bert.BertQuestionAnswerer,
-}
 KERAS_FILE = "model.keras"
 
 
@@ -77,7 +81,8 @@ def _load(input_dir):
     options = {}
     if FLAGS.num_classes is not None:
         options["num_classes"] = FLAGS.num_classes
-    model = load_checkpoint(input_dir, MODEL_CLASSES[FLAGS.model], **options)
+    name = MODEL_ALIASES.get(FLAGS.model, FLAGS.model)
+    model = load_checkpoint(input_dir, MODEL_CLASSES[name], **options)
     if files.exists(files.join(input_dir, "config.json")):
         return model, "huggingface"
     return model, "google"

@@ -23,9 +23,10 @@ Google or keras-hub preset directory, a Hugging Face Hub id
 (`bert_base_en_uncased`), a `kaggle://` handle, or a directory
 `recipes/convert_checkpoint.py --to=keras` wrote (its `model.keras`).
 `--task` chooses the head to load and serve: `embeddings` (the backbone:
-pooled and mean-pooled vectors; also for masked-LM checkpoints),
-`classifier`, `question_answering`, `token_classification`, or `auto`
-(the head the checkpoint holds).
+pooled and mean-pooled vectors; also for masked-LM checkpoints), the
+`TASK_NAME` of any task model with a serving signature (`classifier`,
+`question_answering`, `token_classification`, ...), or `auto` (the head
+the checkpoint holds).
 
 See saved_models/README.md for serving the result.
 """
@@ -35,6 +36,9 @@ import json
 from absl import app
 from absl import flags
 from absl import logging
+
+import keras_bert
+from keras_bert.models.task import Task
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -48,12 +52,11 @@ flags.DEFINE_string(
     "trained preset name or a kaggle:// handle; exported with the head "
     "--task chooses. Also the default source of the vocabulary.",
 )
-# --task -> the model class loaded from --checkpoint.
+# --task -> the model class loaded from --checkpoint: the backbone, every
+# task model with a serving signature (by its TASK_NAME), or the checkpoint's.
 TASKS = {
-    "embeddings": "BertBackbone",
-    "classifier": "BertClassifier",
-    "question_answering": "BertQuestionAnswerer",
-    "token_classification": "BertTokenClassifier",
+    "embeddings": keras_bert.BertBackbone,
+    **Task.by_name(servable=True),
     "auto": "auto",
 }
 flags.DEFINE_enum(
@@ -61,9 +64,9 @@ flags.DEFINE_enum(
     None,
     list(TASKS),
     "The head to export from --checkpoint: embeddings (the backbone; the "
-    "default), classifier, question_answering, token_classification, or "
-    "auto (the head the checkpoint holds; a masked-LM head exports its "
-    "backbone's embeddings). With --model, the model must be of this task.",
+    f"default), {', '.join(list(TASKS)[1:-1])}, or auto (the head the "
+    "checkpoint holds; a masked-LM head exports its backbone's "
+    "embeddings). With --model, the model must be of this task.",
 )
 flags.DEFINE_integer(
     "num_classes",
@@ -99,7 +102,6 @@ def main(argv):
     del argv
     import keras
 
-    import keras_bert
     from keras_bert.checkpoints.hub import resolve_checkpoint
     from keras_bert.serving import export_saved_model
     from keras_bert.serving import saved_model_op_types
@@ -169,13 +171,9 @@ def main(argv):
 
 def _load_checkpoint(checkpoint):
     """The --task model of `checkpoint`, with the head it holds."""
-    import keras_bert
     from keras_bert.checkpoints import load_checkpoint
 
-    task = FLAGS.task or "embeddings"
-    model_class = TASKS[task]
-    if model_class != "auto":
-        model_class = getattr(keras_bert, model_class)
+    model_class = TASKS[FLAGS.task or "embeddings"]
     options = {}
     if FLAGS.num_classes is not None:
         options["num_classes"] = FLAGS.num_classes
@@ -207,11 +205,9 @@ def _keras_file_in(checkpoint):
 
 
 def _check_task(model, keras_file):
-    import keras_bert
-
     if FLAGS.task in (None, "auto"):
         return
-    expected = getattr(keras_bert, TASKS[FLAGS.task])
+    expected = TASKS[FLAGS.task]
     if not isinstance(model, expected):
         raise app.UsageError(
             f"--task={FLAGS.task} expects a {expected.__name__}, but "
@@ -222,7 +218,6 @@ def _check_task(model, keras_file):
 
 def _checkpoint_labels(model, checkpoint):
     """A classifier's class names from the checkpoint's `id2label`."""
-    import keras_bert
     from keras_bert import files
     from keras_bert.checkpoints.checkpoint_config import labels_from_config
 

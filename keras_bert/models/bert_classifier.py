@@ -58,6 +58,7 @@ class BertClassifier(Task):
         "output_bias": "classifier.bias",
     }
     HUGGINGFACE_ARCHITECTURE = "BertForSequenceClassification"
+    TASK_NAME = "classifier"
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         if not isinstance(num_classes, int) or num_classes <= 0:

@@ -79,6 +79,7 @@ class BertMaskedLM(Task):
         "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
     }
     HUGGINGFACE_ARCHITECTURE = "BertForPreTraining"
+    TASK_NAME = "masked_lm"
 
     def __init__(self, backbone, activation=None, **kwargs):
         if activation is None:

@@ -77,6 +77,7 @@ class BertQuestionAnswerer(Task):
         "cls/squad/output_bias": "qa_outputs.bias",
     }
     HUGGINGFACE_ARCHITECTURE = "BertForQuestionAnswering"
+    TASK_NAME = "question_answering"
     USES_POOLER = False
 
     def __init__(self, backbone, **kwargs):

@@ -83,6 +83,7 @@ class BertTokenClassifier(Task):
         "token_classifier": "token classification head (classifier)"
     }
     HUGGINGFACE_ARCHITECTURE = "BertForTokenClassification"
+    TASK_NAME = "token_classification"
     USES_POOLER = False
 
     def __init__(

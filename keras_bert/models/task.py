@@ -10,7 +10,10 @@ keeping a list of task classes:
   from a checkpoint with `config_from_checkpoint`, and write its Hugging
   Face `config.json` entries from `huggingface_config`;
 - `keras_bert.serving.export_saved_model` exports the endpoints that
-  `serving_endpoints` returns.
+  `serving_endpoints` returns;
+- the recipes' flags that choose a head (`recipes/export.py --task`,
+  `recipes/convert_checkpoint.py --model`) offer the `TASK_NAME` of every
+  registered class (`Task.by_name()`).
 
 Subclasses register themselves when they are defined (`Task.registry`), so
 a new head is one new class: nothing else lists the tasks.
@@ -41,6 +44,8 @@ class Task(keras.Model):
         USES_POOLER: bool. Whether the head reads `pooled_output`. A model
             that does not (span and token heads) is saved without the
             pooler, as `transformers` saves it, and loads without one.
+        TASK_NAME: str. The head's name in the recipes' flags (e.g.
+            `"classifier"`); `None` keeps the class out of them.
 
     Methods a subclass implements: `head_weights`, and where it applies
     `config_from_checkpoint`, `huggingface_config` and
@@ -52,6 +57,7 @@ class Task(keras.Model):
     GOOGLE_NAMES = {}
     HUGGINGFACE_ARCHITECTURE = None
     USES_POOLER = True
+    TASK_NAME = None
 
     # Every task class, in definition order (keras_bert's own first).
     registry = []
@@ -59,6 +65,22 @@ class Task(keras.Model):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         Task.registry.append(cls)
+
+    @classmethod
+    def by_name(cls, servable=False):
+        """`{TASK_NAME: class}` of the registered task classes.
+
+        With `servable=True`, only those with a serving signature (their
+        own `serving_endpoints`).
+        """
+        return {
+            task.TASK_NAME: task
+            for task in cls.registry
+            if task.TASK_NAME
+            and not (
+                servable and task.serving_endpoints is Task.serving_endpoints
+            )
+        }
 
     # --- Task interface ----------------------------------------------------
 

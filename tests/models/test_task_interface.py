@@ -27,6 +27,7 @@ class ToyScorer(Task):
     CHECKPOINT_HEADS = {"scorer": "toy_scorer."}
     GOOGLE_NAMES = {"toy/score_weights": "toy_scorer.weight"}
     HUGGINGFACE_ARCHITECTURE = "ToyScorerForTests"
+    TASK_NAME = "toy_scoring"
 
     def __init__(self, backbone, scale=1.0, **kwargs):
         self.backbone = backbone
@@ -70,6 +71,19 @@ def toy():
 
 def test_registered_without_any_list():
     assert ToyScorer in Task.registry
+    # The recipes' head flags (export.py --task, convert_checkpoint.py
+    # --model) are built from the same registry, by TASK_NAME.
+    assert Task.by_name()["toy_scoring"] is ToyScorer
+    assert Task.by_name(servable=True)["toy_scoring"] is ToyScorer
+    names = {
+        "classifier": keras_bert.BertClassifier,
+        "masked_lm": keras_bert.BertMaskedLM,
+        "question_answering": keras_bert.BertQuestionAnswerer,
+        "token_classification": keras_bert.BertTokenClassifier,
+    }
+    assert {k: Task.by_name()[k] for k in names} == names
+    # A masked LM has no serving signature: export serves its backbone.
+    assert "masked_lm" not in Task.by_name(servable=True)
 
 
 def test_huggingface_round_trip_by_class_and_auto(toy, tmp_path):
