@@ -11,7 +11,6 @@ one documented case, shown by the last test.
 
 import functools
 import json
-import os
 import random
 import unicodedata
 
@@ -21,11 +20,10 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.text import generate_unicode_tables
+from tests.tasks.squad.data import squad_path
 from tests.text import hard_strings
 from tests.text import references
 from tests.text.test_parity import CASINGS
-
-SQUAD_DEV = "/work/shared/squad/dev.json"
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +76,7 @@ def assert_same_offsets(vocab_path, strings, **casing):
 
 def squad_texts():
     """Contexts and questions of the shared SQuAD dev set, or skip."""
-    if not os.path.exists(SQUAD_DEV):
-        pytest.skip(f"needs the SQuAD dev set at {SQUAD_DEV}")
-    with open(SQUAD_DEV, encoding="utf-8") as f:
+    with open(squad_path("dev.json"), encoding="utf-8") as f:
         articles = json.load(f)["data"]
     contexts, questions = [], []
     for article in articles:

@@ -29,6 +29,11 @@ def read_squad_examples(path, version_2_with_negative=False):
     - an unanswerable question (`is_impossible`, or no answers) in a file
       read without `version_2_with_negative`: `ValueError` naming the id
       and the flag;
+    - a question id that occurs more than once: every occurrence is kept
+      (and trained on); the predictions, keyed by id, hold the answer of
+      its last occurrence, and the metrics score that as the official
+      scripts score `predictions.json` (v1.1: every occurrence; v2.0: the
+      id once, as its last occurrence);
     - a file that is not JSON, or a missing or mistyped field: `ValueError`
       naming the file and the path of the field, e.g.
       `data[3].paragraphs[0].qas[7].answers[0].answer_start`.
@@ -252,8 +257,11 @@ class _Reader:
         duplicates = [i for i, n in collections.Counter(ids).items() if n > 1]
         if duplicates:
             logging.warning(
-                "%s: %d question ids occur more than once (predictions, "
-                "keyed by id, keep one answer each): %s",
+                "%s: %d question ids occur more than once (each gets one "
+                "prediction, its last occurrence's, scored as the official "
+                "scripts score predictions.json: v1.1 at every occurrence, "
+                "v2.0 once; give each question its own id to score each "
+                "separately): %s",
                 self.path,
                 len(duplicates),
                 duplicates[:_IDS_SHOWN],

@@ -31,7 +31,11 @@ class SquadFineTuning(FineTuningTask):
     With the best weights, writes `predictions.json` (id → answer, what
     the official scripts read), `nbest_predictions.json` and, for v2.0,
     `null_odds.json`, and puts `exact_match` and `f1` at the top of
-    `results.json`.
+    `results.json`. Bad input in the files has the results
+    `read_squad_examples` describes, logged when `load_data` reads them,
+    before training; a question id that occurs more than once in
+    `predict_file` gets one answer (its last occurrence's) and is scored
+    as the official scripts score `predictions.json`.
 
     Args:
         model_fn: callable `() -> model`: builds the

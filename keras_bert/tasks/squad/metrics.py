@@ -9,16 +9,24 @@ numbers are comparable with published ones:
   whitespace collapsed, in that order.
 - F1 is over the bag of whitespace tokens of the normalised answers.
 - A question scores the maximum over its gold answers.
+- Predictions are keyed by question id, so an id that occurs more than
+  once in a set has one prediction; each version scores it as its script
+  does (below), so the scores always equal the official scripts' on the
+  same `predictions.json`.
 
 The two versions differ in details that move the numbers, and each is kept:
 
 - v1.1 scores an empty answer against an empty one as F1 0 and counts a
-  question without a prediction as 0.
+  question without a prediction as 0. A repeated id is scored at every
+  occurrence, each against its own gold answers, and each counts in the
+  total.
 - v2.0 drops gold answers that normalise to nothing; a question left with
   none (an unanswerable one) has the single gold answer `""`, and an empty
   prediction for it scores 1 (exact and F1). Every question needs a
-  prediction. With `null_odds`, the score of each question whose null odds
-  exceed `null_odds_threshold` becomes "predicted no answer", and the best
+  prediction. A repeated id is scored once, against the gold answers of
+  its last occurrence (the script's dicts keep the last). With
+  `null_odds`, the score of each question whose null odds exceed
+  `null_odds_threshold` becomes "predicted no answer", and the best
   threshold over the null odds is reported (`best_exact`, `best_f1`).
 
 Examples are the dict that `read_squad_examples` returns; only its `id`,
@@ -114,7 +122,8 @@ def squad_v1_metrics(examples, predictions):
         examples: dict with `id` (question ids) and `answers` (per question,
             the list of gold answer texts), as `read_squad_examples` returns.
         predictions: dict, question id -> predicted answer text. A question
-            without a prediction scores 0 (and is logged).
+            without a prediction scores 0 (and is logged). A repeated id is
+            scored at every occurrence, against that occurrence's answers.
 
     Returns:
         `{"exact_match": float, "f1": float}`, each in `[0, 100]`.
@@ -125,6 +134,7 @@ def squad_v1_metrics(examples, predictions):
     {'exact_match': 50.0, 'f1': 83.33333333333333}
     """
     ids, answers = _ids_and_answers(examples)
+    _log_repeated(ids, "each occurrence scored against the id's prediction")
     exact_total = f1_total = 0
     missing = []
     for question_id, ground_truths in zip(ids, answers):
@@ -156,7 +166,8 @@ def squad_v2_metrics(
         examples: dict with `id`, `answers` and `is_impossible`, as
             `read_squad_examples(..., version_2_with_negative=True)`
             returns. Without `is_impossible`, a question is unanswerable
-            when none of its answers is a non-empty string.
+            when none of its answers is a non-empty string. A repeated id
+            is scored once, as its last occurrence.
         predictions: dict, question id -> predicted answer text (`""` for
             "no answer"). Every question needs one.
         null_odds: optional dict, question id -> float, how strongly the
@@ -186,13 +197,18 @@ def squad_v2_metrics(
         has_answer = [not bool(x) for x in examples["is_impossible"]]
     else:
         has_answer = [any(a for a in gold) for gold in answers]
+    _log_repeated(ids, "each scored once, as its last occurrence")
+    # evaluate-v2.0.py keys everything by id: a repeated id keeps its first
+    # place and its last occurrence's answers, as these dicts do.
     has_answer = dict(zip(ids, has_answer))
+    gold_answers = dict(zip(ids, answers))
+    ids = list(gold_answers)
     _check_covers(ids, predictions, "predictions", "a prediction")
     if null_odds is not None:
         _check_covers(ids, null_odds, "null_odds", "null odds")
 
     exact_raw, f1_raw = {}, {}
-    for question_id, gold in zip(ids, answers):
+    for question_id, gold in gold_answers.items():
         # An unanswerable question's only correct answer is "".
         gold = [a for a in gold if normalize_answer(a)] or [""]
         prediction = predictions[question_id]
@@ -236,13 +252,19 @@ def _ids_and_answers(examples):
         )
     if not ids:
         raise ValueError("Received no examples to score; pass at least one.")
-    if len(set(ids)) != len(ids):
-        repeated = [q for q, n in collections.Counter(ids).items() if n > 1]
-        raise ValueError(
-            "Question ids must be unique; each is scored once. Received "
-            f"{len(repeated)} repeated ids, e.g. {repeated[:3]}."
-        )
     return ids, answers
+
+
+def _log_repeated(ids, outcome):
+    repeated = [q for q, n in collections.Counter(ids).items() if n > 1]
+    if repeated:
+        logging.warning(
+            "%d question ids occur more than once (%s, as the official "
+            "script does), e.g. %s.",
+            len(repeated),
+            outcome,
+            repeated[:3],
+        )
 
 
 def _check_covers(ids, scores, name, what):

@@ -79,7 +79,8 @@ def compute_predictions(
         offsets in the context (`context[start:end] == text`; `-1` for the
         null and placeholder entries); `null_odds` maps each id to
         `null_score - best_span_score` (v2.0), or is `None` (v1.1). All
-        plain Python types, ready for `json`.
+        plain Python types, ready for `json`. An id that occurs more than
+        once keeps its last occurrence's entries, as in `run_squad.py`.
 
     Example:
 

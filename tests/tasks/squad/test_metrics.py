@@ -102,13 +102,72 @@ def test_v1_max_over_gold_answers_and_missing_predictions():
     assert set(result) == {"exact_match", "f1"}
 
 
-def test_v1_rejects_unanswerable_and_repeated_questions():
+def test_v1_rejects_unanswerable_questions():
     with pytest.raises(ValueError, match="squad_v2_metrics"):
         squad_v1_metrics({"id": ["q1"], "answers": [[]]}, {"q1": ""})
-    with pytest.raises(ValueError, match="unique"):
-        squad_v1_metrics(
-            {"id": ["q1", "q1"], "answers": [["a"], ["a"]]}, {"q1": "a"}
+
+
+def _repeated_ids_data():
+    """A file where "q1" names two questions; "q2" is unanswerable once."""
+
+    def qa(qid, answers):
+        return {
+            "id": qid,
+            "question": "?",
+            "answers": [{"text": t, "answer_start": 0} for t in answers],
+            "is_impossible": not answers,
+        }
+
+    qas = [qa("q1", ["Denver"]), qa("q2", []), qa("q1", ["Paris"])]
+    qas += [qa("q3", ["7"]), qa("q2", ["Lyon"])]
+    context = "Denver, Paris, Lyon, 7."
+    return [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]
+
+
+def test_repeated_ids_score_as_the_official_scripts():
+    # One prediction per id, however often the id occurs.
+    predictions = {"q1": "Paris", "q2": "Lyon", "q3": "7"}
+    v1_examples = {
+        "id": ["q1", "q1", "q3", "q2"],
+        "answers": [["Denver"], ["Paris"], ["7"], ["Lyon"]],
+    }
+    # v1.1: every occurrence, against its own answers: 0 + 1 + 1 + 1.
+    assert squad_v1_metrics(v1_examples, predictions) == {
+        "exact_match": 75.0,
+        "f1": 75.0,
+    }
+    # v2.0: each id once, as its last occurrence: q1 "Paris" (right), q2
+    # answerable "Lyon" (right), q3 (right).
+    examples = examples_from_data(_repeated_ids_data())
+    result = squad_v2_metrics(examples, predictions)
+    assert result["total"] == 3 and result["HasAns_total"] == 3
+    assert "NoAns_total" not in result
+    assert result["exact"] == result["f1"] == 100.0
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_repeated_ids_match_reference(reference):
+    official = official_squad_scoring(reference)
+    data = _repeated_ids_data()
+    examples = examples_from_data(data)
+    # v1.1 scores answerable questions only.
+    v1_data = copy.deepcopy(data)
+    qas = v1_data[0]["paragraphs"][0]["qas"]
+    qas[:] = [qa for qa in qas if qa["answers"]]
+    v1 = examples_from_data(v1_data)
+    null_odds = {"q1": 0.5, "q2": 2.0, "q3": -1.0}
+    for predictions in (
+        {"q1": "Paris", "q2": "Lyon", "q3": "7"},
+        {"q1": "Denver", "q2": "", "q3": "the 7"},
+    ):
+        assert squad_v1_metrics(v1, predictions) == pytest.approx(
+            official.evaluate_v1(v1_data, predictions), abs=TOLERANCE
         )
+        for odds in (None, null_odds):
+            expected = official.evaluate_v2(data, predictions, odds)
+            result = squad_v2_metrics(examples, predictions, odds)
+            assert list(result) == list(expected)
+            assert result == pytest.approx(expected, abs=TOLERANCE)
 
 
 def _v2_examples():
