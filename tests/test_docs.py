@@ -683,7 +683,12 @@ def _defined_flags(tree, module_path, seen=()):
             package, module = imported[func.value.id]
             qualified = f"{package}.{module}"
             if qualified.startswith("keras_bert") and qualified not in seen:
-                spec = importlib.util.find_spec(qualified)
+                try:  # a module's function, not a class's method
+                    spec = importlib.util.find_spec(qualified)
+                except ModuleNotFoundError:
+                    spec = None
+                if spec is None:
+                    continue
                 with open(spec.origin, encoding="utf-8") as file:
                     module_tree = ast.parse(file.read())
                 for function in module_tree.body:
