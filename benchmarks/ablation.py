@@ -21,18 +21,14 @@ Variants:
   unfused        the training step's element-wise chains as separate
                  TensorFlow ops instead of `layers.fused_ops`' XLA-fused
                  ones.
-  decay_apart    `training.AdamW`'s weight decay as Keras' own pass before
-                 the fused Adam kernel, instead of in one XLA-compiled pass
-                 with it.
-  keras_xent     the masked-LM loss by Keras' (TensorFlow's) sparse
-                 cross-entropy kernel instead of `training.losses`' two
-                 XLA passes (`--task=pretrain` only).
-
 Removed (issue 19) after measuring 0.96-1.01x on the pre-training model and
 within noise on the GLUE recipe's own step (`benchmarks/recipe_steps.py`):
 dropout bits from XLA's ThreeFry instead of Philox, the fused GELU's Phi in
 erf form, the explicitly transposed kernel in float32 dense backward
-passes, and AdamW reading a sparse gradient row by row.
+passes, and AdamW reading a sparse gradient row by row. Then, each below
+3% on every job measured (commit 16284c5's RESULTS.md): AdamW's weight
+decay fused into its Adam pass (`decay_apart` 1.014-1.027) and the
+masked-LM loss as two XLA passes (`keras_xent` 1.015-1.022).
 
     python benchmarks/ablation.py [--rounds=10] [--precision=float32]
         [--task=classify] [--variants=package,unfused,...]
@@ -65,8 +61,6 @@ VARIANTS = (
     "keras_layers",
     "fused_qkv_5d",
     "unfused",
-    "decay_apart",
-    "keras_xent",
 )
 
 
@@ -134,9 +128,7 @@ def main(argv):
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.config.set_dtype_policy(FLAGS.precision)
-    task_variants = [
-        v for v in VARIANTS if FLAGS.task == "pretrain" or v != "keras_xent"
-    ]
+    task_variants = list(VARIANTS)
     variants = FLAGS.variants or task_variants
     unknown = sorted(set(variants) - set(task_variants))
     if unknown or variants[0] != "package":

@@ -80,14 +80,6 @@ def patches(variant):
                 lambda x: keras.ops.gelu(x, approximate=False),
             ),
         ]
-    if variant == "keras_xent":
-        from keras_bert.training import losses
-
-        return [(losses, "MIN_LOGITS", float("inf"))]
-    if variant == "decay_apart":
-        from keras_bert.training import optimizers
-
-        return [(optimizers.AdamW, "_fuses_decay", lambda self, v: False)]
     if variant == "unfused":
         from keras_bert.layers import fused_ops
 

@@ -12,10 +12,7 @@ Variants:
   recipe          as shipped: batches cut to exactly their longest row,
                   Keras' own train function (traced with the sequence axis
                   unknown after two shapes, so the element-wise ops run
-                  unfused), AdamW's decay fused into its Adam pass under the
-                  strategy.
-  decay_apart     AdamW's decay as Keras' own pass before the Adam kernel
-                  (what the recipe did under any strategy before).
+                  unfused).
   bucket_16, bucket_32, bucket_64
                   batches padded up to a multiple of 16, 32 or 64
                   (`keras_bert.data.trim_batch`) and the step traced once per
@@ -51,7 +48,6 @@ GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
 
 VARIANTS = (
     "recipe",
-    "decay_apart",
     "bucket_16",
     "bucket_32",
     "bucket_64",
@@ -89,8 +85,6 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
                 2e-5, total_steps=total_steps, warmup_steps=total_steps // 10
             )
         )
-        if variant == "decay_apart":
-            optimizer._fuses_decay = lambda variable: False
         model.compile(optimizer=optimizer)
     if variant.startswith("bucket_"):
         trace_per_shape(model)

@@ -4,8 +4,6 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.layers.xla import compiled
-
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class GlobalBatchCrossEntropy(keras.losses.Loss):
@@ -58,8 +56,8 @@ class GlobalBatchCrossEntropy(keras.losses.Loss):
                 ops.not_equal(y_true, self.ignore_class), "float32"
             )
             labels = ops.where(ops.cast(counted, "bool"), y_true, 0)
-        losses = sparse_cross_entropy_from_logits(
-            labels, ops.cast(y_pred, "float32")
+        losses = keras.losses.sparse_categorical_crossentropy(
+            labels, ops.cast(y_pred, "float32"), from_logits=True
         )
         local_sum = ops.sum(losses * counted)
         local_count = ops.sum(counted)
@@ -78,79 +76,6 @@ class GlobalBatchCrossEntropy(keras.losses.Loss):
 
     def get_config(self):
         return {"ignore_class": self.ignore_class, "name": self.name}
-
-
-# Below this many logits, Keras' own loss: the XLA launch and compilation
-# cost more than they save. Tests set it to 0.
-MIN_LOGITS = 65536
-
-
-def sparse_cross_entropy_from_logits(labels, logits):
-    """Per-example `sparse_categorical_crossentropy(from_logits=True)`.
-
-    For large float32 logits of static shape (the masked-LM head's, batch x
-    predictions x vocabulary) on TensorFlow, the loss and its gradient
-    `softmax(logits) - one_hot(labels)` run as two XLA-compiled passes
-    (log-sum-exp forward; the gradient, times the upstream gradient,
-    backward) instead of TensorFlow's `SparseSoftmaxCrossEntropyWithLogits`
-    kernel, which measured 17.6 ms against 6.0 ms for 320 x 30522 logits
-    on this repository's benchmark CPU. Out-of-range labels raise
-    `InvalidArgumentError` as TensorFlow's kernel does. Otherwise Keras'
-    own loss.
-    """
-    shape = getattr(logits, "shape", None)
-    if (
-        keras.backend.backend() != "tensorflow"
-        or shape is None
-        or any(d is None for d in shape)
-        or keras.backend.standardize_dtype(logits.dtype) != "float32"
-        or shape.num_elements() < MIN_LOGITS
-        or tuple(labels.shape) != tuple(shape[:-1])
-    ):
-        return keras.losses.sparse_categorical_crossentropy(
-            labels, logits, from_logits=True
-        )
-    classes = shape[-1]
-    labels = tf.cast(labels, "int32")
-    checks = [
-        tf.debugging.assert_non_negative(
-            labels, message="Cross-entropy labels must be >= 0."
-        ),
-        tf.debugging.assert_less(
-            labels,
-            classes,
-            message=f"Cross-entropy labels must be < {classes} (classes).",
-        ),
-    ]
-    with tf.control_dependencies(checks):
-        labels = tf.identity(labels)
-
-    @tf.custom_gradient
-    def cross_entropy(logits):
-        losses, log_sum_exp = compiled(_cross_entropy_forward)(labels, logits)
-
-        def grad(upstream):
-            return compiled(_cross_entropy_backward)(
-                labels, logits, log_sum_exp, upstream
-            )
-
-        return losses, grad
-
-    return cross_entropy(logits)
-
-
-def _cross_entropy_forward(labels, logits):
-    peak = tf.reduce_max(logits, axis=-1, keepdims=True)
-    log_sum_exp = peak + tf.math.log(
-        tf.reduce_sum(tf.exp(logits - peak), axis=-1, keepdims=True)
-    )
-    chosen = tf.gather(logits, labels[..., None], batch_dims=labels.shape.rank)
-    return log_sum_exp[..., 0] - chosen[..., 0], log_sum_exp
-
-
-def _cross_entropy_backward(labels, logits, log_sum_exp, upstream):
-    one_hot = tf.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
-    return (tf.exp(logits - log_sum_exp) - one_hot) * upstream[..., None]
 
 
 def pretraining_losses():

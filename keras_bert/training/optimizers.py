@@ -24,13 +24,6 @@ class AdamW(keras.optimizers.AdamW):
     where the optimizer update is memory-bound: see `benchmarks/RESULTS.md`.
     Other backends, and `amsgrad=True`, use Keras' own update.
 
-    A decayed variable's weight decay and Adam step run as one
-    XLA-compiled pass over the variable and its moments, instead of the
-    decay's own two passes before the Adam kernel (with or without a
-    `OneDeviceStrategy` / `MirroredStrategy` / `MultiWorkerMirroredStrategy`:
-    the pass takes each device's own copies of the variables; under a
-    `TPUStrategy`, Keras' decay pass runs instead).
-
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
     dense sum, so a row looked up twice in a batch gets the square of its
     summed gradient in `v`, as dense Adam defines it. (Keras' own AdamW
@@ -87,8 +80,6 @@ class AdamW(keras.optimizers.AdamW):
             self,
             [
                 "_get_variable_index",
-                "_use_weight_decay",
-                "_apply_weight_decay",
                 "_clip_gradients",
             ],
         )
@@ -153,28 +144,6 @@ class AdamW(keras.optimizers.AdamW):
 
         return [scaled(gradient) for gradient in grads]
 
-    def _fuses_decay(self, variable):
-        """Whether `update_step` applies `variable`'s weight decay itself,
-        in one XLA-fused kernel with its Adam step.
-
-        Not under a `TPUStrategy`, whose step is compiled whole already.
-        """
-        if keras.backend.backend() != "tensorflow" or self.amsgrad:
-            return False
-        if not self.weight_decay or not self._use_weight_decay(variable):
-            return False
-        import tensorflow as tf
-
-        return not isinstance(
-            tf.distribute.get_strategy(),
-            (tf.distribute.TPUStrategy, tf.distribute.experimental.TPUStrategy),
-        )
-
-    def _apply_weight_decay(self, variables):
-        super()._apply_weight_decay(
-            [v for v in variables if not self._fuses_decay(v)]
-        )
-
     def update_step(self, gradient, variable, learning_rate):
         if keras.backend.backend() != "tensorflow" or self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
@@ -183,7 +152,6 @@ class AdamW(keras.optimizers.AdamW):
         dtype = variable.dtype
         # A sparse gradient (from an embedding lookup) updates every row,
         # as in Keras' AdamW: the moments of untouched rows still decay.
-        fuses_decay = self._fuses_decay(variable)
         gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
         local_step = tf.cast(self.iterations + 1, dtype)
         index = self._get_variable_index(variable)
@@ -197,27 +165,6 @@ class AdamW(keras.optimizers.AdamW):
             # correction sqrt(1 - beta_2^t) / (1 - beta_1^t) in the rate,
             # is PyTorch's sqrt(v_hat) + eps.
             epsilon = epsilon * tf.sqrt(1 - beta_2_power)
-        if fuses_decay:
-            # One compiled function per optimizer: a function shared
-            # between optimizers would hold on to a deleted one's variables.
-            if getattr(self, "_decay_and_adam", None) is None:
-                self._decay_and_adam = tf.function(
-                    _decay_and_adam, jit_compile=True, autograph=False
-                )
-            self._decay_and_adam(
-                _tf_variable(variable),
-                _local_copy(m, variable),
-                _local_copy(v, variable),
-                gradient,
-                tf.cast(learning_rate, dtype),
-                tf.cast(self.weight_decay, dtype),
-                beta_1_power,
-                beta_2_power,
-                tf.cast(self.beta_1, dtype),
-                tf.cast(self.beta_2, dtype),
-                epsilon,
-            )
-            return
         tf.raw_ops.ResourceApplyAdam(
             var=_tf_variable(variable).handle,
             m=_tf_variable(m).handle,
@@ -234,58 +181,9 @@ class AdamW(keras.optimizers.AdamW):
         )
 
 
-def _decay_and_adam(
-    variable,
-    m,
-    v,
-    gradient,
-    learning_rate,
-    weight_decay,
-    beta_1_power,
-    beta_2_power,
-    beta_1,
-    beta_2,
-    epsilon,
-):
-    """Keras' AdamW step, decay first, in the order Keras computes it
-    (compiled by XLA into one pass over the variable and its moments)."""
-    value = variable.read_value()
-    value = value - value * weight_decay * learning_rate
-    alpha = learning_rate * (1 - beta_2_power) ** 0.5 / (1 - beta_1_power)
-    m_old, v_old = m.read_value(), v.read_value()
-    m_new = m_old + (gradient - m_old) * (1 - beta_1)
-    v_new = v_old + (gradient * gradient - v_old) * (1 - beta_2)
-    m.assign(m_new)
-    v.assign(v_new)
-    variable.assign(value - m_new * alpha / (v_new**0.5 + epsilon))
-
-
 def _tf_variable(variable):
     """The `tf.Variable` of a Keras or TensorFlow variable."""
     return variable.value if isinstance(variable, keras.Variable) else variable
-
-
-def _local_copy(slot, variable):
-    """`slot`'s `tf.Variable` on `variable`'s device.
-
-    Under a `MirroredStrategy`, `update_step` gets each device's copy of a
-    weight, while its moments are still the mirrored variables, which an
-    XLA function cannot take; this is the moment's copy on that device.
-    """
-    import tensorflow as tf
-
-    slot = _tf_variable(slot)
-    if not isinstance(slot, tf.distribute.DistributedValues):
-        return slot
-    copies = tf.distribute.get_strategy().experimental_local_results(slot)
-    for copy in copies:
-        if copy.device == _tf_variable(variable).device:
-            return copy
-    raise RuntimeError(
-        f"No copy of the optimizer slot {slot.name} on device "
-        f"{_tf_variable(variable).device}; it has copies on "
-        f"{[copy.device for copy in copies]}."
-    )
 
 
 def create_adamw(

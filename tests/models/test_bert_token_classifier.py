@@ -23,7 +23,6 @@ import keras_bert
 from keras_bert import BertBackbone
 from keras_bert import BertTokenClassifier
 from keras_bert.models.bert_token_classifier import IGNORED_LABEL
-from keras_bert.training import losses as losses_module
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from tests.helpers import assert_config_complete
 from tests.helpers import backbone_inputs
@@ -149,13 +148,8 @@ def test_default_loss_is_cross_entropy_ignoring_minus_100():
     assert model.loss.ignore_class == IGNORED_LABEL == -100
 
 
-@pytest.mark.parametrize("xla_path", [False, True])
-def test_loss_and_gradient_equal_torch_cross_entropy_ignore_index(
-    xla_path, monkeypatch
-):
+def test_loss_and_gradient_equal_torch_cross_entropy_ignore_index():
     """Mean over labelled positions, as `BertForTokenClassification`."""
-    if xla_path:  # the compiled large-logits path, for any size
-        monkeypatch.setattr(losses_module, "MIN_LOGITS", 0)
     logits, labels = random_logits_and_labels()
     loss, gradient = loss_and_gradient(tagger().loss, logits, labels)
     expected_loss, expected_gradient = torch_cross_entropy(logits, labels)

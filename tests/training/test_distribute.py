@@ -103,19 +103,15 @@ def _child():
 
     from keras_bert.layers import fused_ops
     from keras_bert.training import create_strategy
-    from keras_bert.training import losses
 
-    # The XLA-fused ops of a mixed-precision step and the masked-LM loss's
-    # XLA path, in each replica.
+    # The XLA-fused ops of a mixed-precision step, in each replica.
     keras.config.set_dtype_policy("mixed_bfloat16")
     min_elements, fused_ops.MIN_ELEMENTS = fused_ops.MIN_ELEMENTS, 0
-    min_logits, losses.MIN_LOGITS = losses.MIN_LOGITS, 0
     bf16 = {
         name: _train(create_strategy(name))[1]
         for name in ("one_device", "mirrored")
     }
     fused_ops.MIN_ELEMENTS = min_elements
-    losses.MIN_LOGITS = min_logits
     keras.config.set_dtype_policy("float32")
 
     single, single_result = _train(create_strategy("one_device"))
@@ -168,7 +164,7 @@ def test_mirrored_weights_equal_one_device_weights(runs):
 
 
 def test_fused_mixed_precision_mirrored_equals_one_device(runs):
-    """The XLA-fused ops (`layers.fused_ops`, the masked-LM loss) under
+    """The XLA-fused ops (`layers.fused_ops`) under
     `mixed_bfloat16` on two replicas train the same weights as on one
     device, up to bfloat16 rounding, which Adam's normalised steps amplify
     where a gradient is near zero: measured 0.004 fused and 0.001 unfused,
