@@ -48,6 +48,12 @@ def _peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _nbytes(tensor):
+    # Not `tensor.numpy().nbytes`: `numpy()` copies, and the copy of a
+    # 1M-line output would count in the peak.
+    return tensor.shape.num_elements() * tensor.dtype.size
+
+
 def child(mode, count):
     import itertools
     import tempfile
@@ -67,10 +73,10 @@ def child(mode, count):
     before = _peak_mib()
     if mode == "tokenizer":
         ids = tokenizer(lines)
-        output = ids.flat_values.numpy().nbytes + ids.row_splits.numpy().nbytes
+        output = _nbytes(ids.flat_values) + _nbytes(ids.row_splits)
     elif mode == "preprocessor":
         outputs = preprocessor(lines)
-        output = sum(v.numpy().nbytes for v in outputs.values())
+        output = sum(_nbytes(v) for v in outputs.values())
     else:
         path = os.path.join(tempfile.mkdtemp(), "lines.txt")
         with open(path, "w", encoding="utf-8") as file:
@@ -140,9 +146,11 @@ def main(argv):
             "sequence length 128; the peak resident memory above the level "
             "after loading the lines, next to the output's own size. A big "
             "eager call runs in chunks of "
-            "`keras_bert.text.bert_tokenizer.EAGER_CHUNK` strings, so the "
-            "peak stays a small multiple of the output (the output, and a "
-            "copy while it is put together); through tf.data it is flat. "
+            "`keras_bert.text.bert_tokenizer.EAGER_CHUNK` strings, each "
+            "chunk's result copied into the output's buffers as it is made "
+            "and then dropped (TensorFlow takes those buffers as the "
+            "tensors' memory, without a copy), so the peak is the output "
+            "plus one chunk's work; through tf.data it is flat. "
             f"{common.machine_description()}.",
             "",
             *table,

@@ -3,11 +3,10 @@
 import keras
 import tensorflow as tf
 
+from keras_bert.text import bert_tokenizer
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.text.bert_tokenizer import _EagerFunctions
 from keras_bert.text.bert_tokenizer import _to_string_tensor
-from keras_bert.text.bert_tokenizer import concat_chunks
-from keras_bert.text.bert_tokenizer import eager_in_chunks
 from keras_bert.text.bert_tokenizer import is_long_string_list
 
 TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
@@ -78,8 +77,7 @@ class BertPreprocessor(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        bert_tokenizer.keep_string_inputs(self)
         self.built = True
         if not isinstance(tokenizer, BertTokenizer):
             raise ValueError(
@@ -125,7 +123,7 @@ class BertPreprocessor(keras.layers.Layer):
             len({len(t) for t in texts}) == 1
         ):
             # Python lists of many strings, converted a chunk at a time.
-            outputs = concat_chunks(
+            outputs = bert_tokenizer.concat_chunks(
                 lambda *chunk: self.call(
                     tuple(chunk) if len(chunk) > 1 else chunk[0]
                 ),
@@ -171,7 +169,7 @@ class BertPreprocessor(keras.layers.Layer):
                 function,
                 input_signature=[tf.TensorSpec(shape, tf.string)] * len(texts),
             )
-        return eager_in_chunks(functions[key], *texts)
+        return bert_tokenizer.eager_in_chunks(functions[key], *texts)
 
     def pack(self, segments):
         """Packs ragged token ids `[(batch_size, (tokens)), ...]`."""

@@ -1,8 +1,11 @@
 """BERT's WordPiece tokenizer as a Keras layer of TensorFlow ops."""
 
+import math
+import mmap
 import os
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import logging
@@ -10,6 +13,7 @@ from absl import logging
 from keras_bert import files
 from keras_bert.text import vocabulary as vocabulary_lib
 from keras_bert.text.basic_tokenizer import BasicTokenizer
+from keras_bert.training.keras_internals import require_keras_internals
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -94,9 +98,7 @@ class BertTokenizer(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        # Inputs are strings: keep them as TensorFlow tensors.
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
+        keep_string_inputs(self)
         self.built = True
 
         if isinstance(vocabulary, str):
@@ -523,6 +525,15 @@ def _regroup_by_row(tokens_per_word, words, *flat_values):
     )
 
 
+def keep_string_inputs(layer):
+    """Has Keras' `__call__` pass `layer` its string inputs unconverted
+    (as `tf.Tensor`s or Python lists, not NumPy arrays)."""
+    names = ["_convert_input_args", "_allow_non_tensor_positional_args"]
+    require_keras_internals(layer, names)
+    layer._convert_input_args = False
+    layer._allow_non_tensor_positional_args = True
+
+
 def _to_string_tensor(inputs):
     if isinstance(inputs, tf.RaggedTensor):
         raise ValueError(
@@ -558,17 +569,115 @@ def is_long_string_list(inputs):
     )
 
 
-def concat_chunks(function, *lists):
-    """`function` on chunks of at most `EAGER_CHUNK` items of `lists`,
-    the results concatenated along the first axis (dense or ragged, any
-    structure)."""
-    parts = [
-        function(*[items[start : start + EAGER_CHUNK] for items in lists])
-        for start in range(0, len(lists[0]), EAGER_CHUNK)
-    ]
-    return tf.nest.map_structure(
-        lambda *pieces: tf.concat(pieces, axis=0), *parts
+def concat_chunks(function, *batches):
+    """`function` on chunks of at most `EAGER_CHUNK` rows of `batches`
+    (lists or 1-D tensors), the results joined along the first axis (dense
+    or ragged tensors, any structure).
+
+    Each chunk's result is copied into the joined output as soon as it is
+    made, then dropped: memory holds the output and one chunk, not every
+    chunk's result beside their concatenation.
+    """
+    total = len(batches[0])
+    structure, outputs = None, None
+    for start in range(0, total, EAGER_CHUNK):
+        chunk = [items[start : start + EAGER_CHUNK] for items in batches]
+        part = function(*chunk)
+        if outputs is None:
+            structure = tf.nest.map_structure(lambda _: None, part)
+            outputs = [
+                _JoinedRows(leaf, total) for leaf in tf.nest.flatten(part)
+            ]
+        for output, leaf in zip(outputs, tf.nest.flatten(part)):
+            output.append(leaf)
+        del chunk, part, leaf  # before the next chunk is made
+    return tf.nest.pack_sequence_as(
+        structure, [output.to_tensor() for output in outputs]
     )
+
+
+class _JoinedRows:
+    """One dense or ragged output of `concat_chunks`, filled a chunk at a
+    time: a dense tensor's rows, or a ragged tensor's row splits and
+    values, each in one `_GrowingArray`."""
+
+    def __init__(self, first, total):
+        self.ragged = isinstance(first, tf.RaggedTensor)
+        if self.ragged and first.ragged_rank != 1:
+            raise ValueError(
+                "concat_chunks joins dense tensors and ragged tensors of "
+                f"ragged rank 1; received ragged rank {first.ragged_rank}."
+            )
+        if not self.ragged:
+            self.rows = _GrowingArray(first.dtype, first.shape[1:], total)
+            return
+        self.row_splits = _GrowingArray(first.row_splits.dtype, (), total + 1)
+        self.row_splits.append(np.zeros(1, self.row_splits.dtype))
+        # The first chunk's values per row, scaled: a guess, which the
+        # values' array outgrows in place if need be.
+        values = first.values
+        guess = values.shape[0] * total // max(len(first.row_splits) - 1, 1)
+        self.values = _GrowingArray(values.dtype, values.shape[1:], guess)
+
+    def append(self, part):
+        if not self.ragged:
+            self.rows.append(part.numpy())
+            return
+        offset = self.values.size
+        self.row_splits.append(part.row_splits.numpy()[1:] + offset)
+        self.values.append(part.values.numpy())
+
+    def to_tensor(self):
+        if not self.ragged:
+            return self.rows.to_tensor()
+        return tf.RaggedTensor.from_row_splits(
+            self.values.to_tensor(), self.row_splits.to_tensor(), validate=False
+        )
+
+
+class _GrowingArray:
+    """Rows appended to a NumPy array that TensorFlow then takes as its
+    buffer.
+
+    The memory is an anonymous memory map: committed only where rows are
+    written, so over-reserving costs nothing; grown in place (`mremap`),
+    so outgrowing it does not copy; and handed to TensorFlow through
+    DLPack, which keeps it as the tensor's buffer (tests/text/
+    test_bad_input.py checks that it is not copied).
+    """
+
+    def __init__(self, dtype, inner_shape, capacity):
+        self.dtype = np.dtype(tf.as_dtype(dtype).as_numpy_dtype)
+        self.inner_shape = tuple(inner_shape)
+        self.row_bytes = self.dtype.itemsize * math.prod(self.inner_shape)
+        self.size = 0  # rows written
+        self._map = mmap.mmap(
+            -1, max(capacity * self.row_bytes, 1), flags=mmap.MAP_PRIVATE
+        )
+
+    def append(self, rows):
+        end = self.size + len(rows)
+        if end * self.row_bytes > len(self._map):
+            self._map.resize(max(end * self.row_bytes, 2 * len(self._map)))
+        self._view(self.size, end)[...] = rows
+        self.size = end
+
+    def _view(self, start, end):
+        count = (end - start) * math.prod(self.inner_shape)
+        array = np.frombuffer(
+            self._map, self.dtype, count, offset=start * self.row_bytes
+        )
+        return array.reshape((end - start,) + self.inner_shape)
+
+    def to_tensor(self):
+        """The rows as a CPU tensor that holds this memory (no copy)."""
+        if self.size == 0:
+            return tf.zeros((0,) + self.inner_shape, self.dtype)
+        self._map.resize(self.size * self.row_bytes)  # free what is unused
+        # DLPack hands TensorFlow the memory itself; tf.convert_to_tensor
+        # would copy it.
+        rows = self._view(0, self.size)
+        return tf.experimental.dlpack.from_dlpack(rows.__dlpack__())
 
 
 def eager_in_chunks(function, *batches):

@@ -352,7 +352,10 @@ def support_distributed_fit(model):
     support_distributed_fit(model)
     ```
     """
-    require_keras_internals(model, ["_maybe_symbolic_build", "_symbolic_build"])
+    require_keras_internals(
+        model,
+        ["_maybe_symbolic_build", "_symbolic_build", "_distribute_strategy"],
+    )
     model._maybe_symbolic_build = types.MethodType(_maybe_symbolic_build, model)
     strategy = model.distribute_strategy
     if _keras_tf_trainer()._collective_all_reduce_multi_worker(strategy):

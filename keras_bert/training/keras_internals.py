@@ -1,5 +1,9 @@
 """The private Keras attributes keras_bert relies on, checked."""
 
+# The Keras releases keras_bert is tested with: setup.cfg's requirement
+# (tests/training/test_keras_untouched.py checks that the two agree).
+TESTED_KERAS = ">=3.15,<3.16"
+
 
 def require_keras_internals(owner, names):
     """Raises a clear error unless `owner` has the private `names`.
@@ -17,6 +21,5 @@ def require_keras_internals(owner, names):
             f"keras_bert needs {', '.join(missing)} of "
             f"{getattr(owner, '__name__', type(owner).__name__)}, which "
             f"Keras {keras.__version__} does not have. keras_bert is tested "
-            "with the Keras versions setup.cfg allows; install one "
-            '(e.g. pip install "keras>=3.15,<3.16").'
+            f'with Keras {TESTED_KERAS}: pip install "keras{TESTED_KERAS}".'
         )

@@ -79,7 +79,8 @@ def test_big_eager_batches_are_made_in_chunks_with_the_same_result(
 ):
     """Many strings in one eager call are tokenized a chunk at a time (so
     that memory stays bounded, benchmarks/tokenizer_memory.py): the result
-    is that of one call, for ids, offsets, single texts and pairs."""
+    is that of one call, for ids, offsets, single texts and pairs, and each
+    of the four calls does go through the chunks."""
     from keras_bert.text import bert_tokenizer
 
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
@@ -88,28 +89,97 @@ def test_big_eager_batches_are_made_in_chunks_with_the_same_result(
     preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=6)
     texts = ["a bb c.", "", "c c c c c c c", "ab", "b. a", "x", "a"] * 3
     other = list(reversed(texts))
+    inputs = texts if as_list else tf.constant(texts)
+    pair = other if as_list else tf.constant(other)
+    calls = {
+        "tokenizer": lambda: tokenizer(inputs),
+        "tokenize_with_offsets": lambda: tokenizer.tokenize_with_offsets(
+            inputs
+        ),
+        "preprocessor": lambda: preprocessor(inputs),
+        "preprocessor pair": lambda: preprocessor((inputs, pair)),
+    }
 
-    def run():
-        inputs = texts if as_list else tf.constant(texts)
-        pair = other if as_list else tf.constant(other)
-        return (
-            tokenizer(inputs),
-            tokenizer.tokenize_with_offsets(inputs),
-            preprocessor(inputs),
-            preprocessor((inputs, pair)),
-        )
-
-    whole = run()
+    whole = {name: call() for name, call in calls.items()}
     monkeypatch.setattr(bert_tokenizer, "EAGER_CHUNK", 4)
-    calls = []
+    chunked_calls = []
     concat = bert_tokenizer.concat_chunks
     monkeypatch.setattr(
         bert_tokenizer,
         "concat_chunks",
-        lambda *a: calls.append(1) or concat(*a),
+        lambda *a: chunked_calls.append(1) or concat(*a),
     )
-    chunked = run()
-    assert calls  # it did go in chunks
-    flat = tf.nest.flatten(whole, expand_composites=True)
-    for a, b in zip(flat, tf.nest.flatten(chunked, expand_composites=True)):
+    for name, call in calls.items():
+        chunked_calls.clear()
+        chunked = call()
+        assert chunked_calls, f"{name} did not go in chunks"
+        flat = tf.nest.flatten(whole[name], expand_composites=True)
+        chunked = tf.nest.flatten(chunked, expand_composites=True)
+        assert len(flat) == len(chunked)
+        for a, b in zip(flat, chunked):
+            assert a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
+
+
+def test_chunks_are_let_go_as_they_are_joined(monkeypatch):
+    """`concat_chunks` copies each chunk's result into the joined output
+    and drops it before making the next: no earlier chunk's tensors are
+    alive when a chunk is made, so memory never holds every chunk's result
+    beside the joined one. Dense and ragged results, any structure, join
+    as `tf.concat` would."""
+    import weakref
+
+    from keras_bert.text import bert_tokenizer
+
+    monkeypatch.setattr(bert_tokenizer, "EAGER_CHUNK", 3)
+
+    def make(texts):
+        ids = tf.ragged.constant(
+            [[ord(c) for c in text] for text in texts], tf.int32
+        )
+        lengths = tf.constant([[len(t), -len(t)] for t in texts], tf.int64)
+        return {"ids": ids, "pair": (lengths, ids * 2)}
+
+    alive = []
+
+    def function(texts):
+        assert all(ref() is None for ref in alive), "an earlier chunk lives"
+        outputs = make(texts)
+        alive.extend(
+            weakref.ref(t)
+            for t in tf.nest.flatten(outputs, expand_composites=True)
+        )
+        return outputs
+
+    texts = ["ab", "", "cde", "f", "", "", "ghij", "k"]
+    joined = bert_tokenizer.concat_chunks(function, texts)
+    assert len(alive) == 3 * 5  # three chunks of five tensors
+    expected = [make(texts[start : start + 3]) for start in range(0, 8, 3)]
+    expected = tf.nest.map_structure(
+        lambda *parts: tf.concat(parts, axis=0), *expected
+    )
+    assert isinstance(joined["ids"], tf.RaggedTensor)
+    for a, b in zip(
+        tf.nest.flatten(expected, expand_composites=True),
+        tf.nest.flatten(joined, expand_composites=True),
+    ):
+        assert a.dtype == b.dtype
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_joined_rows_become_a_tensor_without_a_copy():
+    """The joined output is written once, in memory TensorFlow then takes
+    as the tensor's own buffer: no second copy of the output exists, also
+    after the buffer grew past its first guess."""
+    from keras_bert.text import bert_tokenizer
+
+    rows = bert_tokenizer._GrowingArray(tf.int32, (2,), capacity=1)
+    for start in range(0, 6000, 2000):
+        rows.append(np.arange(start, start + 2000).reshape(1000, 2))
+    tensor = rows.to_tensor()
+    np.testing.assert_array_equal(
+        tensor.numpy(), np.arange(6000).reshape(3000, 2)
+    )
+    # Writing the buffer changes the tensor: they are the same memory.
+    np.frombuffer(rows._map, np.int32, 1)[0] = -7
+    assert tensor.numpy()[0, 0] == -7

@@ -134,3 +134,28 @@ def test_missing_keras_internals_name_the_version_and_the_fix():
     assert "_renamed_in_a_new_keras" in message
     assert f"Keras {keras.__version__}" in message
     assert "pip install" in message
+
+
+def test_the_tested_keras_versions_are_setup_cfg_s():
+    """The error above names the Keras versions setup.cfg requires."""
+    import configparser
+
+    from keras_bert.training.keras_internals import TESTED_KERAS
+
+    config = configparser.ConfigParser()
+    config.read(os.path.join(REPO, "setup.cfg"))
+    requirements = config["options"]["install_requires"].split("\n")
+    assert f"keras{TESTED_KERAS}" in [r.strip() for r in requirements]
+
+
+def test_string_layers_check_the_keras_internals_they_set():
+    """BertTokenizer and BertPreprocessor set two private Keras flags; a
+    Keras without them gets the error naming the version, not a layer
+    that silently converts its strings."""
+    from keras_bert.text.bert_tokenizer import keep_string_inputs
+
+    class NotAKerasLayer:
+        pass
+
+    with pytest.raises(RuntimeError, match="_convert_input_args"):
+        keep_string_inputs(NotAKerasLayer())
