@@ -36,7 +36,8 @@ class NerFineTuning(FineTuningTask):
     file once and scores the entities as `conlleval` does
     (`metrics.entity_scores`); the validation F1 picks the best epoch.
     With the best weights it writes `predictions_<split>.txt` (`token gold
-    predicted`, what `conlleval` reads).
+    predicted`, what `conlleval` reads). A file without a single sentence
+    is refused by `load_data`, before any model is built.
 
     Training batches are cut to their longest window (rounded up to 8), so
     short sentences cost little, the less so with `group_by_length`.
@@ -131,10 +132,10 @@ class NerFineTuning(FineTuningTask):
                 sum(len(words) for words in data["words"]),
                 path,
             )
-        if not self.data["train"]["words"]:
-            raise ValueError(
-                f"{self.files['train']} holds no sentence to train on."
-            )
+            if not data["words"]:
+                # Refused now: an empty eval file would only fail when it
+                # is first scored, after the first epoch of training.
+                raise ValueError(_empty_file_message(split, path))
         self.labels = label_list(self.data["train"]["tags"])
         label_id = {label: i for i, label in enumerate(self.labels)}
         for split, data in self.data.items():
@@ -337,6 +338,18 @@ class NerFineTuning(FineTuningTask):
             label_all_tokens=self.label_all_tokens,
             continuation_label_ids=continuation,
         )
+
+
+def _empty_file_message(split, path):
+    """What a CoNLL file without a single token line is told."""
+    purpose = "to train on" if split == "train" else "to score"
+    fix = f"Give `{split}_file` (--{split}_file) a CoNLL file with token lines"
+    if split == "test":
+        fix += ", or leave it out"
+    return (
+        f"{path} holds no sentence {purpose}: it has no token line, only "
+        f"blank or -DOCSTART- lines. {fix}."
+    )
 
 
 def _predict_logits(model, features, batch_size):

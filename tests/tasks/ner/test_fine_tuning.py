@@ -18,6 +18,7 @@ from keras_bert.tasks import run_fine_tuning
 from keras_bert.tasks.ner import NerFineTuning
 from keras_bert.tasks.ner import entity_scores
 from keras_bert.tasks.ner import read_conll
+from keras_bert.tasks.ner.features import ner_features
 from tests.helpers import tiny_backbone_config
 
 # (word, tag) per sentence, IOB1: an entity starts with I- unless it
@@ -69,6 +70,13 @@ VALID_DOCUMENTS = [
         LONG_SENTENCE,
         [("Smith", "I-PER"), ("and", "O"), ("Yorkers", "I-ORG"),
          ("Berlin", "I-LOC"), ("Rome", "B-LOC")],
+    ],
+]  # fmt: skip
+# A test file: no tag the training file lacks.
+TEST_DOCUMENTS = [
+    [
+        [("Mary", "I-PER"), ("lives", "O"), ("in", "O"), ("Paris", "I-LOC")],
+        [("Acme", "I-ORG"), ("hired", "O"), ("Smith", "I-PER"), (".", "O")],
     ],
 ]  # fmt: skip
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -151,7 +159,9 @@ def valid_sentences():
 
 def test_trains_scores_and_writes_conll_predictions(files, tmp_path, caplog):
     caplog.set_level(logging.WARNING)
-    task = ner_task(files)
+    test_file = tmp_path / "test.txt"
+    test_file.write_text(conll_text(TEST_DOCUMENTS), encoding="utf-8")
+    task = ner_task(files, test_file=str(test_file))
     model_dir = tmp_path / "run"
     result = run_fine_tuning(task, str(model_dir), epochs=2, **TRAINING)
 
@@ -172,7 +182,10 @@ def test_trains_scores_and_writes_conll_predictions(files, tmp_path, caplog):
     assert results["labels"] == [
         "O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER",
     ]  # fmt: skip
-    assert results["num_sentences"] == {"train": 11, "validation": 5}
+    assert results["num_sentences"] == {
+        "train": 11, "validation": 5, "test": 2,
+    }  # fmt: skip
+    assert results["files"]["test"] == str(test_file)
     # The long sentence (29 tokens) spans several windows.
     assert results["num_windows"]["validation"] > 5
     assert results["num_windows"]["train"] == 11
@@ -218,6 +231,35 @@ def test_trains_scores_and_writes_conll_predictions(files, tmp_path, caplog):
     # read_conll reads the file back the same way.
     assert read_conll(path, tag_column=1)["tags"] == gold
 
+    # The test file is scored every epoch and written like the validation
+    # file.
+    assert results["num_windows"]["test"] == 2
+    for epoch in results["epochs"]:
+        assert set(epoch["metrics"]) == {"validation", "test"}
+    test_metrics = results["metrics"]["test"]
+    assert set(test_metrics) == {
+        "precision", "recall", "f1", "accuracy",
+        "LOC_precision", "LOC_recall", "LOC_f1", "ORG_precision",
+        "ORG_recall", "ORG_f1", "PER_precision", "PER_recall", "PER_f1",
+    }  # fmt: skip
+    test_path = results["predictions"]["test"]
+    assert test_path == str(model_dir / "predictions_test.txt")
+    test_written = read_predictions(test_path)
+    test_sentences = [s for document in TEST_DOCUMENTS for s in document]
+    assert [[line[0] for line in lines] for lines in test_written] == [
+        [word for word, _ in sentence] for sentence in test_sentences
+    ]
+    test_gold = [[line[1] for line in lines] for lines in test_written]
+    assert test_gold == [
+        ["B-PER", "O", "O", "B-LOC"], ["B-ORG", "O", "B-PER", "O"],
+    ]  # fmt: skip
+    test_scores = entity_scores(
+        test_gold, [[line[2] for line in lines] for lines in test_written]
+    )
+    for name in ("precision", "recall", "f1", "accuracy"):
+        assert test_scores[name] == pytest.approx(test_metrics[name]), name
+    assert test_scores["per_type"] == results["per_type"]["test"]
+
     # The best model predicts the same tags again.
     assert (
         task.predict_tags(
@@ -227,14 +269,150 @@ def test_trains_scores_and_writes_conll_predictions(files, tmp_path, caplog):
     )
 
 
+# With it the validation file's two documents make 6 windows, its five
+# sentences 8: a test can tell which were windowed.
+DOCUMENT_STRIDE = 7
+
+
+def num_windows(sequences, stride):
+    """Windows of `sequences` (lists of words), computed without the task."""
+    features = ner_features(
+        tokenizer(), sequences, sequence_length=SEQUENCE_LENGTH, stride=stride
+    )
+    return len(features["token_ids"])
+
+
+def joined_documents(documents):
+    """Each document's words as one sequence."""
+    return [
+        [word for sentence in document for word, _ in sentence]
+        for document in documents
+    ]
+
+
+@pytest.mark.parametrize("split", ["validation", "test"])
+def test_an_empty_eval_file_is_refused_before_training(files, tmp_path, split):
+    train, valid = files
+    empty = tmp_path / "empty.txt"
+    # What read_conll accepts and reads as no sentence.
+    empty.write_text("-DOCSTART- -X- -X- O\n\n \n\t\n", encoding="utf-8")
+    assert read_conll(str(empty))["words"] == []
+
+    def no_model(labels):
+        raise AssertionError("a model was built")
+
+    paths = {"validation": valid, "test": None, split: str(empty)}
+    task = NerFineTuning(
+        no_model,
+        tokenizer(),
+        train,
+        paths["validation"],
+        test_file=paths["test"],
+        sequence_length=SEQUENCE_LENGTH,
+    )
+    model_dir = tmp_path / "run"
+    with pytest.raises(ValueError) as error:
+        run_fine_tuning(task, str(model_dir), epochs=1, **TRAINING)
+    message = str(error.value)
+    assert str(empty) in message
+    assert "holds no sentence to score" in message
+    assert f"--{split}_file" in message
+    assert not os.path.exists(model_dir / "results.json")
+
+
+def test_an_empty_training_file_is_refused(files, tmp_path):
+    _, valid = files
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n-DOCSTART- -X- -X- O\n\n", encoding="utf-8")
+    task = NerFineTuning(model_fn, tokenizer(), str(empty), valid)
+    with pytest.raises(ValueError, match="holds no sentence to train on"):
+        task.load_data()
+
+
+def test_document_context_joins_documents_and_splits_them_back(files):
+    task = ner_task(files, document_context=True, stride=DOCUMENT_STRIDE)
+    task.load_data()
+    data = task.data["validation"]
+    sequences, lengths, sentence_lengths = task._sequences(data)
+    assert sequences == joined_documents(VALID_DOCUMENTS)
+    assert lengths == [15, len(LONG_SENTENCE) + 5]
+    assert sentence_lengths == [5, 5, 5, len(LONG_SENTENCE), 5]
+    labels, _, _ = task._sequences(data, key="label_ids")
+    ids = data["label_ids"]
+    assert labels == [ids[0] + ids[1] + ids[2], ids[3] + ids[4]]
+    # Windows of whole documents, not of sentences: fewer here.
+    by_document = num_windows(
+        joined_documents(VALID_DOCUMENTS), stride=DOCUMENT_STRIDE
+    )
+    by_sentence = num_windows(data["words"], stride=DOCUMENT_STRIDE)
+    assert by_document != by_sentence
+    assert len(task._windows("validation")["token_ids"]) == by_document
+    # Each document's tags go back to its sentences, in order.
+    with (
+        mock.patch.object(task, "_windows"),
+        mock.patch.object(
+            task,
+            "_tags",
+            side_effect=lambda model, features, lengths: [
+                [f"tag-{i}" for i in range(length)] for length in lengths
+            ],
+        ),
+    ):
+        predicted = task._predict(None, "validation")
+    assert [len(tags) for tags in predicted] == sentence_lengths
+    assert predicted[1] == [f"tag-{i}" for i in range(5, 10)]
+    assert predicted[4] == [
+        f"tag-{i}" for i in range(len(LONG_SENTENCE), len(LONG_SENTENCE) + 5)
+    ]
+
+    # Without document context, sentences are the sequences.
+    task = ner_task(files)
+    task.load_data()
+    sequences, lengths, pieces = task._sequences(task.data["validation"])
+    assert sequences == task.data["validation"]["words"]
+    assert pieces is None
+
+
+def test_label_all_tokens_labels_later_pieces_of_b_words_with_i(files):
+    # "Yorkers" is `york ##ers`: its second piece gets the continuation.
+    task = ner_task(files, label_all_tokens=True)
+    task.labels = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC"]
+    words = [["The", "Yorkers", "Paris", "Yorkers", "Yorkers"]]
+    # B-ORG, I-ORG, and B-MISC, which has no I- label: kept.
+    label_ids = [[0, 3, 1, 4, 5]]
+    features = task._make_features(words, label_ids)
+    ignored = -100
+    assert features["labels"][0].tolist()[:10] == [
+        ignored, 0, 3, 4, 1, 4, 4, 5, 5, ignored,
+    ]  # fmt: skip
+    # Without label_all_tokens only first pieces are labelled.
+    task = ner_task(files)
+    task.labels = ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-MISC"]
+    features = task._make_features(words, label_ids)
+    assert features["labels"][0].tolist()[:10] == [
+        ignored, 0, 3, ignored, 1, 4, ignored, 5, ignored, ignored,
+    ]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_document_context_predicts_every_word(files, tmp_path):
-    task = ner_task(files, document_context=True, stride=5)
+    task = ner_task(files, document_context=True, stride=DOCUMENT_STRIDE)
     run_fine_tuning(task, str(tmp_path / "run"), epochs=1, **TRAINING)
     with open(tmp_path / "run" / "results.json") as file:
         results = json.load(file)
-    # Two documents, each windowed as a whole.
-    assert results["num_windows"]["validation"] >= 2
+    # Two documents, each windowed as a whole: not as sentences.
+    by_document = num_windows(
+        joined_documents(VALID_DOCUMENTS), stride=DOCUMENT_STRIDE
+    )
+    by_sentence = num_windows(
+        [[word for word, _ in s] for s in valid_sentences()],
+        stride=DOCUMENT_STRIDE,
+    )
+    assert by_document != by_sentence
+    assert results["num_windows"]["validation"] == by_document
+    assert results["num_windows"]["train"] == num_windows(
+        joined_documents(TRAIN_DOCUMENTS), stride=DOCUMENT_STRIDE
+    )
     written = read_predictions(results["predictions"]["validation"])
     assert [len(lines) for lines in written] == [
         len(sentence) for sentence in valid_sentences()

@@ -5,7 +5,8 @@ tags vary from word to word and make many entities (ill-formed sequences
 such as `I-` after `O` included), tags texts cut into windows of 8
 positions. The `serving_default` endpoint (graph ops) must return exactly
 the entities of `find_entities` (Python: `word_predictions` +
-`metrics.get_entities`), in process and after a SavedModel round trip.
+`metrics.get_entities`), in process and after a SavedModel round trip; the
+SavedModel holds only core TensorFlow and TF Serving's tensorflow-text ops.
 """
 
 import functools
@@ -17,7 +18,10 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
+from keras_bert.serving import saved_model_op_types
+from keras_bert.serving.ops import PYTHON_OPS
 from keras_bert.tasks.ner.entities import find_entities
 from keras_bert.tasks.ner.features import INPUT_NAMES
 from keras_bert.tasks.ner.features import window_tokens
@@ -26,6 +30,7 @@ from keras_bert.tasks.ner.metrics import get_entities
 from keras_bert.tasks.ner.serving import entities_from_windows
 from keras_bert.tasks.ner.serving import label_codes
 from keras_bert.tasks.ner.serving import word_numbers
+from tests.helpers import non_core_ops
 from tests.helpers import tiny_backbone_config
 
 VOCABULARY = [
@@ -385,15 +390,19 @@ def test_entities_from_windows_iobes_rules():
 
 
 @pytest.fixture(scope="module")
-def exported(bio_tagger, tmp_path_factory):
+def export_path(bio_tagger, tmp_path_factory):
     model, preprocessor = bio_tagger
-    path = export_saved_model(
+    return export_saved_model(
         model,
         preprocessor,
         str(tmp_path_factory.mktemp("ner_export")),
         stride=STRIDE,
     )
-    return tf.saved_model.load(path)
+
+
+@pytest.fixture(scope="module")
+def exported(export_path):
+    return tf.saved_model.load(export_path)
 
 
 def test_export_serves_the_in_process_entities(bio_tagger, exported):
@@ -431,6 +440,15 @@ def test_export_predict_ids(bio_tagger, exported):
     assert outputs["label"].numpy().tolist() == [
         [BIO[i].encode() for i in row] for row in label_id
     ]
+
+
+def test_only_core_and_tf_serving_text_ops(export_path, tmp_path):
+    ops = saved_model_op_types(export_path)
+    # Core ops are those a bare TensorFlow knows.
+    non_core = non_core_ops(ops, tmp_path)
+    assert "FastWordpieceTokenizeWithOffsets" in non_core  # the check sees them
+    assert non_core <= TF_SERVING_TEXT_OPS, non_core - TF_SERVING_TEXT_OPS
+    assert not PYTHON_OPS & set(ops)
 
 
 # === Labels ===
