@@ -335,7 +335,9 @@ def _add_extras(results, extras, task):
 
 
 def _copy_resume_state(model_dir, run_dir):
-    """Copies the chief's backup and eval history into a worker's run_dir."""
+    """Copies the chief's backup, eval history and best weights so far into
+    a worker's run_dir (the best epoch may be one before the interruption:
+    the worker then restores those weights, as the chief does)."""
     backup = os.path.join(model_dir, "backup")
     if not (tf.io.gfile.isdir(backup) and tf.io.gfile.listdir(backup)):
         return
@@ -350,11 +352,13 @@ def _copy_resume_state(model_dir, run_dir):
                 os.path.join(target, name),
                 overwrite=True,
             )
-    tf.io.gfile.copy(
-        os.path.join(model_dir, "eval_history.json"),
-        os.path.join(run_dir, "eval_history.json"),
-        overwrite=True,
-    )
+    for name in ("eval_history.json", "best.weights.h5"):
+        if tf.io.gfile.exists(os.path.join(model_dir, name)):
+            tf.io.gfile.copy(
+                os.path.join(model_dir, name),
+                os.path.join(run_dir, name),
+                overwrite=True,
+            )
     logging.info("Worker: copied the chief's backup from %s", backup)
 
 

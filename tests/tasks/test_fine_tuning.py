@@ -263,3 +263,19 @@ def test_extras_may_not_replace_the_shared_fields(tmp_path):
     task = TinySentiment(extras={"metrics": "mine"})
     with pytest.raises(ValueError, match=r"\['metrics'\]"):
         run_fine_tuning(task, str(tmp_path / "run"), **ONE_STEP)
+
+
+def test_a_resuming_worker_gets_the_chiefs_best_weights_so_far(tmp_path):
+    """A non-chief worker resumes in a fresh temporary directory; when the
+    best epoch was one before the interruption it must still find those
+    weights to restore at the end (the chief's are in `model_dir`)."""
+    model_dir, run_dir = tmp_path / "model", tmp_path / "worker"
+    (model_dir / "backup" / "chief").mkdir(parents=True)
+    (model_dir / "backup" / "chief" / "state").write_text("step")
+    (model_dir / "eval_history.json").write_text("[]")
+    (model_dir / "best.weights.h5").write_bytes(b"weights")
+    run_dir.mkdir()
+    fine_tuning._copy_resume_state(str(model_dir), str(run_dir))
+    assert (run_dir / "best.weights.h5").read_bytes() == b"weights"
+    assert (run_dir / "eval_history.json").read_text() == "[]"
+    assert (run_dir / "backup" / "chief" / "state").read_text() == "step"
