@@ -215,9 +215,9 @@ def _softmax_backward(upstream, probs, key_mask, keep, threshold, dtype, scale):
     if keep is not None:
         upstream = tf.where(keep, upstream * dropout_scale(threshold), 0.0)
     # probs * (upstream - sum(upstream * probs)), with the product formed
-    # once. With the row test below instead of a test per element, this
-    # pass takes 1.0-1.2 ms in the profiled benchmark step (scores of
-    # 16 x 8 x 128 x 128) where it took 1.6-2.1.
+    # once, and the row test below instead of a test per element, keep
+    # this pass cheap (its worth is in the `unfused` ablation row,
+    # `benchmarks/ablation.py`).
     weighted = upstream * probs
     grad = weighted - probs * tf.reduce_sum(weighted, axis=-1, keepdims=True)
     if key_mask is not None:
@@ -239,9 +239,8 @@ def attention_probabilities(
 
     Scaling the scores here (by `1 / sqrt(head_dim)`) instead of the
     queries before their matmul saves the block a pass over the queries
-    each way (1.45 ms of TensorFlow multiplies per bfloat16 step of the
-    benchmark classifier, profiled); with a power-of-two scale (head size
-    64) the scaled scores are the same to the bit.
+    each way; with a power-of-two scale (head size 64) the scaled scores
+    are the same to the bit.
 
     Computes in float32, like the block's unfused path (softmax and
     attention dropout in float32), and returns `dtype`. `key_mask` is a boolean

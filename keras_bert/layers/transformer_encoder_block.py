@@ -208,9 +208,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self, x, padding_mask, training, batch_size, sequence_length, fuse
     ):
         qkv = self._dense(self.qkv_dense, x, training)  # (tokens, 3 * hidden)
-        # Split first, then one 4-D transpose per tensor: measured 1.18x
-        # faster per block (fp32, forward + backward) than a single 5-D
-        # transpose of the fused tensor, which TF's CPU kernels handle badly.
+        # Split first, then one 4-D transpose per tensor: faster than a
+        # single 5-D transpose of the fused tensor, which TF's CPU kernels
+        # handle badly (the `fused_qkv_5d` row of benchmarks/ablation.py).
         query, key, value = ops.split(qkv, 3, axis=-1)
         query = self._split_heads(query, batch_size, sequence_length)
         key = self._split_heads(key, batch_size, sequence_length)
