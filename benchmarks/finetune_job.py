@@ -7,9 +7,10 @@ layout), the same hyper-parameters for every contestant (sequence length
 tool does it by default:
 
   recipe      `python recipes/glue.py --task=sst2 ...`: keras-bert's
-              recipe (its tokenizer in `tf.data`, batches cut to their
-              longest row rounded up to 32, AdamW with 10% warmup then
-              linear decay, dev accuracy after the epoch).
+              recipe (its tokenizer in `tf.data`, batches of like-length
+              examples, `--group_by_length`, each cut to its longest row,
+              AdamW with 10% warmup then linear decay, dev accuracy after
+              the epoch).
   keras_hub   keras-hub's `BertTextClassifier` with its own
               `BertTextClassifierPreprocessor` (padding every row to 128),
               loaded by keras-hub's own Hugging Face converter from the same
@@ -25,12 +26,25 @@ tool does it by default:
               (`DataCollatorWithPadding`), its default AdamW and linear
               decay.
 
-Each job runs in its own process, the three alternating (the order rotated
+One more row gives the Trainer the recipe's batching, nothing else
+changed:
+
+  hf_trainer_grouped  the Trainer with
+                      `train_sampling_strategy="group_by_length"` (its
+                      `LengthGroupedSampler`, transformers 4's
+                      `group_by_length=True`; off by default).
+
+(`--contestant=recipe_ungrouped` runs the recipe with `--nogroup_by_length`,
+plainly shuffled batches each cut to its longest row, when asked for with
+`--contestants`.)
+
+Each job runs in its own process, all alternating (the order rotated
 every round); the driver times each process from start to exit (total job
 time, imports and loading included), and each job reports its training and
-evaluation wall time and dev accuracy. Reported: medians over rounds, and
-per round the paired ratio of each peer's time to the recipe's (>1: the
-recipe is faster).
+evaluation wall time and dev accuracy. Round k runs every contestant with
+seed k, so the dev accuracies of the rounds show the seed-to-seed noise.
+Reported: medians over rounds, and per round the paired ratio of each
+other contestant's time to the recipe's (>1: the recipe is faster).
 
     python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
     python benchmarks/finetune_job.py --summarize      # table from the JSONs
@@ -60,14 +74,28 @@ from benchmarks import common  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "finetune_job")
-CONTESTANTS = ("recipe", "keras_hub", "hf_trainer")
+CONTESTANTS = (
+    "recipe",
+    "keras_hub",
+    "hf_trainer",
+    "hf_trainer_grouped",
+)
 SEQUENCE_LENGTH, BATCH_SIZE, LEARNING_RATE, EPOCHS = 128, 32, 2e-5, 1
 
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
-flags.DEFINE_enum("contestant", None, CONTESTANTS, "Run one job (worker).")
+flags.DEFINE_enum(
+    "contestant",
+    None,
+    CONTESTANTS + ("recipe_ungrouped",),
+    "Run one job (worker).",
+)
+flags.DEFINE_list(
+    "contestants", list(CONTESTANTS), "Contestants of each round (driver)."
+)
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 flags.DEFINE_string("glue_dir", GLUE_DIR, "GLUE data directory.")
+flags.DEFINE_integer("seed", 0, "Seed of one job (worker).")
 FLAGS = flags.FLAGS
 
 
@@ -91,7 +119,7 @@ def run_keras_hub():
     import numpy as np
     import tensorflow as tf
 
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(FLAGS.seed)
     sentences, labels = read_sst2("train")
     dev_sentences, dev_labels = read_sst2("dev")
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
@@ -112,7 +140,7 @@ def run_keras_hub():
     )
     train = (
         tf.data.Dataset.from_tensor_slices((sentences, labels))
-        .shuffle(len(labels), seed=0)
+        .shuffle(len(labels), seed=FLAGS.seed)
         .batch(BATCH_SIZE)
     )
     start = time.time()
@@ -127,12 +155,12 @@ def run_keras_hub():
     return len(labels), train_seconds, eval_seconds, accuracy
 
 
-def run_hf_trainer():
+def run_hf_trainer(group_by_length=False):
     import numpy as np
     import torch
     import transformers
 
-    transformers.set_seed(0)
+    transformers.set_seed(FLAGS.seed)
     sentences, labels = read_sst2("train")
     dev_sentences, dev_labels = read_sst2("dev")
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint_dir())
@@ -164,8 +192,11 @@ def run_hf_trainer():
             num_train_epochs=EPOCHS,
             save_strategy="no",
             report_to=[],
-            seed=0,
+            seed=FLAGS.seed,
             use_cpu=True,
+            train_sampling_strategy=(
+                "group_by_length" if group_by_length else "random"
+            ),
             logging_steps=50,
         )
         trainer = transformers.Trainer(
@@ -186,7 +217,7 @@ def run_hf_trainer():
     return len(labels), train_seconds, eval_seconds, accuracy
 
 
-def recipe_command(model_dir):
+def recipe_command(model_dir, seed, grouped=True):
     return [
         sys.executable,
         os.path.join(REPO, "recipes", "glue.py"),
@@ -198,20 +229,25 @@ def recipe_command(model_dir):
         f"--batch_size={BATCH_SIZE}",
         f"--learning_rate={LEARNING_RATE}",
         f"--epochs={EPOCHS}",
+        f"--seed={seed}",
+        f"--{'' if grouped else 'no'}group_by_length",
     ]
 
 
 def run_job(contestant, round_index):
     """Runs one contestant's job in a fresh process; returns its record."""
     with tempfile.TemporaryDirectory() as model_dir:
-        if contestant == "recipe":
-            command = recipe_command(model_dir)
+        if contestant.startswith("recipe"):
+            command = recipe_command(
+                model_dir, round_index, grouped=contestant == "recipe"
+            )
         else:
             command = [
                 sys.executable,
                 os.path.abspath(__file__),
                 f"--contestant={contestant}",
                 f"--glue_dir={FLAGS.glue_dir}",
+                f"--seed={round_index}",
             ]
         start = time.time()
         process = subprocess.run(command, capture_output=True, text=True)
@@ -219,7 +255,7 @@ def run_job(contestant, round_index):
         if process.returncode:
             sys.stderr.write(process.stderr[-5000:])
             raise RuntimeError(f"{contestant} failed ({process.returncode})")
-        if contestant == "recipe":
+        if contestant.startswith("recipe"):
             with open(os.path.join(model_dir, "results.json")) as f:
                 results = json.load(f)
             epoch = results["epochs"][0]
@@ -239,6 +275,7 @@ def run_job(contestant, round_index):
     record.update(
         contestant=contestant,
         round=round_index,
+        seed=round_index,
         total_seconds=round(total, 1),
         train_examples_per_second=round(
             record["num_train_examples"] / record["train_seconds"], 2
@@ -251,35 +288,39 @@ def run_job(contestant, round_index):
 def summarize():
     import numpy as np
 
-    records, values = common.round_values(OUTPUT_DIR, CONTESTANTS)
+    contestants = tuple(FLAGS.contestants)
+    records, values = common.round_values(OUTPUT_DIR, contestants)
     rounds = sorted({r for _, r in records})
 
     rows = [
         "| contestant | training examples/s | training (s) | evaluation (s) "
-        "| total job (s) | dev accuracy (each round) |",
-        "|---|---|---|---|---|---|",
+        "| total job (s) | dev accuracy, mean ± std | dev accuracy (seeds "
+        + ", ".join(str(r) for r in rounds)
+        + ") |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for contestant in CONTESTANTS:
-        accuracies = ", ".join(
-            f"{a:.4f}" for a in values(contestant, "dev_accuracy")
-        )
+    for contestant in contestants:
+        accuracy = values(contestant, "dev_accuracy")
+        accuracies = ", ".join(f"{a:.4f}" for a in accuracy)
+        spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
         rows.append(
             f"| {contestant} "
             f"| {np.median(values(contestant, 'train_examples_per_second')):.1f} "
             f"| {np.median(values(contestant, 'train_seconds')):.1f} "
             f"| {np.median(values(contestant, 'eval_seconds')):.1f} "
             f"| {np.median(values(contestant, 'total_seconds')):.1f} "
-            f"| {accuracies} |"
+            f"| {np.mean(accuracy):.4f} ± {spread:.4f} | {accuracies} |"
         )
     ratio_rows = [
         "",
-        "Paired ratios, peer / recipe (per round; >1: the recipe is faster):",
+        "Paired ratios to the recipe (per round, the same seed; >1: the "
+        "recipe is faster):",
         "",
-        "| peer | training examples/s (recipe / peer) | total job time "
+        "| contestant | training examples/s (recipe / peer) | total job time "
         "(peer / recipe) | per round (training; total) |",
         "|---|---|---|---|",
     ]
-    for peer in CONTESTANTS[1:]:
+    for peer in contestants[1:]:
         train = values("recipe", "train_examples_per_second") / values(
             peer, "train_examples_per_second"
         )
@@ -301,17 +342,28 @@ def summarize():
         "its docstring for what each contestant runs): MiniLM-L6-H384, "
         f"{records[('recipe', rounds[0])]['num_train_examples']} training "
         "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians of "
-        f"{len(rounds)} alternating rounds, each job a fresh process.\n"
+        f"{len(rounds)} alternating rounds (round k: seed k for every "
+        "contestant), each job a fresh process. The goal's peers are "
+        "keras_hub and hf_trainer (each tool's defaults); hf_trainer_grouped "
+        "changes only the Trainer's batching.\n"
         f"{machine}\n\n{table}\n",
     )
 
 
 def main(argv):
     del argv
+    known = CONTESTANTS + ("recipe_ungrouped",)
+    if set(FLAGS.contestants) - set(known):
+        raise app.UsageError(
+            f"--contestants must be among {known}. Received: "
+            f"{FLAGS.contestants}"
+        )
     if FLAGS.contestant:
-        run = {"keras_hub": run_keras_hub, "hf_trainer": run_hf_trainer}[
-            FLAGS.contestant
-        ]
+        run = {
+            "keras_hub": run_keras_hub,
+            "hf_trainer": run_hf_trainer,
+            "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
+        }[FLAGS.contestant]
         examples, train_seconds, eval_seconds, accuracy = run()
         print(
             "RESULT "
@@ -327,9 +379,14 @@ def main(argv):
         return
     if not FLAGS.summarize:
         common.run_rounds(
-            run_job, CONTESTANTS, OUTPUT_DIR, FLAGS.first_round, FLAGS.rounds
+            run_job,
+            tuple(FLAGS.contestants),
+            OUTPUT_DIR,
+            FLAGS.first_round,
+            FLAGS.rounds,
         )
-    summarize()
+    if FLAGS.contestants[0] == "recipe":
+        summarize()
 
 
 if __name__ == "__main__":

@@ -63,6 +63,11 @@ flags.DEFINE_integer("interval", 20, "Steps per interval; the first untimed.")
 flags.DEFINE_integer("corpus_files", 100, "python3.11-doc files to use.")
 flags.DEFINE_string("data_dir", None, "TFRecords (made if absent).")
 flags.DEFINE_enum("contestant", None, CONTESTANTS, "Run one job (worker).")
+flags.DEFINE_list(
+    "contestants",
+    list(CONTESTANTS),
+    "Contestants of each round, the recipe first (driver).",
+)
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 FLAGS = flags.FLAGS
 
@@ -286,7 +291,8 @@ def run_job(contestant, round_index, records):
 def summarize():
     import numpy as np
 
-    records, values = common.round_values(OUTPUT_DIR, CONTESTANTS)
+    contestants = tuple(FLAGS.contestants)
+    records, values = common.round_values(OUTPUT_DIR, contestants)
     rounds = sorted({r for _, r in records})
 
     rows = [
@@ -295,7 +301,7 @@ def summarize():
         "|---|---|---|---|",
     ]
     recipe = values("recipe", "tokens_per_second")
-    for contestant in CONTESTANTS:
+    for contestant in contestants:
         rate = values(contestant, "tokens_per_second")
         ratio = "—"
         if contestant != "recipe":
@@ -314,7 +320,13 @@ def summarize():
         "pretrain_job",
         "Pre-training throughput on the same TFRecord instances "
         f"(`python benchmarks/pretrain_job.py --rounds={len(rounds)} "
-        f"--steps={FLAGS.steps} --interval={FLAGS.interval}`; see its "
+        f"--steps={FLAGS.steps} --interval={FLAGS.interval}"
+        + (
+            ""
+            if contestants == CONTESTANTS
+            else f" --contestants={','.join(contestants)}"
+        )
+        + "`; see its "
         "docstring): L4/H512/A8 from random weights, batch 32, sequence "
         "128, 20 predictions; tokens/s after the first interval; keras-hub "
         "trains MLM only (it has no NSP head). "
@@ -338,7 +350,7 @@ def main(argv):
         records = make_tfrecords(data_dir)
         common.run_rounds(
             lambda contestant, k: run_job(contestant, k, records),
-            CONTESTANTS,
+            tuple(FLAGS.contestants),
             OUTPUT_DIR,
             FLAGS.first_round,
             FLAGS.rounds,
