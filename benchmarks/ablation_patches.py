@@ -9,10 +9,37 @@ import math
 
 
 def _attention_5d(
-    self, x, padding_mask, training, batch_size, seq_len, fuse=False
+    self,
+    x,
+    queries,
+    padding_mask,
+    training,
+    batch_size,
+    seq_len,
+    query_length,
+    fuse=False,
 ):
-    """The package's first attention: one 5-D transpose of q|k|v."""
+    """The package's first attention: one 5-D transpose of q|k|v. (A last
+    block computed at some positions only, `BertBackbone.outputs_at`, has
+    its queries apart and keeps the package's attention.)"""
     from keras import ops
+
+    from keras_bert.layers import transformer_encoder_block
+
+    if queries is not None:
+        return (
+            transformer_encoder_block.TransformerEncoderBlock._self_attention(
+                self,
+                x,
+                queries,
+                padding_mask,
+                training,
+                batch_size,
+                seq_len,
+                query_length,
+                fuse,
+            )
+        )
 
     qkv = ops.reshape(
         self.qkv_dense(x),
@@ -51,6 +78,22 @@ def _attention_5d(
     )
 
 
+def _full_outputs_at(self, inputs, positions=None):
+    """`BertBackbone.outputs_at` as the whole backbone, then gathered: the
+    last block computed at every position."""
+    from keras import ops
+
+    outputs = self(inputs)
+    result = {"pooled_output": outputs["pooled_output"]}
+    if positions is not None:
+        result["sequence_output"] = ops.take_along_axis(
+            outputs["sequence_output"],
+            ops.cast(positions, "int32")[:, :, None],
+            axis=1,
+        )
+    return result
+
+
 def patches(variant):
     """(object, attribute, replacement) triples that undo one optimisation."""
     import keras
@@ -84,6 +127,10 @@ def patches(variant):
         from keras_bert.layers import fused_ops
 
         return [(fused_ops, "can_fuse", lambda *tensors: False)]
+    if variant == "full_last_block":
+        from keras_bert.models import bert_backbone
+
+        return [(bert_backbone.BertBackbone, "outputs_at", _full_outputs_at)]
     if variant == "fused_qkv_5d":
         block = transformer_encoder_block.TransformerEncoderBlock
         return [(block, "_self_attention", _attention_5d)]

@@ -9,12 +9,18 @@ same batches in the same order, and their steps are timed in alternating
 windows (A B C A B C ...), so all see the same machine load.
 
 Variants:
-  recipe          as shipped: batches cut to exactly their longest row,
+  recipe          as shipped: batches of like-length examples
+                  (`--group_by_length`), each cut to exactly its longest row,
                   Keras' own train function (traced with the sequence axis
                   unknown after two shapes, so the element-wise ops run
-                  unfused).
+                  unfused), the classifier's last block computed on [CLS]
+                  only (`BertBackbone.outputs_at`).
+  ungrouped       plainly shuffled batches (`--nogroup_by_length`), each cut
+                  to its longest row.
+  full_last_block the classifier on the whole backbone's pooled output (its
+                  last block computed at every position).
   bucket_16, bucket_32, bucket_64
-                  batches padded up to a multiple of 16, 32 or 64
+                  the recipe's batches padded up to a multiple of 16, 32 or 64
                   (`keras_bert.data.trim_batch`) and the step traced once per
                   shape (`training.trace_per_shape`), so that the XLA-fused
                   element-wise kernels (`layers.fused_ops`) run.
@@ -48,6 +54,8 @@ GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
 
 VARIANTS = (
     "recipe",
+    "ungrouped",
+    "full_last_block",
     "bucket_16",
     "bucket_32",
     "bucket_64",
@@ -67,6 +75,7 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     """The variant's model (compiled as `run_fine_tuning` compiles it) and
     an iterator over its batches."""
     import keras_bert
+    from benchmarks import ablation_patches
     from keras_bert.tasks.glue.dataset import glue_dataset
     from keras_bert.training import WarmupLinearDecay
     from keras_bert.training import create_adamw
@@ -76,10 +85,19 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     multiple = {"bucket_16": 16, "bucket_32": 32, "bucket_64": 64}.get(
         variant, 32 if variant == "unfused_32" else True
     )
+    patches = ablation_patches.patches(variant)  # full_last_block's
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    for obj, name, replacement in patches:
+        setattr(obj, name, replacement)
+    try:
+        with strategy.scope():
+            model = keras_bert.BertClassifier.from_checkpoint(
+                checkpoint, num_classes=2
+            )
+    finally:
+        for obj, name, original in saved:
+            setattr(obj, name, original)
     with strategy.scope():
-        model = keras_bert.BertClassifier.from_checkpoint(
-            checkpoint, num_classes=2
-        )
         optimizer = create_adamw(
             WarmupLinearDecay(
                 2e-5, total_steps=total_steps, warmup_steps=total_steps // 10
@@ -98,6 +116,7 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
         first_epoch=0,
         num_epochs=100,
         trim_padding=multiple,
+        group_by_length=variant != "ungrouped",
     )
     model.make_train_function()
     iterator = iter(strategy.experimental_distribute_dataset(dataset))

@@ -14,7 +14,8 @@ from keras_bert.layers.layer_norm import LayerNorm
 class MaskedLMHead(keras.layers.Layer):
     """Predicts the original token at each masked position.
 
-    The head gathers the hidden states at `masked_positions` first, then
+    The head gathers the hidden states at `masked_positions` first (or takes
+    them already gathered, as `BertBackbone.outputs_at` computes them), then
     applies dense + GELU + LayerNorm and projects onto the vocabulary with the
     **transpose of the token embedding matrix** (weights tied, as in BERT)
     plus a per-token bias. Only `(batch, predictions, vocab)` logits are ever
@@ -42,7 +43,9 @@ class MaskedLMHead(keras.layers.Layer):
         sequence_output: float tensor `(batch_size, sequence_length,
             hidden_dim)`.
         masked_positions: int tensor `(batch_size, num_predictions)`, the
-            positions to predict.
+            positions to predict, or `None` when `sequence_output` holds
+            only those positions' hidden states, `(batch_size,
+            num_predictions, hidden_dim)`. Defaults to `None`.
 
     Returns float32 logits `(batch_size, num_predictions, vocabulary_size)`.
 
@@ -119,12 +122,12 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions, training=None):
-        masked_positions = ops.cast(masked_positions, "int32")
-        # (batch, predictions, hidden): gather before any vocab-sized work.
-        x = ops.take_along_axis(
-            sequence_output, masked_positions[:, :, None], axis=1
-        )
+    def call(self, sequence_output, masked_positions=None, training=None):
+        x = sequence_output
+        if masked_positions is not None:
+            masked_positions = ops.cast(masked_positions, "int32")
+            # (batch, predictions, hidden): gather before any vocab-sized work.
+            x = ops.take_along_axis(x, masked_positions[:, :, None], axis=1)
         x = apply_activation(self.dense(x), self.activation, training=training)
         x = self.layer_norm(x, training=training)
         if self.token_embedding is not None:
@@ -152,14 +155,17 @@ class MaskedLMHead(keras.layers.Layer):
         )
 
     def compute_output_shape(
-        self, sequence_output_shape, masked_positions_shape
+        self, sequence_output_shape, masked_positions_shape=None
     ):
+        if masked_positions_shape is None:
+            return tuple(sequence_output_shape[:-1]) + (self.vocabulary_size,)
         return tuple(masked_positions_shape) + (self.vocabulary_size,)
 
-    def compute_output_spec(self, sequence_output, masked_positions):
+    def compute_output_spec(self, sequence_output, masked_positions=None):
         return keras.KerasTensor(
             self.compute_output_shape(
-                sequence_output.shape, masked_positions.shape
+                sequence_output.shape,
+                None if masked_positions is None else masked_positions.shape,
             ),
             dtype="float32",
         )

@@ -71,9 +71,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
         padding_mask: tensor `(batch_size, sequence_length)`, 1 (or True)
             for real tokens and 0 for padding. Padding keys get no
             attention. Optional.
+        query_positions: int tensor `(batch_size, num_queries)`, or `None`
+            (every position). The positions whose outputs are wanted: keys
+            and values still come from every token, but the queries, the
+            attention output, the feed-forward layer and both LayerNorms
+            run on these positions only. The result equals the full
+            output gathered at them, to float rounding (a head that reads
+            only `[CLS]` or the masked tokens saves most of the block's
+            work; see `BertBackbone.outputs_at`).
         training: bool. Whether dropout is active.
 
-    Returns a tensor of the input's shape.
+    Returns a tensor of the input's shape, or `(batch_size, num_queries,
+    hidden_dim)` with `query_positions`.
 
     Example:
     ```python
@@ -159,7 +168,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
             dropout, dtype=self.dtype_policy, name="output_dropout"
         )
 
-    def build(self, inputs_shape, padding_mask_shape=None):
+    def build(
+        self, inputs_shape, padding_mask_shape=None, query_positions_shape=None
+    ):
         hidden_dim = inputs_shape[-1]
         if hidden_dim % self.num_heads != 0:
             raise ValueError(
@@ -204,15 +215,37 @@ class TransformerEncoderBlock(keras.layers.Layer):
         )
         return ops.transpose(x, (0, 2, 1, 3))
 
+    def _query_key_value(self, x, queries):
+        """Projections of `x` (tokens, hidden); queries from `queries` when
+        given (a subset of the tokens), else from `x`."""
+        if queries is None:
+            qkv = self._dense(self.qkv_dense, x, None)  # (tokens, 3 * hidden)
+            return ops.split(qkv, 3, axis=-1)
+        # Only the query columns of the fused kernel see the query rows.
+        kernel = ops.cast(self.qkv_dense.kernel, self.compute_dtype)
+        bias = ops.cast(self.qkv_dense.bias, self.compute_dtype)
+        hidden = self.hidden_dim
+        query = ops.matmul(queries, kernel[:, :hidden]) + bias[:hidden]
+        key_value = ops.matmul(x, kernel[:, hidden:]) + bias[hidden:]
+        key, value = ops.split(key_value, 2, axis=-1)
+        return query, key, value
+
     def _self_attention(
-        self, x, padding_mask, training, batch_size, sequence_length, fuse
+        self,
+        x,
+        queries,
+        padding_mask,
+        training,
+        batch_size,
+        sequence_length,
+        query_length,
+        fuse,
     ):
-        qkv = self._dense(self.qkv_dense, x, training)  # (tokens, 3 * hidden)
         # Split first, then one 4-D transpose per tensor: faster than a
         # single 5-D transpose of the fused tensor, which TF's CPU kernels
         # handle badly (the `fused_qkv_5d` row of benchmarks/ablation.py).
-        query, key, value = ops.split(qkv, 3, axis=-1)
-        query = self._split_heads(query, batch_size, sequence_length)
+        query, key, value = self._query_key_value(x, queries)
+        query = self._split_heads(query, batch_size, query_length)
         key = self._split_heads(key, batch_size, sequence_length)
         value = self._split_heads(value, batch_size, sequence_length)
         scale = 1.0 / math.sqrt(self.head_dim)
@@ -235,7 +268,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 scale=scale,
             )
             return self._attention_context(
-                probs, value, batch_size, sequence_length
+                probs, value, batch_size, query_length
             )
         # At least float32: half-precision softmax loses too much; a
         # float64 model keeps float64 (used to check parity exactly).
@@ -248,15 +281,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         probs = ops.softmax(scores, axis=-1)
         probs = self.attention_probs_dropout(probs, training=training)
         probs = ops.cast(probs, self.compute_dtype)
-        return self._attention_context(
-            probs, value, batch_size, sequence_length
-        )
+        return self._attention_context(probs, value, batch_size, query_length)
 
-    def _attention_context(self, probs, value, batch_size, sequence_length):
-        context = ops.matmul(probs, value)  # (batch, heads, seq, dim)
+    def _attention_context(self, probs, value, batch_size, query_length):
+        context = ops.matmul(probs, value)  # (batch, heads, queries, dim)
         context = ops.transpose(context, (0, 2, 1, 3))
         return ops.reshape(
-            context, (batch_size * sequence_length, self.hidden_dim)
+            context, (batch_size * query_length, self.hidden_dim)
         )
 
     def _dense(self, dense, x, training, fuse=False):
@@ -285,7 +316,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         x = dropout(x, training=training)
         return layer_norm(residual + x, training=training)
 
-    def call(self, inputs, padding_mask=None, training=None):
+    def call(
+        self, inputs, padding_mask=None, query_positions=None, training=None
+    ):
         batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # In training with static shapes, the element-wise chains between
         # the matmuls run as XLA-fused ops (see `fused_ops`).
@@ -294,12 +327,31 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # 2-D matmuls let TensorFlow fuse the bias add (and, at inference,
         # the GELU) into the matmul.
         x = ops.reshape(inputs, (-1, self.hidden_dim))
+        queries, query_length = None, sequence_length
+        if query_positions is not None:
+            # Only these positions' outputs are wanted: keys and values
+            # come from every token, everything else runs on these rows.
+            query_positions = ops.cast(query_positions, "int32")
+            query_length = ops.shape(query_positions)[1]
+            queries = ops.reshape(
+                ops.take_along_axis(
+                    inputs, query_positions[:, :, None], axis=1
+                ),
+                (-1, self.hidden_dim),
+            )
         context = self._self_attention(
-            x, padding_mask, training, batch_size, sequence_length, fuse
+            x,
+            queries,
+            padding_mask,
+            training,
+            batch_size,
+            sequence_length,
+            query_length,
+            fuse,
         )
         x = self._add_norm(
             context,
-            x,
+            x if queries is None else queries,
             self.attention_output_dense,
             self.attention_output_dropout,
             self.attention_layer_norm,
@@ -326,12 +378,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             training,
             fuse,
         )
-        return ops.reshape(
-            output, (batch_size, sequence_length, self.hidden_dim)
-        )
+        return ops.reshape(output, (batch_size, query_length, self.hidden_dim))
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
-        return inputs_shape
+    def compute_output_shape(
+        self, inputs_shape, padding_mask_shape=None, query_positions_shape=None
+    ):
+        if query_positions_shape is None:
+            return inputs_shape
+        return tuple(query_positions_shape) + (inputs_shape[-1],)
 
     def get_config(self):
         config = super().get_config()

@@ -152,24 +152,14 @@ class BertBackbone(keras.Model):
         )
 
         # === Functional Model ===
-        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-        segment_ids = keras.Input(
-            shape=(None,), dtype="int32", name="segment_ids"
-        )
-        padding_mask = keras.Input(
-            shape=(None,), dtype="int32", name="padding_mask"
-        )
-        x = self.embedding(token_ids, segment_ids)
-        for block in self.transformer_layers:
-            x = block(x, padding_mask=padding_mask)
-        sequence_output = x
-        pooled_output = self.pooler_dense(x[:, 0, :])
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in BACKBONE_INPUTS
+        }
+        sequence_output = self._encode(inputs)
+        pooled_output = self.pooler_dense(sequence_output[:, 0, :])
         super().__init__(
-            inputs={
-                "token_ids": token_ids,
-                "segment_ids": segment_ids,
-                "padding_mask": padding_mask,
-            },
+            inputs=inputs,
             outputs={
                 "sequence_output": sequence_output,
                 "pooled_output": pooled_output,
@@ -195,6 +185,73 @@ class BertBackbone(keras.Model):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+
+    def _encode(self, inputs, last_block_positions=None):
+        """The last block's hidden states (at `last_block_positions`)."""
+        padding_mask = inputs["padding_mask"]
+        x = self.embedding(inputs["token_ids"], inputs["segment_ids"])
+        for block in self.transformer_layers[:-1]:
+            x = block(x, padding_mask=padding_mask)
+        return self.transformer_layers[-1](
+            x, padding_mask=padding_mask, query_positions=last_block_positions
+        )
+
+    def outputs_at(self, inputs, positions=None):
+        """The backbone's outputs where a task head reads them, computed only
+        there.
+
+        A sentence head reads `[CLS]` alone, a masked-LM head the masked
+        positions: every other output of the last transformer block is
+        computed and thrown away. Here the last block still attends over
+        every token (its keys and values), but its queries, attention
+        output, feed-forward layer and LayerNorms run only on `[CLS]` and
+        `positions`, which saves most of one block's work (a sixth of a
+        6-layer encoder, a quarter of a 4-layer one, in training and in
+        inference). The results equal `self(inputs)`'s, gathered, to
+        float rounding (tested). `BertClassifier` and `BertMaskedLM` build
+        their graphs with it; call it on `keras.Input`s to do the same in
+        a head of your own (it shares this backbone's layers and weights).
+
+        Args:
+            inputs: dict of `token_ids`, `segment_ids`, `padding_mask`
+                `(batch_size, sequence_length)`, symbolic or concrete.
+            positions: int tensor `(batch_size, num_positions)` of the
+                positions whose `sequence_output` is wanted, or `None`
+                (only `pooled_output`).
+
+        Returns:
+            A dict with `pooled_output` `(batch_size, hidden_dim)` and, when
+            `positions` is given, `sequence_output`
+            `(batch_size, num_positions, hidden_dim)`.
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+            intermediate_dim=32, max_sequence_length=16,
+        )
+        inputs = {
+            "token_ids": np.array([[2, 7, 9, 3, 0]]),
+            "segment_ids": np.zeros((1, 5), "int32"),
+            "padding_mask": np.array([[1, 1, 1, 1, 0]]),
+        }
+        outputs = backbone.outputs_at(inputs, np.array([[1, 2]]))
+        outputs["sequence_output"].shape  # (1, 2, 8)
+        ```
+        """
+        cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
+        if positions is None:
+            last_block_positions = cls_position
+        else:
+            last_block_positions = keras.ops.concatenate(
+                [cls_position, keras.ops.cast(positions, cls_position.dtype)],
+                axis=1,
+            )
+        x = self._encode(inputs, last_block_positions)
+        outputs = {"pooled_output": self.pooler_dense(x[:, 0, :])}
+        if positions is not None:
+            outputs["sequence_output"] = x[:, 1:, :]
+        return outputs
 
     @property
     def token_embedding(self):

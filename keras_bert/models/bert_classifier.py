@@ -16,7 +16,9 @@ class BertClassifier(Task):
 
     Dropout and one dense layer on the backbone's `pooled_output`, as in
     the BERT paper's fine-tuning setup; every weight trains. With
-    `num_classes=1` the model is a regressor (e.g. STS-B).
+    `num_classes=1` the model is a regressor (e.g. STS-B). The backbone's
+    last block runs on `[CLS]` only, the one position the head reads
+    (`BertBackbone.outputs_at`: the same logits, less work).
 
     The model is compiled on construction: sparse categorical
     cross-entropy on logits and `accuracy` for classification, mean
@@ -94,7 +96,8 @@ class BertClassifier(Task):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in BACKBONE_INPUTS
         }
-        pooled = backbone(inputs)["pooled_output"]
+        # The last block runs on [CLS] only (see BertBackbone.outputs_at).
+        pooled = backbone.outputs_at(inputs)["pooled_output"]
         outputs = self.output_dense(self.output_dropout(pooled))
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 

@@ -21,7 +21,9 @@ class BertMaskedLM(Task):
     with the output projection tied to the token embedding; the
     next-sentence head is a dense layer on `pooled_output` predicting
     whether segment B follows segment A (label 0 = "is next", 1 = "random",
-    the original BERT convention).
+    the original BERT convention). The backbone's last block runs only on
+    `[CLS]` and the masked positions, which is all the heads read
+    (`BertBackbone.outputs_at`: the same logits, less work).
 
     The model is compiled on construction with the paper's objective, so
     `fit` works at once: the mean masked-LM cross-entropy over real
@@ -115,12 +117,13 @@ class BertMaskedLM(Task):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in MASKED_LM_INPUTS
         }
-        backbone_outputs = backbone(
-            {name: inputs[name] for name in BACKBONE_INPUTS}
+        # The last block runs on [CLS] and the masked positions only (see
+        # BertBackbone.outputs_at): the heads read nothing else.
+        backbone_outputs = backbone.outputs_at(
+            {name: inputs[name] for name in BACKBONE_INPUTS},
+            inputs["masked_positions"],
         )
-        mlm_logits = self.masked_lm_head(
-            backbone_outputs["sequence_output"], inputs["masked_positions"]
-        )
+        mlm_logits = self.masked_lm_head(backbone_outputs["sequence_output"])
         nsp_logits = self.nsp_dense(backbone_outputs["pooled_output"])
         super().__init__(
             inputs=inputs,

@@ -85,3 +85,17 @@ def test_tied_head_saves_and_loads():
     assert_config_complete(head)
     sequence = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
     run_layer_saving_test(head, sequence, np.array([[0, 2], [1, 1]], "int32"))
+
+
+def test_already_gathered_hidden_states_need_no_positions():
+    head, _ = _tied_head()
+    rng = np.random.default_rng(2)
+    sequence = rng.normal(size=(2, 5, 4)).astype("float32")
+    positions = np.array([[1, 3], [0, 4]])
+    gathered = np.take_along_axis(sequence, positions[:, :, None], axis=1)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(head(gathered)),
+        keras.ops.convert_to_numpy(head(sequence, positions)),
+        atol=1e-6,
+    )
+    assert head.compute_output_shape((2, 2, 4)) == (2, 2, 7)

@@ -190,3 +190,66 @@ def test_mixed_precision_keeps_softmax_in_float32(monkeypatch, training):
     assert np.isfinite(
         keras.ops.convert_to_numpy(keras.ops.cast(out, "float32"))
     ).all()
+
+
+def _query_case(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(3, 7, 8)).astype("float32")
+    mask = np.array([[1] * 7, [1] * 5 + [0] * 2, [1] * 3 + [0] * 4])
+    # Repeated and padded positions too: each is an independent query.
+    positions = np.array([[0, 2, 4], [0, 1, 1], [0, 6, 2]])
+    return x, mask, positions
+
+
+def test_query_positions_give_the_full_outputs_at_those_positions():
+    x, mask, positions = _query_case()
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=16)
+    full = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
+    subset = block(x, padding_mask=mask, query_positions=positions)
+    assert subset.shape == (3, 3, 8)
+    assert block.compute_output_shape((3, 7, 8), (3, 7), (3, 3)) == (3, 3, 8)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(subset),
+        np.take_along_axis(full, positions[:, :, None], axis=1),
+        atol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_query_positions_train_like_the_full_block(monkeypatch, fused):
+    """The same values and the same gradients (input and every weight) as
+    the full block's outputs gathered: only what is read is computed."""
+    import tensorflow as tf
+
+    from keras_bert.layers import fused_ops
+
+    if fused:  # the XLA-fused training path, on this tiny shape too
+        monkeypatch.setattr(fused_ops, "MIN_ELEMENTS", 0)
+    x, mask, positions = _query_case(1)
+    block = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=16, dropout=0.0
+    )
+    block(x, padding_mask=mask)
+    x = tf.constant(x)
+    results = []
+    for subset in (False, True):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            if subset:
+                y = block(
+                    x,
+                    padding_mask=mask,
+                    query_positions=positions,
+                    training=True,
+                )
+            else:
+                y = tf.gather(
+                    block(x, padding_mask=mask, training=True),
+                    positions,
+                    batch_dims=1,
+                )
+            loss = tf.reduce_sum(y * tf.sin(y))
+        gradients = tape.gradient(loss, [x] + block.trainable_variables)
+        results.append([y] + [tf.convert_to_tensor(g) for g in gradients])
+    for full, subset in zip(*results):
+        np.testing.assert_allclose(subset.numpy(), full.numpy(), atol=2e-5)

@@ -60,6 +60,41 @@ def test_padding_does_not_change_real_positions():
     assert np.abs(_numpy(out["pooled_output"]) - base_pooled).max() <= 1e-6
 
 
+def test_outputs_at_equal_the_full_outputs_where_they_are_read():
+    backbone = BertBackbone(**tiny_backbone_config(num_layers=3))
+    inputs = backbone_inputs(batch_size=2, sequence_length=8)
+    full = backbone(inputs)
+    positions = np.array([[3, 1, 1], [7, 0, 5]])
+    at = backbone.outputs_at(inputs, positions)
+    np.testing.assert_allclose(
+        _numpy(at["sequence_output"]),
+        np.take_along_axis(
+            _numpy(full["sequence_output"]), positions[:, :, None], axis=1
+        ),
+        atol=1e-6,
+    )
+    for outputs in (at, backbone.outputs_at(inputs)):
+        np.testing.assert_allclose(
+            _numpy(outputs["pooled_output"]),
+            _numpy(full["pooled_output"]),
+            atol=1e-6,
+        )
+    assert set(backbone.outputs_at(inputs)) == {"pooled_output"}
+
+    # Symbolic: a head of one's own, sharing the backbone's weights.
+    symbolic = {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in inputs
+    }
+    model = keras.Model(
+        symbolic, backbone.outputs_at(symbolic)["pooled_output"]
+    )
+    np.testing.assert_allclose(
+        _numpy(model(inputs)), _numpy(full["pooled_output"]), atol=1e-6
+    )
+    assert model.count_params() == backbone.count_params()
+
+
 def test_dropout_is_inactive_at_inference():
     backbone = BertBackbone(**tiny_backbone_config(dropout=0.5))
     inputs = backbone_inputs()

@@ -21,6 +21,20 @@ def test_logits_shape_and_dtype():
     assert logits.dtype == "float32"
 
 
+def test_logits_are_the_head_on_the_backbones_pooled_output():
+    """The last block runs on [CLS] only (BertBackbone.outputs_at); the
+    logits are those of the full backbone's pooled output."""
+    backbone = BertBackbone(**tiny_backbone_config())
+    model = BertClassifier(backbone, num_classes=3)
+    inputs = backbone_inputs(batch_size=4, sequence_length=9)
+    pooled = backbone(inputs)["pooled_output"]
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model(inputs)),
+        keras.ops.convert_to_numpy(model.output_dense(pooled)),
+        atol=1e-6,
+    )
+
+
 def _keyword_task(n=96, seed=0):
     """Label 1 iff token 7 occurs in the sequence."""
     rng = np.random.default_rng(seed)

@@ -33,6 +33,31 @@ def test_outputs():
     assert outputs["mlm_logits"].dtype == "float32"
 
 
+def test_heads_read_the_backbones_full_outputs():
+    """The last block runs only where the heads read (BertBackbone.
+    outputs_at): the logits are the heads' on the full backbone outputs."""
+    backbone = BertBackbone(**tiny_backbone_config())
+    model = BertMaskedLM(backbone)
+    inputs = _inputs(batch_size=3)
+    inputs["masked_positions"] = np.array([[4, 1, 0], [5, 5, 2], [3, 0, 0]])
+    full = backbone({k: inputs[k] for k in backbone.input})
+    outputs = model(inputs)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(outputs["mlm_logits"]),
+        keras.ops.convert_to_numpy(
+            model.masked_lm_head(
+                full["sequence_output"], inputs["masked_positions"]
+            )
+        ),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(outputs["nsp_logits"]),
+        keras.ops.convert_to_numpy(model.nsp_dense(full["pooled_output"])),
+        atol=1e-6,
+    )
+
+
 def test_default_loss_is_mean_over_real_slots_plus_nsp():
     model = BertMaskedLM(BertBackbone(**tiny_backbone_config(dropout=0.0)))
     inputs = _inputs(batch_size=2)
