@@ -29,7 +29,10 @@ from tests.checkpoints.google_writer import write_google_checkpoint
 
 require_references()
 
-TOLERANCE = 1e-5
+# float32 through six blocks and a drawn head, two implementations: measured
+# 3.5e-6 / 5.7e-6 (start / end) on one CPU and 1.05e-5 / 6.0e-6 on an AVX-512
+# AMD EPYC, whose oneDNN kernels round differently.
+TOLERANCE = 2e-5
 
 QUESTIONS_AND_CONTEXTS = [
     ("Who wrote it?", "The book was written by Émile Zola in 1867."),
