@@ -211,9 +211,14 @@ def run_hf_trainer(group_by_length=False):
         start = time.time()
         predictions = trainer.predict(Examples(dev_sentences, dev_labels))
         eval_seconds = time.time() - start
-    accuracy = float(
-        np.mean(np.argmax(predictions.predictions, -1) == np.array(dev_labels))
-    )
+    # With train_sampling_strategy="group_by_length", transformers 5 also
+    # draws prediction batches length-grouped and shuffled, and returns
+    # the predictions in that order: score them against the labels it
+    # returns beside them (the same order), not the file's.
+    gold = np.asarray(predictions.label_ids)
+    if sorted(gold.tolist()) != sorted(dev_labels):
+        raise RuntimeError("The Trainer's label_ids are not the dev labels.")
+    accuracy = float(np.mean(np.argmax(predictions.predictions, -1) == gold))
     return len(labels), train_seconds, eval_seconds, accuracy
 
 

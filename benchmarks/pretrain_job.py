@@ -19,6 +19,12 @@ architecture) with batch 32 on them:
               labels -100 off the masked positions), `torch.optim.AdamW`,
               `clip_grad_norm_(1.0)`.
 
+`--precision=mixed_bfloat16` runs every contestant in bfloat16 with
+float32 weights: the recipe with `--mixed_precision`, keras-hub under the
+`mixed_bfloat16` dtype policy, PyTorch under
+`torch.autocast("cpu", torch.bfloat16)` (what transformers' Trainer does
+with `bf16=True`).
+
 Each contestant runs `--steps` steps in its own process; the rate is
 taken over the steps after the first interval (`--interval` steps,
 which hold the tracing / warm-up), as tokens/s = sequences × 128 / s.
@@ -26,11 +32,12 @@ The three alternate (order rotated each round). Reported: medians over
 rounds and the paired per-round ratio recipe / peer (>1: the recipe is
 faster).
 
-    python benchmarks/pretrain_job.py --rounds=3
-    python benchmarks/pretrain_job.py --summarize
+    python benchmarks/pretrain_job.py --rounds=3 [--precision=mixed_bfloat16]
+    python benchmarks/pretrain_job.py --summarize [--precision=...]
 
-Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` and the
-"pretrain_job" section of benchmarks/RESULTS.md.
+Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` (float32;
+`pretrain_job_mixed_bfloat16/` for bfloat16) and the "pretrain_job"
+("pretrain_job_mixed_bfloat16") section of benchmarks/RESULTS.md.
 """
 
 import glob
@@ -68,8 +75,23 @@ flags.DEFINE_list(
     list(CONTESTANTS),
     "Contestants of each round, the recipe first (driver).",
 )
+flags.DEFINE_enum(
+    "precision",
+    "float32",
+    ["float32", "mixed_bfloat16"],
+    "Every contestant's precision: the recipe's --mixed_precision, "
+    "keras-hub's global dtype policy, torch.autocast(bfloat16) as "
+    "transformers' Trainer runs bf16=True.",
+)
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 FLAGS = flags.FLAGS
+
+
+def output_dir():
+    """Where a precision's round records go (float32: the plain name)."""
+    if FLAGS.precision == "float32":
+        return OUTPUT_DIR
+    return f"{OUTPUT_DIR}_{FLAGS.precision}"
 
 
 def vocab_file():
@@ -123,6 +145,7 @@ def run_keras_hub(records):
     import tensorflow as tf
 
     keras.utils.set_random_seed(0)
+    keras.mixed_precision.set_global_policy(FLAGS.precision)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=30522,
         intermediate_dim=4 * ARCHITECTURE["hidden_dim"],
@@ -200,8 +223,14 @@ def run_hf_torch(records):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6)
     seconds = []
     start = time.perf_counter()
+    autocast = torch.autocast(
+        "cpu",
+        dtype=torch.bfloat16,
+        enabled=FLAGS.precision == "mixed_bfloat16",
+    )
     for step, batch in enumerate(torch_batches, 1):
-        loss = model(**batch).loss
+        with autocast:
+            loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -248,6 +277,7 @@ def run_job(contestant, round_index, records):
                 f"--num_warmup_steps={FLAGS.steps // 10}",
                 f"--save_checkpoints_steps={FLAGS.interval}",
                 "--verbose=2",
+                f"--mixed_precision={FLAGS.precision != 'float32'}",
             ]
         else:
             command = [
@@ -257,6 +287,7 @@ def run_job(contestant, round_index, records):
                 f"--data_dir={os.path.dirname(records)}",
                 f"--steps={FLAGS.steps}",
                 f"--interval={FLAGS.interval}",
+                f"--precision={FLAGS.precision}",
             ]
         start = time.time()
         process = subprocess.run(command, capture_output=True, text=True)
@@ -284,6 +315,7 @@ def run_job(contestant, round_index, records):
         "interval_seconds": [round(s, 2) for s in seconds],
         "tokens_per_second": round(steps * BATCH * SEQ / sum(timed), 1),
         "total_seconds": round(total, 1),
+        "precision": FLAGS.precision,
         "machine": common.machine_description(),
     }
 
@@ -292,7 +324,7 @@ def summarize():
     import numpy as np
 
     contestants = tuple(FLAGS.contestants)
-    records, values = common.round_values(OUTPUT_DIR, contestants)
+    records, values = common.round_values(output_dir(), contestants)
     rounds = sorted({r for _, r in records})
 
     rows = [
@@ -317,7 +349,8 @@ def summarize():
     table = "\n".join(rows)
     print(table)
     common.update_results(
-        "pretrain_job",
+        "pretrain_job"
+        + ("" if FLAGS.precision == "float32" else "_" + FLAGS.precision),
         "Pre-training throughput on the same TFRecord instances "
         f"(`python benchmarks/pretrain_job.py --rounds={len(rounds)} "
         f"--steps={FLAGS.steps} --interval={FLAGS.interval}"
@@ -326,9 +359,15 @@ def summarize():
             if contestants == CONTESTANTS
             else f" --contestants={','.join(contestants)}"
         )
+        + (
+            ""
+            if FLAGS.precision == "float32"
+            else " --precision=" + FLAGS.precision
+        )
         + "`; see its "
         "docstring): L4/H512/A8 from random weights, batch 32, sequence "
-        "128, 20 predictions; tokens/s after the first interval; keras-hub "
+        f"128, 20 predictions, every contestant in {FLAGS.precision}; "
+        "tokens/s after the first interval; keras-hub "
         "trains MLM only (it has no NSP head). "
         f"{len(rounds)} alternating rounds, each job a fresh process.\n"
         f"{records[('recipe', rounds[0])]['machine']}\n\n{table}\n",
@@ -351,7 +390,7 @@ def main(argv):
         common.run_rounds(
             lambda contestant, k: run_job(contestant, k, records),
             tuple(FLAGS.contestants),
-            OUTPUT_DIR,
+            output_dir(),
             FLAGS.first_round,
             FLAGS.rounds,
         )
