@@ -205,10 +205,10 @@ class BertBackbone(keras.Model):
         computed and thrown away. Here the last block still attends over
         every token (its keys and values), but its queries, attention
         output, feed-forward layer and LayerNorms run only on `[CLS]` and
-        `positions`, which saves most of one block's work (a sixth of a
-        6-layer encoder, a quarter of a 4-layer one, in training and in
-        inference). The results equal `self(inputs)`'s, gathered, to
-        float rounding (tested). `BertClassifier` and `BertMaskedLM` build
+        `positions`, which saves most of that block's work, in training
+        and in inference (the `full_last_block` rows of the ablation
+        sections of `benchmarks/RESULTS.md` measure it). The results
+        equal `self(inputs)`'s, gathered, to float rounding (tested). `BertClassifier` and `BertMaskedLM` build
         their graphs with it; call it on `keras.Input`s to do the same in
         a head of your own (it shares this backbone's layers and weights).
 
@@ -239,6 +239,12 @@ class BertBackbone(keras.Model):
         outputs["sequence_output"].shape  # (1, 2, 8)
         ```
         """
+        missing = [name for name in BACKBONE_INPUTS if name not in inputs]
+        if missing:
+            raise ValueError(
+                f"`outputs_at` needs the inputs {list(BACKBONE_INPUTS)}; "
+                f"missing {missing}. Received: {sorted(inputs)}"
+            )
         cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
         if positions is None:
             last_block_positions = cls_position

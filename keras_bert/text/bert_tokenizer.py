@@ -643,7 +643,9 @@ class _GrowingArray:
     written, so over-reserving costs nothing; grown in place (`mremap`),
     so outgrowing it does not copy; and handed to TensorFlow through
     DLPack, which keeps it as the tensor's buffer (tests/text/
-    test_bad_input.py checks that it is not copied).
+    test_bad_input.py checks that it is not copied). Where a map cannot be
+    resized (no `mremap`: macOS, the BSDs), it grows into a new map, the
+    rows copied once, and is not shrunk at the end.
     """
 
     def __init__(self, dtype, inner_shape, capacity):
@@ -651,14 +653,17 @@ class _GrowingArray:
         self.inner_shape = tuple(inner_shape)
         self.row_bytes = self.dtype.itemsize * math.prod(self.inner_shape)
         self.size = 0  # rows written
-        self._map = mmap.mmap(
-            -1, max(capacity * self.row_bytes, 1), flags=mmap.MAP_PRIVATE
-        )
+        self._map = _anonymous_map(capacity * self.row_bytes)
 
     def append(self, rows):
         end = self.size + len(rows)
         if end * self.row_bytes > len(self._map):
-            self._map.resize(max(end * self.row_bytes, 2 * len(self._map)))
+            size = max(end * self.row_bytes, 2 * len(self._map))
+            if not _resize_map(self._map, size):
+                used = self.size * self.row_bytes
+                grown = _anonymous_map(size)
+                grown[:used] = self._map[:used]
+                self._map = grown
         self._view(self.size, end)[...] = rows
         self.size = end
 
@@ -673,11 +678,27 @@ class _GrowingArray:
         """The rows as a CPU tensor that holds this memory (no copy)."""
         if self.size == 0:
             return tf.zeros((0,) + self.inner_shape, self.dtype)
-        self._map.resize(self.size * self.row_bytes)  # free what is unused
+        _resize_map(self._map, self.size * self.row_bytes)  # free the rest
         # DLPack hands TensorFlow the memory itself; tf.convert_to_tensor
         # would copy it.
         rows = self._view(0, self.size)
         return tf.experimental.dlpack.from_dlpack(rows.__dlpack__())
+
+
+def _anonymous_map(size):
+    # MAP_PRIVATE where there is one (not on Windows, whose default is
+    # an anonymous map too).
+    flags = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
+    return mmap.mmap(-1, max(size, 1), **flags)
+
+
+def _resize_map(memory_map, size):
+    """Resizes in place; `False` where the system cannot (no `mremap`)."""
+    try:
+        memory_map.resize(max(size, 1))
+    except (SystemError, OSError):
+        return False
+    return True
 
 
 def eager_in_chunks(function, *batches):

@@ -93,6 +93,8 @@ def test_outputs_at_equal_the_full_outputs_where_they_are_read():
         _numpy(model(inputs)), _numpy(full["pooled_output"]), atol=1e-6
     )
     assert model.count_params() == backbone.count_params()
+    with pytest.raises(ValueError, match="missing \\['padding_mask'\\]"):
+        backbone.outputs_at({"token_ids": 1, "segment_ids": 1})
 
 
 def test_dropout_is_inactive_at_inference():

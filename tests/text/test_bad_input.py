@@ -183,3 +183,20 @@ def test_joined_rows_become_a_tensor_without_a_copy():
     # Writing the buffer changes the tensor: they are the same memory.
     np.frombuffer(rows._map, np.int32, 1)[0] = -7
     assert tensor.numpy()[0, 0] == -7
+
+
+def test_rows_grow_where_maps_cannot_be_resized(monkeypatch):
+    """Without mremap (macOS, the BSDs) a full buffer moves to a bigger map
+    and the end result is the same rows, still TensorFlow's own memory."""
+    from keras_bert.text import bert_tokenizer
+
+    monkeypatch.setattr(bert_tokenizer, "_resize_map", lambda *args: False)
+    rows = bert_tokenizer._GrowingArray(tf.int32, (2,), capacity=1)
+    for start in range(0, 6000, 2000):
+        rows.append(np.arange(start, start + 2000).reshape(1000, 2))
+    tensor = rows.to_tensor()
+    np.testing.assert_array_equal(
+        tensor.numpy(), np.arange(6000).reshape(3000, 2)
+    )
+    np.frombuffer(rows._map, np.int32, 1)[0] = -7
+    assert tensor.numpy()[0, 0] == -7
