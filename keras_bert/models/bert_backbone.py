@@ -208,9 +208,10 @@ class BertBackbone(keras.Model):
         `positions`, which saves most of that block's work, in training
         and in inference (the `full_last_block` rows of the ablation
         sections of `benchmarks/RESULTS.md` measure it). The results
-        equal `self(inputs)`'s, gathered, to float rounding (tested). `BertClassifier` and `BertMaskedLM` build
-        their graphs with it; call it on `keras.Input`s to do the same in
-        a head of your own (it shares this backbone's layers and weights).
+        equal `self(inputs)`'s, gathered, to float rounding (tested).
+        `BertClassifier` and `BertMaskedLM` build their graphs with it;
+        call it on `keras.Input`s to do the same in a head of your own (it
+        shares this backbone's layers and weights).
 
         Args:
             inputs: dict of `token_ids`, `segment_ids`, `padding_mask`
