@@ -11,7 +11,6 @@ import math
 def _attention_5d(
     self,
     x,
-    queries,
     padding_mask,
     training,
     batch_size,
@@ -23,23 +22,6 @@ def _attention_5d(
     block computed at some positions only, `BertBackbone.outputs_at`, has
     its queries apart and keeps the package's attention.)"""
     from keras import ops
-
-    from keras_bert.layers import transformer_encoder_block
-
-    if queries is not None:
-        return (
-            transformer_encoder_block.TransformerEncoderBlock._self_attention(
-                self,
-                x,
-                queries,
-                padding_mask,
-                training,
-                batch_size,
-                seq_len,
-                query_length,
-                fuse,
-            )
-        )
 
     qkv = ops.reshape(
         self.qkv_dense(x),
@@ -133,5 +115,12 @@ def patches(variant):
         return [(bert_backbone.BertBackbone, "outputs_at", _full_outputs_at)]
     if variant == "fused_qkv_5d":
         block = transformer_encoder_block.TransformerEncoderBlock
-        return [(block, "_self_attention", _attention_5d)]
+        package_attention = block._self_attention
+
+        def attention(self, x, queries, *args):
+            if queries is not None:  # a last block at some positions only
+                return package_attention(self, x, queries, *args)
+            return _attention_5d(self, x, *args)
+
+        return [(block, "_self_attention", attention)]
     return []

@@ -32,7 +32,7 @@ the paired ratio "variant / recipe" of each window's step time (>1: the
 recipe's way is faster).
 
     python benchmarks/recipe_steps.py [--rounds=8] [--window=10]
-        [--variants=recipe,keras_tracing,...]
+        [--variants=recipe,bucket_32,...]
 
 Writes the "recipe_steps" section of benchmarks/RESULTS.md (when all
 variants ran).
