@@ -82,6 +82,31 @@ class Task(keras.Model):
             )
         }
 
+    @property
+    def layers(self):
+        """The model's layers, its backbone listed as one layer.
+
+        A head built on `BertBackbone.outputs_at` (`BertClassifier`,
+        `BertMaskedLM`) calls the backbone's own layers in its graph.
+        Listed here as the backbone they belong to, as for a head that
+        calls the backbone whole, they keep `get_layer("bert_backbone")`
+        and the layout of `.keras` and `.weights.h5` files (which Keras
+        writes by this list) as they were before `outputs_at`, so files
+        written before still load (tests/models/test_weight_files.py).
+        """
+        layers = super().layers
+        backbone = getattr(self, "backbone", None)
+        if backbone is None or any(layer is backbone for layer in layers):
+            return layers
+        backbone_layers = {id(layer) for layer in backbone.layers}
+        listed = []
+        for layer in layers:
+            if id(layer) not in backbone_layers:
+                listed.append(layer)
+            elif not any(seen is backbone for seen in listed):
+                listed.append(backbone)
+        return listed
+
     # --- Task interface ----------------------------------------------------
 
     def head_weights(self):
