@@ -79,11 +79,7 @@ def _train_function(variant):
     features = {
         k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
     }
-    patches = ablation_patches.patches(variant)
-    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
-    for obj, name, replacement in patches:
-        setattr(obj, name, replacement)
-    try:
+    with ablation_patches.applied(variant):
         keras.utils.set_random_seed(0)
         backbone = keras_bert.BertBackbone(**common.CONFIG)
         optimizer_class = (
@@ -109,9 +105,6 @@ def _train_function(variant):
         dataset = dataset.repeat()
         # Traces (with the patches in place) and warms up.
         model.fit(dataset, steps_per_epoch=3, verbose=0)
-    finally:
-        for obj, name, original in saved:
-            setattr(obj, name, original)
     iterator = iter(dataset)
     train_function = model.train_function
 

@@ -5,6 +5,7 @@ and `benchmarks/recipe_steps.py` (the GLUE recipe's own steps); each
 variant is described in `ablation.py`'s docstring.
 """
 
+import contextlib
 import math
 
 
@@ -124,3 +125,17 @@ def patches(variant):
 
         return [(block, "_self_attention", attention)]
     return []
+
+
+@contextlib.contextmanager
+def applied(variant):
+    """The variant's patches in place inside the block, undone after it."""
+    triples = patches(variant)
+    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in triples]
+    for obj, name, replacement in triples:
+        setattr(obj, name, replacement)
+    try:
+        yield
+    finally:
+        for obj, name, original in saved:
+            setattr(obj, name, original)

@@ -87,11 +87,14 @@ flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 FLAGS = flags.FLAGS
 
 
+def _precision_suffix():
+    """Names of float32's records and section plain, others suffixed."""
+    return "" if FLAGS.precision == "float32" else "_" + FLAGS.precision
+
+
 def output_dir():
-    """Where a precision's round records go (float32: the plain name)."""
-    if FLAGS.precision == "float32":
-        return OUTPUT_DIR
-    return f"{OUTPUT_DIR}_{FLAGS.precision}"
+    """Where a precision's round records go."""
+    return OUTPUT_DIR + _precision_suffix()
 
 
 def vocab_file():
@@ -349,8 +352,7 @@ def summarize():
     table = "\n".join(rows)
     print(table)
     common.update_results(
-        "pretrain_job"
-        + ("" if FLAGS.precision == "float32" else "_" + FLAGS.precision),
+        "pretrain_job" + _precision_suffix(),
         "Pre-training throughput on the same TFRecord instances "
         f"(`python benchmarks/pretrain_job.py --rounds={len(rounds)} "
         f"--steps={FLAGS.steps} --interval={FLAGS.interval}"

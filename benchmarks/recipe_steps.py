@@ -85,18 +85,11 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     multiple = {"bucket_16": 16, "bucket_32": 32, "bucket_64": 64}.get(
         variant, 32 if variant == "unfused_32" else True
     )
-    patches = ablation_patches.patches(variant)  # full_last_block's
-    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
-    for obj, name, replacement in patches:
-        setattr(obj, name, replacement)
-    try:
-        with strategy.scope():
-            model = keras_bert.BertClassifier.from_checkpoint(
-                checkpoint, num_classes=2
-            )
-    finally:
-        for obj, name, original in saved:
-            setattr(obj, name, original)
+    # full_last_block's patch (the others have none).
+    with ablation_patches.applied(variant), strategy.scope():
+        model = keras_bert.BertClassifier.from_checkpoint(
+            checkpoint, num_classes=2
+        )
     with strategy.scope():
         optimizer = create_adamw(
             WarmupLinearDecay(

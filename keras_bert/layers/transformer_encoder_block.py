@@ -219,7 +219,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         """Projections of `x` (tokens, hidden); queries from `queries` when
         given (a subset of the tokens), else from `x`."""
         if queries is None:
-            qkv = self._dense(self.qkv_dense, x, None)  # (tokens, 3 * hidden)
+            qkv = self.qkv_dense(x)  # (tokens, 3 * hidden)
             return ops.split(qkv, 3, axis=-1)
         # Only the query columns of the fused kernel see the query rows.
         kernel = ops.cast(self.qkv_dense.kernel, self.compute_dtype)
