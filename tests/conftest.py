@@ -55,6 +55,23 @@ def _release_keras_state():
     keras.backend.clear_session(free_memory=True)
 
 
+@pytest.fixture(autouse=True)
+def _restore_absl_log_level():
+    """Each test starts with the absl logger's level as it found it.
+
+    A recipe run in-process parses absl's flags, which sets the `absl`
+    logger to the `--verbosity` level (WARNING by default) for the rest of
+    the process; a later test that expects INFO messages in `caplog` would
+    then see none, depending on the order the tests ran in.
+    """
+    import logging
+
+    logger = logging.getLogger("absl")
+    level = logger.level
+    yield
+    logger.setLevel(level)
+
+
 def _fail_if_strict(report):
     if STRICT and report.skipped and not hasattr(report, "wasxfail"):
         reason = report.longrepr
