@@ -5,9 +5,9 @@ import tensorflow as tf
 
 from keras_bert.text import bert_tokenizer
 from keras_bert.text.bert_tokenizer import BertTokenizer
-from keras_bert.text.bert_tokenizer import _EagerFunctions
-from keras_bert.text.bert_tokenizer import _to_string_tensor
+from keras_bert.text.bert_tokenizer import EagerFunctions
 from keras_bert.text.bert_tokenizer import is_long_string_list
+from keras_bert.text.bert_tokenizer import to_string_tensor
 
 TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
 
@@ -101,7 +101,7 @@ class BertPreprocessor(keras.layers.Layer):
         self.sequence_length = sequence_length
         self.truncate = truncate
         # A plain object: neither Keras nor SavedModel should track these.
-        self._compiled = _EagerFunctions()
+        self._compiled = EagerFunctions()
 
     def __call__(self, x, *args, **kwargs):
         texts = list(x) if isinstance(x, tuple) else [x]
@@ -130,7 +130,7 @@ class BertPreprocessor(keras.layers.Layer):
                 *texts,
             )
             return keras.utils.pack_x_y_sample_weight(outputs, y, sample_weight)
-        texts = [_to_string_tensor(t) for t in texts]
+        texts = [to_string_tensor(t) for t in texts]
         ranks = [t.shape.rank for t in texts]
         if any(rank not in (0, 1) for rank in ranks):
             raise ValueError(

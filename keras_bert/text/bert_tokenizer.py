@@ -154,7 +154,7 @@ class BertTokenizer(keras.layers.Layer):
             support_detokenization=False,
         )
         # A plain object: neither Keras nor SavedModel should track these.
-        self._compiled = _EagerFunctions()
+        self._compiled = EagerFunctions()
 
     # --- Vocabulary ---------------------------------------------------------
 
@@ -338,7 +338,7 @@ class BertTokenizer(keras.layers.Layer):
             return concat_chunks(
                 lambda chunk: self._apply(chunk, with_offsets), inputs
             )
-        inputs = _to_string_tensor(inputs)
+        inputs = to_string_tensor(inputs)
         rank = inputs.shape.rank
         if rank is None:
             raise ValueError(
@@ -504,7 +504,7 @@ class BertTokenizer(keras.layers.Layer):
         return cls(vocabulary, **casing)
 
 
-class _EagerFunctions:
+class EagerFunctions:
     """Holds compiled functions for eager calls, out of Keras' tracking."""
 
     def __init__(self):
@@ -534,7 +534,9 @@ def keep_string_inputs(layer):
     layer._allow_non_tensor_positional_args = True
 
 
-def _to_string_tensor(inputs):
+def to_string_tensor(inputs):
+    """`inputs` (strings: a list, an array or a dense `tf.Tensor`) as a
+    string `tf.Tensor`; a clear error for ragged or non-string inputs."""
     if isinstance(inputs, tf.RaggedTensor):
         raise ValueError(
             "BertTokenizer takes dense strings; received a tf.RaggedTensor. "
