@@ -34,6 +34,7 @@ import keras_bert
 from keras_bert.data import expand_input_files
 from keras_bert.data import text_lines
 from keras_bert.text import vocabulary as vocabulary_lib
+from keras_bert.validation import check_rate
 
 FLAGS = flags.FLAGS
 
@@ -60,11 +61,7 @@ def read_lines(patterns):
 def split_held_out(lines, fraction):
     if fraction <= 0:
         return lines, []
-    if not 0 < fraction < 1:
-        raise ValueError(
-            "--held_out_fraction must be in [0, 1). Received: "
-            f"--held_out_fraction={fraction}"
-        )
+    check_rate("--held_out_fraction", fraction)
     every = max(int(round(1 / fraction)), 2)
     return (
         [line for i, line in enumerate(lines) if i % every],

@@ -40,6 +40,7 @@ from keras_bert.tasks import run_fine_tuning
 from keras_bert.tasks.glue import GLUE_TASKS
 from keras_bert.tasks.glue import GlueFineTuning
 from keras_bert.tasks.glue import write_mnli_demo
+from keras_bert.validation import check_rate
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -120,11 +121,9 @@ def _check_flags(config):
             f"--demo writes an MNLI sample; use --task=mnli. Received: "
             f"--task={config['task']}"
         )
-    if not 0 <= config["holdout_fraction"] < 1:
-        raise app.UsageError(
-            "--holdout_fraction must be in [0, 1). Received: "
-            f"{config['holdout_fraction']}"
-        )
+    check_rate(
+        "--holdout_fraction", config["holdout_fraction"], error=app.UsageError
+    )
 
 
 def _build_model(task):

@@ -12,7 +12,7 @@ from keras_bert.checkpoints.checkpoint_config import (
     backbone_config_from_checkpoint_config,
 )
 from keras_bert.checkpoints.checkpoint_config import read_config_file
-from keras_bert.models.task import Task
+from keras_bert.checkpoints.heads import registered_heads
 
 CONFIG_FILE = "bert_config.json"
 # Optimizer state and counters saved alongside the weights.
@@ -22,7 +22,7 @@ _IGNORED = re.compile(
     r"loss_scale)$"
 )
 # Whole names that do not follow the scope -> dotted-name rule; task heads
-# add theirs (`Task.GOOGLE_NAMES`, e.g. run_classifier.py's
+# add theirs (`CheckpointHead.google_names`, e.g. run_classifier.py's
 # `output_weights`).
 _BACKBONE_SPECIAL_NAMES = {
     "bert/embeddings/word_embeddings": "bert.embeddings.word_embeddings.weight",
@@ -37,8 +37,8 @@ _BACKBONE_SPECIAL_NAMES = {
 
 def _special_names():
     names = dict(_BACKBONE_SPECIAL_NAMES)
-    for task_class in Task.registry:
-        names.update(task_class.GOOGLE_NAMES)
+    for head in registered_heads().values():
+        names.update(head.google_names)
     return names
 
 

@@ -7,6 +7,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from keras_bert.checkpoints.heads import checkpoint_head
+from keras_bert.checkpoints.heads import registered_heads
 from keras_bert.checkpoints.read_checkpoint import read_checkpoint
 from keras_bert.checkpoints.weight_map import group_prefixes
 from keras_bert.checkpoints.weight_map import weight_map
@@ -39,8 +41,8 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
     `read_checkpoint`). Loading is all-or-nothing:
 
     - every encoder weight must be in the checkpoint with the right shape;
-    - the pooler and each head group of the model (its
-      `CHECKPOINT_HEADS`: masked LM, next sentence, classifier, ...) are
+    - the pooler and each head group of the model (its checkpoint head's
+      `groups`: masked LM, next sentence, classifier, ...) are
       loaded whole when the checkpoint has any of their
       tensors, and must then be complete; one with no tensors at all stays
       freshly initialised and is named in a warning (`BertForMaskedLM`
@@ -58,13 +60,14 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
         path: str. A Hugging Face or Google BERT checkpoint directory.
         model_class: `BertBackbone` or a task model class
             (`keras_bert.models.Task`: `BertMaskedLM`, `BertClassifier`,
-            ...), or `"auto"`: the task class named by a Hugging Face
-            config's `architectures`, else the first task class whose head
-            tensors are in the checkpoint, else `BertBackbone`. Defaults to
-            `BertBackbone`.
+            ...) with a registered checkpoint head (see
+            `keras_bert.checkpoints.heads`), or `"auto"`: the task class
+            named by a Hugging Face config's `architectures`, else the first
+            task class whose head tensors are in the checkpoint, else
+            `BertBackbone`. Defaults to `BertBackbone`.
         **kwargs: the task head's constructor arguments (e.g.
-            `num_classes` for `BertClassifier`; see the class's
-            `config_from_checkpoint` for what the checkpoint supplies) and
+            `num_classes` for `BertClassifier`; its checkpoint head's
+            `config_from_checkpoint` says what the checkpoint supplies) and
             overrides of the backbone config (e.g. `dropout=0.0`,
             `dtype="mixed_bfloat16"`). A name that is both (`dropout`)
             goes to both.
@@ -97,6 +100,7 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
         )
     head_arguments = set()
     if issubclass(model_class, Task):
+        head = checkpoint_head(model_class)
         head_arguments = set(
             inspect.signature(model_class.__init__).parameters
         ) - {"self", "backbone", "kwargs"}
@@ -131,7 +135,7 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
     if issubclass(model_class, BertBackbone):
         model = model_class(**backbone_config)
     else:
-        head_config = model_class.config_from_checkpoint(
+        head_config = head.config_from_checkpoint(
             checkpoint,
             backbone_config,
             **{k: v for k, v in kwargs.items() if k in head_arguments},
@@ -206,11 +210,12 @@ def assign_checkpoint(model, checkpoint):
             type(model).__name__,
             ", ".join(checkpoint.source_name(n) for n in skipped),
         )
+    head = None if isinstance(model, BertBackbone) else checkpoint_head(model)
     descriptions = {
         "pooler": _POOLER_DESCRIPTION,
-        **getattr(model, "GROUP_DESCRIPTIONS", {}),
+        **(head.descriptions if head else {}),
     }
-    if not getattr(model, "USES_POOLER", True) and "pooler" in fresh:
+    if head and not head.uses_pooler and "pooler" in fresh:
         fresh.remove("pooler")  # unused: nothing to warn about
     for group in fresh:
         logging.warning(
@@ -291,12 +296,13 @@ def _report(model, checkpoint, missing, mismatched, unexpected, inconsistent):
 
 def _detect_model_class(checkpoint):
     architectures = _architectures(checkpoint)
-    for task_class in Task.registry:
-        if task_class.HUGGINGFACE_ARCHITECTURE in architectures:
+    heads = registered_heads()
+    for task_class, head in heads.items():
+        if head.huggingface_architecture in architectures:
             return task_class
     names = checkpoint.tensors
-    for task_class in Task.registry:
-        prefixes = tuple(task_class.CHECKPOINT_HEADS.values())
+    for task_class, head in heads.items():
+        prefixes = tuple(head.groups.values())
         if prefixes and any(n.startswith(prefixes) for n in names):
             return task_class
     return BertBackbone

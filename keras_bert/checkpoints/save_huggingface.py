@@ -8,6 +8,7 @@ from keras_bert import files
 from keras_bert.checkpoints.checkpoint_config import (
     huggingface_config_from_backbone,
 )
+from keras_bert.checkpoints.heads import checkpoint_head
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.text.vocabulary import save_vocabulary
@@ -28,13 +29,13 @@ def save_huggingface(model, tokenizer, path):
     `vocab.txt` and `tokenizer_config.json` (casing and accent stripping).
     The architecture follows the model: a `BertBackbone` becomes a
     `BertModel`; a task model writes its head and its own config entries
-    (`huggingface_config`): a `BertMaskedLM` becomes a `BertForPreTraining`
-    (masked-LM and NSP heads; the tied decoder matrix is not duplicated, as
-    `transformers` saves it), a `BertClassifier` a
-    `BertForSequenceClassification`, a `BertQuestionAnswerer` a
-    `BertForQuestionAnswering`. The
-    directory loads with `transformers`' `from_pretrained` with no missing
-    or unexpected weights.
+    (as its `keras_bert.checkpoints.CheckpointHead` declares): a
+    `BertMaskedLM` becomes a `BertForPreTraining` (masked-LM and NSP heads;
+    the tied decoder matrix is not duplicated, as `transformers` saves it),
+    a `BertClassifier` a `BertForSequenceClassification`, a
+    `BertQuestionAnswerer` a `BertForQuestionAnswering`. The directory loads
+    with `transformers`' `from_pretrained` with no missing or unexpected
+    weights.
 
     Args:
         model: `BertBackbone` or a task model.
@@ -64,9 +65,11 @@ def save_huggingface(model, tokenizer, path):
     backbone = model if isinstance(model, BertBackbone) else model.backbone
     config = huggingface_config_from_backbone(backbone)
     if not isinstance(model, BertBackbone):
-        config.update(model.huggingface_config())
-    if not getattr(model, "USES_POOLER", True):
-        del groups["pooler"]
+        head = checkpoint_head(model)
+        config["architectures"] = [head.huggingface_architecture]
+        config.update(head.huggingface_config(model))
+        if not head.uses_pooler:
+            del groups["pooler"]
     tensors = {}
     for specs in groups.values():
         for spec in specs:

@@ -10,11 +10,12 @@ import dataclasses
 import keras
 import numpy as np
 
+from keras_bert.checkpoints.heads import checkpoint_head
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.task import Task
 
 # The Hugging Face name prefix of the encoder's groups; task heads declare
-# theirs in `Task.CHECKPOINT_HEADS`.
+# theirs in their `CheckpointHead.groups` (`keras_bert.checkpoints.heads`).
 BACKBONE_PREFIXES = {"backbone": "bert.", "pooler": "bert.pooler."}
 
 
@@ -89,7 +90,7 @@ def weight_map(model):
             f"{type(model).__name__}."
         )
     groups = _backbone_groups(model.backbone)
-    for group, weights in model.head_weights().items():
+    for group, weights in checkpoint_head(model).weights(model).items():
         groups[group] = [
             spec
             for name, holder in weights.items()
@@ -100,8 +101,9 @@ def weight_map(model):
 
 def group_prefixes(model):
     """Group name → the Hugging Face name prefix of its tensors."""
-    heads = {} if isinstance(model, BertBackbone) else model.CHECKPOINT_HEADS
-    return {**BACKBONE_PREFIXES, **heads}
+    if isinstance(model, BertBackbone):
+        return dict(BACKBONE_PREFIXES)
+    return {**BACKBONE_PREFIXES, **checkpoint_head(model).groups}
 
 
 def _specs(name, holder):
@@ -112,7 +114,8 @@ def _specs(name, holder):
     if isinstance(holder, keras.Variable):
         return [WeightSpec(holder, (name,))]
     raise TypeError(
-        f"head_weights() maps {name!r} to a {type(holder).__name__}; "
+        f"The checkpoint head's weights() map {name!r} to a "
+        f"{type(holder).__name__}; "
         "expected a Dense layer, a LayerNorm or a keras.Variable."
     )
 

@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data import masking
+from keras_bert.validation import check_positive_int
 
 
 class DynamicMasker:
@@ -53,14 +54,7 @@ class DynamicMasker:
         masked_lm_prob=0.15,
         do_whole_word_mask=False,
     ):
-        if not isinstance(max_predictions_per_seq, int) or (
-            max_predictions_per_seq < 1
-        ):
-            raise ValueError(
-                "Received an invalid value for argument "
-                "`max_predictions_per_seq`, expected a positive integer. "
-                f"Received: max_predictions_per_seq={max_predictions_per_seq!r}"
-            )
+        check_positive_int("max_predictions_per_seq", max_predictions_per_seq)
         if not 0.0 <= masked_lm_prob <= 1.0:
             raise ValueError(
                 "Received an invalid value for argument `masked_lm_prob`, "

@@ -14,6 +14,7 @@ import tensorflow as tf
 from keras_bert.data.corpus import expand_input_files
 from keras_bert.data.corpus import read_documents
 from keras_bert.data.dynamic_masker import DynamicMasker
+from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 
 
 def parse_pretraining_example(
@@ -233,10 +234,7 @@ def pretraining_dataset_from_text(
     dataset = dataset.padded_batch(
         batch_size,
         padded_shapes=(
-            {
-                name: [length]
-                for name in ("token_ids", "segment_ids", "padding_mask")
-            },
+            {name: [length] for name in BACKBONE_INPUTS},
             [],
         ),
         padding_values=(

@@ -22,6 +22,7 @@ from absl import logging
 from tqdm import tqdm
 
 from keras_bert.data.corpus import read_documents
+from keras_bert.validation import check_positive_int
 
 
 def _int64_feature(values):
@@ -102,11 +103,7 @@ def output_shard_paths(output_file, num_shards=1):
             "Received an empty `output_file`. Pass a path (or comma-separated "
             f"paths). Received: output_file={output_file!r}"
         )
-    if not isinstance(num_shards, int) or num_shards < 1:
-        raise ValueError(
-            "Received an invalid value for argument `num_shards`, expected "
-            f"a positive integer. Received: num_shards={num_shards!r}"
-        )
+    check_positive_int("num_shards", num_shards)
     if num_shards > 1:
         if len(paths) > 1:
             raise ValueError(

@@ -8,7 +8,9 @@ from keras_bert.layers.initializers import get_initializer
 from keras_bert.layers.layer_norm import LayerNorm
 from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding
-from keras_bert.layers.validation import check_ids_in_range
+from keras_bert.validation import check_ids_in_range
+from keras_bert.validation import check_positive_int
+from keras_bert.validation import check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -63,17 +65,8 @@ class BertEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if not isinstance(vocabulary_size, int) or vocabulary_size <= 0:
-            raise ValueError(
-                "Received an invalid value for argument `vocabulary_size`, "
-                "expected a positive integer. Received: "
-                f"vocabulary_size={vocabulary_size!r}"
-            )
-        if not 0 <= dropout < 1:
-            raise ValueError(
-                "Received an invalid value for argument `dropout`, expected a "
-                f"float in [0, 1). Received: dropout={dropout!r}"
-            )
+        check_positive_int("vocabulary_size", vocabulary_size)
+        check_rate("dropout", dropout)
         self.vocabulary_size = vocabulary_size
         self.hidden_dim = hidden_dim
         self.max_sequence_length = max_sequence_length

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
+from keras_bert.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -45,15 +46,8 @@ class PositionEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("max_sequence_length", max_sequence_length),
-            ("hidden_dim", hidden_dim),
-        ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, "
-                    f"expected a positive integer. Received: {name}={value!r}"
-                )
+        check_positive_int("max_sequence_length", max_sequence_length)
+        check_positive_int("hidden_dim", hidden_dim)
         self.max_sequence_length = max_sequence_length
         self.hidden_dim = hidden_dim
         self.initializer = get_initializer(initializer)

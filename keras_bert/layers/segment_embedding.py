@@ -5,7 +5,8 @@ from keras import ops
 
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
-from keras_bert.layers.validation import check_ids_in_range
+from keras_bert.validation import check_ids_in_range
+from keras_bert.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -35,15 +36,8 @@ class SegmentEmbedding(keras.layers.Layer):
 
     def __init__(self, num_segments, hidden_dim, initializer=None, **kwargs):
         super().__init__(**kwargs)
-        for name, value in (
-            ("num_segments", num_segments),
-            ("hidden_dim", hidden_dim),
-        ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, "
-                    f"expected a positive integer. Received: {name}={value!r}"
-                )
+        check_positive_int("num_segments", num_segments)
+        check_positive_int("hidden_dim", hidden_dim)
         self.num_segments = num_segments
         self.hidden_dim = hidden_dim
         self.initializer = get_initializer(initializer)

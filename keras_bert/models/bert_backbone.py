@@ -8,8 +8,21 @@ from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 from keras_bert.models.presets import get_preset_config
 from keras_bert.models.presets import preset_hub_id
+from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
+from keras_bert.validation import check_positive_int
 
-BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+def keras_inputs(names=BACKBONE_INPUTS):
+    """A dict of named int32 `keras.Input`s `(batch_size, sequence_length)`.
+
+    The inputs of `BertBackbone`'s functional graph and of every task model
+    built on it; a head with inputs of its own adds their names (e.g.
+    `keras_inputs(BACKBONE_INPUTS + ("masked_positions",))`).
+    """
+    return {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in names
+    }
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -99,11 +112,7 @@ class BertBackbone(keras.Model):
             ("max_sequence_length", max_sequence_length),
             ("num_segments", num_segments),
         ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, "
-                    f"expected a positive integer. Received: {name}={value!r}"
-                )
+            check_positive_int(name, value)
         if hidden_dim % num_heads != 0:
             raise ValueError(
                 f"`hidden_dim` must be divisible by `num_heads`, but "
@@ -152,10 +161,7 @@ class BertBackbone(keras.Model):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in BACKBONE_INPUTS
-        }
+        inputs = keras_inputs()
         sequence_output = self._encode(inputs)
         pooled_output = self.pooler_dense(sequence_output[:, 0, :])
         super().__init__(

@@ -5,9 +5,11 @@ import tensorflow as tf
 
 from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
-from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.training.optimizers import create_adamw
+from keras_bert.validation import check_positive_int
+from keras_bert.validation import check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -52,28 +54,11 @@ class BertClassifier(Task):
     ```
     """
 
-    CHECKPOINT_HEADS = {"classifier": "classifier."}
-    GROUP_DESCRIPTIONS = {"classifier": "classifier head (classifier)"}
-    # run_classifier.py's fine-tuned head, stored `(classes, hidden)`.
-    GOOGLE_NAMES = {
-        "output_weights": "classifier.weight",
-        "output_bias": "classifier.bias",
-    }
-    HUGGINGFACE_ARCHITECTURE = "BertForSequenceClassification"
     TASK_NAME = "classifier"
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
-        if not isinstance(num_classes, int) or num_classes <= 0:
-            raise ValueError(
-                "Received an invalid value for argument `num_classes`, "
-                "expected a positive integer (1 for regression). Received: "
-                f"num_classes={num_classes!r}"
-            )
-        if not 0 <= dropout < 1:
-            raise ValueError(
-                "Received an invalid value for argument `dropout`, expected a "
-                f"float in [0, 1). Received: dropout={dropout!r}"
-            )
+        check_positive_int("num_classes", num_classes, hint="1 for regression")
+        check_rate("dropout", dropout)
 
         # === Layers ===
         self.backbone = backbone
@@ -92,10 +77,7 @@ class BertClassifier(Task):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in BACKBONE_INPUTS
-        }
+        inputs = keras_inputs()
         # The last block runs on [CLS] only (see BertBackbone.outputs_at).
         pooled = backbone.outputs_at(inputs)["pooled_output"]
         outputs = self.output_dense(self.output_dropout(pooled))
@@ -146,39 +128,6 @@ class BertClassifier(Task):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         }
-
-    # --- Task interface ----------------------------------------------------
-
-    def head_weights(self):
-        return {"classifier": {"classifier": self.output_dense}}
-
-    @classmethod
-    def config_from_checkpoint(
-        cls, checkpoint, backbone_config, num_classes=None, dropout=None
-    ):
-        if num_classes is None:
-            if "classifier.weight" not in checkpoint.tensors:
-                raise ValueError(
-                    f"{checkpoint.path} has no classifier head, so the number "
-                    "of classes is unknown. Pass it: "
-                    "`BertClassifier.from_checkpoint(path, num_classes=...)`."
-                )
-            num_classes = int(checkpoint.tensors["classifier.weight"].shape[0])
-        if dropout is None:
-            dropout = backbone_config["dropout"]
-        return {"num_classes": num_classes, "dropout": dropout}
-
-    def huggingface_config(self):
-        labels = {str(i): f"LABEL_{i}" for i in range(self.num_classes)}
-        config = {
-            **super().huggingface_config(),
-            "id2label": labels,
-            "label2id": {label: int(i) for i, label in labels.items()},
-            "classifier_dropout": self.dropout,
-        }
-        if self.num_classes == 1:
-            config["problem_type"] = "regression"
-        return config
 
     def serving_endpoints(self, preprocessor, labels=None, pair=False):
         """`serving_default` on text, `predict_ids` on ids.
@@ -233,30 +182,3 @@ class BertClassifier(Task):
         return text_and_ids_endpoints(
             preprocessor, classification, "predict_ids", pair
         )
-
-    @classmethod
-    def from_checkpoint(cls, path, num_classes=None, **kwargs):
-        """Builds a classifier on a checkpoint's backbone.
-
-        The backbone is loaded from the checkpoint; the classifier head too
-        when the checkpoint has one (`classifier.*`, or `output_weights` in
-        a Google fine-tuned checkpoint), otherwise it is freshly
-        initialised. See `keras_bert.checkpoints.load_checkpoint`.
-
-        Args:
-            path: str. A Hugging Face or Google BERT checkpoint directory.
-            num_classes: int. Number of classes; may be omitted when the
-                checkpoint has a classifier head.
-            **kwargs: `dropout` and overrides of the backbone config.
-
-        Example:
-        ```python
-        keras_bert.checkpoints.save_huggingface(
-            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
-        )
-        classifier = keras_bert.BertClassifier.from_checkpoint(
-            "tiny_bert", num_classes=2
-        )
-        ```
-        """
-        return super().from_checkpoint(path, num_classes=num_classes, **kwargs)

@@ -5,6 +5,7 @@ import keras
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
@@ -67,20 +68,6 @@ class BertMaskedLM(Task):
     ```
     """
 
-    CHECKPOINT_HEADS = {
-        "masked_lm": "cls.predictions.",
-        "next_sentence": "cls.seq_relationship.",
-    }
-    GROUP_DESCRIPTIONS = {
-        "masked_lm": "masked-LM head (cls.predictions)",
-        "next_sentence": "next-sentence head (cls.seq_relationship)",
-    }
-    GOOGLE_NAMES = {
-        "cls/predictions/output_bias": "cls.predictions.bias",
-        "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
-        "cls/seq_relationship/output_bias": "cls.seq_relationship.bias",
-    }
-    HUGGINGFACE_ARCHITECTURE = "BertForPreTraining"
     TASK_NAME = "masked_lm"
 
     def __init__(self, backbone, activation=None, **kwargs):
@@ -113,10 +100,7 @@ class BertMaskedLM(Task):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in MASKED_LM_INPUTS
-        }
+        inputs = keras_inputs(MASKED_LM_INPUTS)
         # The last block runs on [CLS] and the masked positions only (see
         # BertBackbone.outputs_at): the heads read nothing else.
         backbone_outputs = backbone.outputs_at(
@@ -169,52 +153,3 @@ class BertMaskedLM(Task):
 
     def get_config(self):
         return {**super().get_config(), "activation": self.activation}
-
-    # --- Task interface ----------------------------------------------------
-
-    def head_weights(self):
-        head = self.masked_lm_head
-        return {
-            "masked_lm": {
-                "cls.predictions.transform.dense": head.dense,
-                "cls.predictions.transform.LayerNorm": head.layer_norm,
-                "cls.predictions.bias": head.output_bias,
-            },
-            "next_sentence": {"cls.seq_relationship": self.nsp_dense},
-        }
-
-    def huggingface_config(self):
-        if self.activation != self.backbone.activation:
-            raise ValueError(
-                "Hugging Face BERT uses one activation for the encoder and "
-                f"the masked-LM head, but this model's head uses "
-                f"{self.activation!r} and its backbone "
-                f"{self.backbone.activation!r}; it cannot be exported "
-                "faithfully."
-            )
-        return super().huggingface_config()
-
-    @classmethod
-    def from_checkpoint(cls, path, **kwargs):
-        """Builds the pre-training model from a checkpoint directory.
-
-        Loads the backbone and, where the checkpoint has them, the
-        masked-LM head (`cls.predictions`) and the next-sentence head
-        (`cls.seq_relationship`); a head the checkpoint lacks entirely stays
-        freshly initialised and is named in a logged warning. See
-        `keras_bert.checkpoints.load_checkpoint`.
-
-        Args:
-            path: str. A Hugging Face or Google BERT checkpoint directory.
-            **kwargs: overrides of the backbone config.
-
-        Example:
-        ```python
-        keras_bert.checkpoints.save_huggingface(
-            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
-        )
-        # Heads absent from the directory stay freshly initialised.
-        model = keras_bert.BertMaskedLM.from_checkpoint("tiny_bert")
-        ```
-        """
-        return super().from_checkpoint(path, **kwargs)

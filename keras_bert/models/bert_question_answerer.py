@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.layers.initializers import clone_initializer
-from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.training.optimizers import create_adamw
 
@@ -67,18 +67,7 @@ class BertQuestionAnswerer(Task):
           (SQuAD v2.0)
     """
 
-    CHECKPOINT_HEADS = {"question_answering": "qa_outputs."}
-    GROUP_DESCRIPTIONS = {
-        "question_answering": "question-answering head (qa_outputs)"
-    }
-    # run_squad.py's head, stored `(2, hidden)` as Hugging Face's.
-    GOOGLE_NAMES = {
-        "cls/squad/output_weights": "qa_outputs.weight",
-        "cls/squad/output_bias": "qa_outputs.bias",
-    }
-    HUGGINGFACE_ARCHITECTURE = "BertForQuestionAnswering"
     TASK_NAME = "question_answering"
-    USES_POOLER = False
 
     def __init__(self, backbone, **kwargs):
         # === Layers ===
@@ -99,10 +88,7 @@ class BertQuestionAnswerer(Task):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in BACKBONE_INPUTS
-        }
+        inputs = keras_inputs()
         sequence = backbone(inputs)["sequence_output"]
         logits = self.span_dense(sequence)  # (batch, seq, 2)
         can_answer = answer_positions(
@@ -153,11 +139,6 @@ class BertQuestionAnswerer(Task):
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
 
-    # --- Task interface ----------------------------------------------------
-
-    def head_weights(self):
-        return {"question_answering": {"qa_outputs": self.span_dense}}
-
     def serving_endpoints(
         self,
         preprocessor,
@@ -186,30 +167,6 @@ class BertQuestionAnswerer(Task):
             version_2_with_negative=version_2_with_negative,
             null_score_diff_threshold=null_score_diff_threshold,
         )
-
-    @classmethod
-    def from_checkpoint(cls, path, **kwargs):
-        """Builds the model from a checkpoint directory.
-
-        Loads the backbone and, when the checkpoint has it, the span head
-        of a Hugging Face `BertForQuestionAnswering` (`qa_outputs.*`) or of
-        Google's `run_squad.py` (`cls/squad/output_*`); otherwise the head
-        is freshly initialised (and a warning logged). See
-        `keras_bert.checkpoints.load_checkpoint`.
-
-        Args:
-            path: str. A Hugging Face or Google BERT checkpoint directory.
-            **kwargs: overrides of the backbone config.
-
-        Example:
-        ```python
-        keras_bert.checkpoints.save_huggingface(
-            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
-        )
-        model = keras_bert.BertQuestionAnswerer.from_checkpoint("tiny_bert")
-        ```
-        """
-        return super().from_checkpoint(path, **kwargs)
 
 
 def answer_positions(segment_ids, padding_mask):

@@ -1,21 +1,17 @@
 """BERT with a classification head on every token (tagging, NER)."""
 
-import json
-
 import keras
-import tensorflow as tf
 
 from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
-from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
+from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.metrics import MaskedLMAccuracy
 from keras_bert.training.optimizers import create_adamw
-
-# The label of a position that has none: `[CLS]`, `[SEP]`, padding and the
-# sub-tokens after a word's first. As Hugging Face's `-100`.
-IGNORED_LABEL = -100
+from keras_bert.validation import check_positive_int
+from keras_bert.validation import check_rate
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -78,28 +74,15 @@ class BertTokenClassifier(Task):
         - [Devlin et al., 2019](https://arxiv.org/abs/1810.04805), 5.3
     """
 
-    CHECKPOINT_HEADS = {"token_classifier": "classifier."}
-    GROUP_DESCRIPTIONS = {
-        "token_classifier": "token classification head (classifier)"
-    }
-    HUGGINGFACE_ARCHITECTURE = "BertForTokenClassification"
     TASK_NAME = "token_classification"
-    USES_POOLER = False
 
     def __init__(
         self, backbone, num_classes, dropout=0.1, labels=None, **kwargs
     ):
-        if not isinstance(num_classes, int) or num_classes <= 0:
-            raise ValueError(
-                "Received an invalid value for argument `num_classes`, "
-                "expected a positive integer (the number of tags). Received: "
-                f"num_classes={num_classes!r}"
-            )
-        if not 0 <= dropout < 1:
-            raise ValueError(
-                "Received an invalid value for argument `dropout`, expected a "
-                f"float in [0, 1). Received: dropout={dropout!r}"
-            )
+        check_positive_int(
+            "num_classes", num_classes, hint="the number of tags"
+        )
+        check_rate("dropout", dropout)
         if labels is not None:
             labels = [str(label) for label in labels]
             if len(labels) != num_classes or len(set(labels)) != num_classes:
@@ -137,10 +120,7 @@ class BertTokenClassifier(Task):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in BACKBONE_INPUTS
-        }
+        inputs = keras_inputs()
         sequence = backbone(inputs)["sequence_output"]
         outputs = self.output_dense(self.output_dropout(sequence))
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -192,60 +172,6 @@ class BertTokenClassifier(Task):
             "labels": self.labels,
         }
 
-    # --- Task interface ----------------------------------------------------
-
-    def head_weights(self):
-        return {"token_classifier": {"classifier": self.output_dense}}
-
-    @classmethod
-    def config_from_checkpoint(
-        cls,
-        checkpoint,
-        backbone_config,
-        num_classes=None,
-        dropout=None,
-        labels=None,
-    ):
-        """Classes and label names from the checkpoint, unless given.
-
-        The number of classes comes from `classifier.weight`, the names
-        from a Hugging Face `config.json`'s `id2label` (kept only when they
-        are not `transformers`' placeholders `LABEL_<i>`).
-        """
-        has_head = "classifier.weight" in checkpoint.tensors
-        if num_classes is None:
-            if labels is not None:
-                num_classes = len(labels)
-            elif has_head:
-                num_classes = int(
-                    checkpoint.tensors["classifier.weight"].shape[0]
-                )
-            else:
-                raise ValueError(
-                    f"{checkpoint.path} has no token classification head, so "
-                    "the number of classes is unknown. Pass it: "
-                    "`BertTokenClassifier.from_checkpoint(path, "
-                    "num_classes=..., labels=[...])`."
-                )
-        if labels is None and has_head:
-            labels = _checkpoint_labels(checkpoint, num_classes)
-        if dropout is None:
-            dropout = backbone_config["dropout"]
-        return {
-            "num_classes": num_classes,
-            "dropout": dropout,
-            "labels": labels,
-        }
-
-    def huggingface_config(self):
-        names = self.label_names
-        return {
-            **super().huggingface_config(),
-            "id2label": {str(i): name for i, name in enumerate(names)},
-            "label2id": {name: i for i, name in enumerate(names)},
-            "classifier_dropout": self.dropout,
-        }
-
     def serving_endpoints(self, preprocessor, labels=None, stride=None):
         """`serving_default`: raw text in, entities out.
 
@@ -257,44 +183,3 @@ class BertTokenClassifier(Task):
         return serving.token_classification_endpoints(
             self, preprocessor, labels=labels, stride=stride
         )
-
-    @classmethod
-    def from_checkpoint(cls, path, num_classes=None, labels=None, **kwargs):
-        """Builds a token classifier on a checkpoint's backbone.
-
-        Loads the backbone and, when the checkpoint has it, the head of a
-        Hugging Face `BertForTokenClassification` (`classifier.*`) with its
-        label names (`config.json`'s `id2label`); otherwise the head is
-        freshly initialised (and a warning logged). See
-        `keras_bert.checkpoints.load_checkpoint`.
-
-        Args:
-            path: str. A Hugging Face or Google BERT checkpoint directory.
-            num_classes: int. Number of tags; may be omitted when the
-                checkpoint has a head or `labels` are given.
-            labels: list of str. The tag names; default from the checkpoint.
-            **kwargs: `dropout` and overrides of the backbone config.
-
-        Example:
-        ```python
-        keras_bert.checkpoints.save_huggingface(
-            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
-        )
-        model = keras_bert.BertTokenClassifier.from_checkpoint(
-            "tiny_bert", labels=["O", "B-PER", "I-PER"]
-        )
-        ```
-        """
-        return super().from_checkpoint(
-            path, num_classes=num_classes, labels=labels, **kwargs
-        )
-
-
-def _checkpoint_labels(checkpoint, num_classes):
-    """`id2label` of a Hugging Face checkpoint, or `None`."""
-    if checkpoint.format != "huggingface":
-        return None
-    from keras_bert.checkpoints.checkpoint_config import labels_from_config
-
-    with tf.io.gfile.GFile(checkpoint.config_path) as file:
-        return labels_from_config(json.load(file), num_classes)

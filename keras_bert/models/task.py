@@ -1,62 +1,38 @@
-"""What every BERT task model implements: the task interface.
+"""The base of every BERT task model: a `BertBackbone` plus a head.
 
-A task model is a `BertBackbone` plus a head. Everything outside the model
-that depends on the head asks the model through this interface instead of
-keeping a list of task classes:
+A task model file holds the model only: inputs, layers, outputs, config,
+compile defaults and docstring. What the subclasses share is here:
+serialising the backbone with the model, restoring the compile settings
+of a saved model, listing the backbone as one layer, the registry of task
+classes the recipes' flags offer (`TASK_NAME`, `Task.by_name()`) and
+`from_checkpoint`, the façade that hands loading to `keras_bert.checkpoints`.
 
-- checkpoints (`keras_bert.checkpoints`) read and write the head's tensors
-  under the names the class declares in `CHECKPOINT_HEADS` (Hugging Face
-  layout) and `GOOGLE_NAMES` (original Google TF1 layout), build the model
-  from a checkpoint with `config_from_checkpoint`, and write its Hugging
-  Face `config.json` entries from `huggingface_config`;
-- `keras_bert.serving.export_saved_model` exports the endpoints that
-  `serving_endpoints` returns;
-- the recipes' flags that choose a head (`recipes/export.py --task`,
-  `recipes/convert_checkpoint.py --model`) offer the `TASK_NAME` of every
-  registered class (`Task.by_name()`).
-
-Subclasses register themselves when they are defined (`Task.registry`), so
-a new head is one new class: nothing else lists the tasks.
+How a checkpoint format names a head's tensors, which `transformers` class
+it is and what it adds to a `config.json` is declared beside the loaders,
+in `keras_bert.checkpoints.heads` (one `register_checkpoint_head` call per
+class that loads or saves checkpoints).
 """
 
 import keras
+
+from keras_bert.training.keras_internals import require_keras_internals
 
 
 class Task(keras.Model):
     """Base of the models that put a head on a `BertBackbone`.
 
-    Subclasses build a functional model in `__init__` and override
-    `compile` with task defaults. This class serialises the backbone with
-    the model, restores the compile settings (optimizer state included)
-    when a saved `.keras` file is loaded, and defines the task interface.
+    Subclasses set `self.backbone`, build a functional model in `__init__`
+    (`keras_bert.models.bert_backbone.keras_inputs()` gives the inputs) and
+    override `compile` with task defaults. This class serialises the
+    backbone with the model, restores the compile settings (optimizer state
+    included) when a saved `.keras` file is loaded, lists the backbone as
+    one layer (`layers`, `summary()`) and registers the class.
 
     Class attributes a subclass sets:
-        CHECKPOINT_HEADS: dict. Head group name → the Hugging Face name
-            prefix of all of its tensors (e.g. `{"classifier":
-            "classifier."}`). A group is loaded whole or, when a checkpoint
-            has none of its tensors, left freshly initialised.
-        GROUP_DESCRIPTIONS: dict. Head group name → how messages name it.
-        GOOGLE_NAMES: dict. Variable name in an original Google checkpoint
-            → Hugging Face name, for head tensors whose Google names do not
-            follow the scope-to-dotted-name rule.
-        HUGGINGFACE_ARCHITECTURE: str. `transformers` class of the model
-            (`config.json` `architectures`).
-        USES_POOLER: bool. Whether the head reads `pooled_output`. A model
-            that does not (span and token heads) is saved without the
-            pooler, as `transformers` saves it, and loads without one.
         TASK_NAME: str. The head's name in the recipes' flags (e.g.
             `"classifier"`); `None` keeps the class out of them.
-
-    Methods a subclass implements: `head_weights`, and where it applies
-    `config_from_checkpoint`, `huggingface_config` and
-    `serving_endpoints`.
     """
 
-    CHECKPOINT_HEADS = {}
-    GROUP_DESCRIPTIONS = {}
-    GOOGLE_NAMES = {}
-    HUGGINGFACE_ARCHITECTURE = None
-    USES_POOLER = True
     TASK_NAME = None
 
     # Every task class, in definition order (keras_bert's own first).
@@ -65,6 +41,10 @@ class Task(keras.Model):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         Task.registry.append(cls)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._list_backbone_as_one_operation()
 
     @classmethod
     def by_name(cls, servable=False):
@@ -107,38 +87,58 @@ class Task(keras.Model):
                 listed.append(backbone)
         return listed
 
-    # --- Task interface ----------------------------------------------------
+    def _list_backbone_as_one_operation(self):
+        """Shows the backbone as one entry of the graph's operations.
 
-    def head_weights(self):
-        """The head's weights under their Hugging Face names.
-
-        Returns a dict from head group name (a key of `CHECKPOINT_HEADS`)
-        to a dict from Hugging Face name to what holds the weights there: a
-        `keras.layers.Dense` (`<name>.weight`, transposed, and
-        `<name>.bias`), a LayerNorm (`<name>.weight` and `<name>.bias`) or
-        a `keras.Variable` (`<name>` itself). Together with the backbone's
-        weights these must cover every variable of the model once.
+        `summary()` (and `plot_model`) list a functional model's
+        `_operations`, not its `layers`: for a head built on `outputs_at`
+        they would show every layer of the backbone and the index
+        arithmetic around its last block. The operations the backbone
+        contributes (its layers, the operations that feed them, and the
+        slices of its blocks' outputs) are listed as the backbone, where
+        the first of them was. Only the listing changes: the graph runs
+        from its nodes, and `layers` (which sets the weight layout) already
+        lists the backbone whole.
         """
-        raise NotImplementedError(
-            f"{type(self).__name__} does not implement head_weights()."
-        )
+        backbone = getattr(self, "backbone", None)
+        if backbone is None:
+            return
+        require_keras_internals(self, ("_operations", "_nodes_by_depth"))
+        operations = self._operations
+        backbone_layers = {id(layer) for layer in backbone.layers}
+        if not any(id(op) in backbone_layers for op in operations):
+            return  # the head calls the backbone whole
+        blocks = {id(layer) for layer in backbone.transformer_layers}
+        nodes = [n for level in self._nodes_by_depth.values() for n in level]
 
-    @classmethod
-    def config_from_checkpoint(cls, checkpoint, backbone_config, **kwargs):
-        """Constructor arguments (besides the backbone) for a checkpoint.
+        def producers(node):
+            return [
+                tensor._keras_history.operation
+                for tensor in keras.tree.flatten(node.input_tensors)
+            ]
 
-        Args:
-            checkpoint: `keras_bert.checkpoints.Checkpoint`.
-            backbone_config: dict. The backbone's arguments.
-            **kwargs: the arguments the caller of `from_checkpoint` gave.
-
-        Returns a dict of keyword arguments for `cls(backbone, **...)`.
-        """
-        return kwargs
-
-    def huggingface_config(self):
-        """Entries this model adds to a Hugging Face `config.json`."""
-        return {"architectures": [self.HUGGINGFACE_ARCHITECTURE]}
+        inside = set(backbone_layers)
+        pending = [n for n in nodes if id(n.operation) in backbone_layers]
+        while pending:  # operations that compute what the backbone reads
+            for op in producers(pending.pop()):
+                if not isinstance(op, keras.layers.Layer) and (
+                    id(op) not in inside
+                ):
+                    inside.add(id(op))
+                    pending += [n for n in nodes if n.operation is op]
+        for node in nodes:  # slices of the blocks' outputs
+            if not isinstance(node.operation, keras.layers.Layer) and all(
+                id(op) in blocks for op in producers(node)
+            ):
+                inside.add(id(node.operation))
+        listed = []
+        for op in operations:
+            if id(op) not in inside:
+                listed.append(op)
+            elif not any(seen is backbone for seen in listed):
+                listed.append(backbone)
+        # Not through `setattr`, which would track the list as sublayers.
+        object.__setattr__(self, "_operations", listed)
 
     def serving_endpoints(self, preprocessor, **options):
         """The SavedModel endpoints of the model with its preprocessor.
@@ -155,18 +155,45 @@ class Task(keras.Model):
 
     @classmethod
     def from_checkpoint(cls, path, **kwargs):
-        """Builds the model from a checkpoint directory and loads it.
+        """Builds the model from a checkpoint and loads its weights.
 
-        The backbone always comes from the checkpoint; each head group is
-        loaded when the checkpoint has it and freshly initialised (with a
-        logged warning) otherwise. See
+        The backbone always comes from the checkpoint, all-or-nothing. Each
+        head group (a classifier, the masked-LM and next-sentence heads, a
+        span or tagging head) is loaded when the checkpoint has it: a
+        Hugging Face `BertFor...` head, or the one Google's
+        `run_classifier.py` / `run_squad.py` write. A group the checkpoint
+        lacks entirely is freshly initialised and named in a logged
+        warning. What each format calls a head is declared in
+        `keras_bert.checkpoints.heads`; see
         `keras_bert.checkpoints.load_checkpoint`.
 
+        Head arguments the checkpoint holds may be omitted: `num_classes`
+        when it has a classifier or token classification head (and then a
+        Hugging Face `id2label` gives a `BertTokenClassifier` its
+        `labels`); `dropout` defaults to the checkpoint's.
+
         Args:
-            path: str. A Hugging Face or Google BERT checkpoint directory.
+            path: str. A Hugging Face or Google BERT checkpoint directory, a
+                Hugging Face Hub id, a trained preset name or a keras-hub
+                preset (as `BertBackbone.from_checkpoint` takes).
             **kwargs: the head's constructor arguments (e.g.
-                `num_classes`) and overrides of the backbone config (e.g.
-                `dropout=0.0`).
+                `num_classes`, `dropout`, `labels`) and overrides of the
+                backbone config (e.g. `dtype="mixed_bfloat16"`).
+
+        Example:
+        ```python
+        keras_bert.checkpoints.save_huggingface(
+            keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+        )
+        # No head in the directory: the heads start fresh.
+        classifier = keras_bert.BertClassifier.from_checkpoint(
+            "tiny_bert", num_classes=2
+        )
+        model = keras_bert.BertMaskedLM.from_checkpoint("tiny_bert")
+        keras_bert.checkpoints.save_huggingface(classifier, None, "tiny_clf")
+        # Now it has one: the number of classes comes from it.
+        keras_bert.BertClassifier.from_checkpoint("tiny_clf").num_classes  # 2
+        ```
         """
         from keras_bert.checkpoints import load_checkpoint
 

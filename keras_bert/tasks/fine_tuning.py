@@ -25,6 +25,7 @@ from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
+from keras_bert.validation import check_positive_int
 from keras_bert.version import __version__
 
 # The fields every results.json has; a task's extras may not replace them.
@@ -304,12 +305,8 @@ def run_fine_tuning(
 
 
 def _check_arguments(task, epochs, batch_size, warmup_fraction):
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if not isinstance(value, int) or value <= 0:
-            raise ValueError(
-                f"Received an invalid value for argument `{name}`, expected "
-                f"a positive integer. Received: {name}={value!r}"
-            )
+    check_positive_int("epochs", epochs)
+    check_positive_int("batch_size", batch_size)
     if not 0 <= warmup_fraction <= 1:
         raise ValueError(
             "Received an invalid value for argument `warmup_fraction`, "

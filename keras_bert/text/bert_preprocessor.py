@@ -9,6 +9,10 @@ from keras_bert.text.bert_tokenizer import EagerFunctions
 from keras_bert.text.bert_tokenizer import is_long_string_list
 from keras_bert.text.bert_tokenizer import to_string_tensor
 
+# What `BertPreprocessor` produces and `BertBackbone` takes, in this order;
+# the one spelling of these names (re-exported as
+# `keras_bert.models.bert_backbone.BACKBONE_INPUTS`).
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 TRUNCATION_STRATEGIES = ("longest_first", "round_robin")
 
 

@@ -14,6 +14,7 @@ from keras_bert import files
 from keras_bert.text import vocabulary as vocabulary_lib
 from keras_bert.text.basic_tokenizer import BasicTokenizer
 from keras_bert.training.keras_internals import require_keras_internals
+from keras_bert.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -104,16 +105,7 @@ class BertTokenizer(keras.layers.Layer):
         if isinstance(vocabulary, str):
             vocabulary = vocabulary_lib.load_vocabulary(vocabulary)
         self.vocabulary = vocabulary_lib.check_vocabulary(vocabulary)
-        if (
-            not isinstance(max_input_chars_per_word, int)
-            or max_input_chars_per_word < 1
-        ):
-            raise ValueError(
-                "Received an invalid value for argument "
-                "`max_input_chars_per_word`, expected a positive integer. "
-                f"Received: max_input_chars_per_word="
-                f"{max_input_chars_per_word!r}"
-            )
+        check_positive_int("max_input_chars_per_word", max_input_chars_per_word)
         self.lowercase = bool(lowercase)
         self.strip_accents = strip_accents
         self.max_input_chars_per_word = max_input_chars_per_word

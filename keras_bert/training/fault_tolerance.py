@@ -10,6 +10,7 @@ from absl import logging
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import write_directory
 from keras_bert.training.strategies import is_chief
+from keras_bert.validation import check_positive_int
 
 # The exit code `PreemptionCheckpointHandler` uses outside Google Cloud:
 # "checkpoint saved after a termination signal; restart me".
@@ -58,14 +59,7 @@ class PreemptionCheckpoint(keras.callbacks.Callback):
         self, directory, steps_per_checkpoint, final_step=None, max_to_keep=3
     ):
         super().__init__()
-        if not isinstance(steps_per_checkpoint, int) or (
-            steps_per_checkpoint < 1
-        ):
-            raise ValueError(
-                "Received an invalid value for argument "
-                "`steps_per_checkpoint`, expected a positive integer. "
-                f"Received: steps_per_checkpoint={steps_per_checkpoint!r}"
-            )
+        check_positive_int("steps_per_checkpoint", steps_per_checkpoint)
         self.directory = directory
         self.steps_per_checkpoint = steps_per_checkpoint
         self.final_step = final_step

@@ -14,6 +14,7 @@ from keras_bert.training.distribution import write_directory
 from keras_bert.training.fault_tolerance import PreemptionCheckpoint
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import is_chief
+from keras_bert.validation import check_positive_int
 
 CHECKPOINT_DIR = "checkpoints"
 TENSORBOARD_DIR = "tensorboard"
@@ -75,15 +76,8 @@ def pretrain(
              steps_per_checkpoint=20)
     ```
     """
-    for name, value in (
-        ("num_train_steps", num_train_steps),
-        ("steps_per_checkpoint", steps_per_checkpoint),
-    ):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(
-                f"Received an invalid value for argument `{name}`, expected "
-                f"a positive integer. Received: {name}={value!r}"
-            )
+    check_positive_int("num_train_steps", num_train_steps)
+    check_positive_int("steps_per_checkpoint", steps_per_checkpoint)
     if num_train_steps % steps_per_checkpoint:
         rounded = -(-num_train_steps // steps_per_checkpoint)
         raise ValueError(

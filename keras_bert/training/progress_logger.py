@@ -5,6 +5,8 @@ import time
 import keras
 from absl import logging
 
+from keras_bert.validation import check_positive_int
+
 
 class ProgressLogger(keras.callbacks.Callback):
     """Logs the step, the running loss and the speed every `every_steps`.
@@ -30,15 +32,8 @@ class ProgressLogger(keras.callbacks.Callback):
 
     def __init__(self, steps_per_epoch, every_steps=100):
         super().__init__()
-        for name, value in (
-            ("steps_per_epoch", steps_per_epoch),
-            ("every_steps", every_steps),
-        ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, "
-                    f"expected a positive integer. Received: {name}={value!r}"
-                )
+        check_positive_int("steps_per_epoch", steps_per_epoch)
+        check_positive_int("every_steps", every_steps)
         self.steps_per_epoch = steps_per_epoch
         self.every_steps = every_steps
         self.lines = []  # what was logged, for tests and callers

@@ -39,8 +39,7 @@ DOCUMENTED = [
     keras_hub_tokenizer.keras_hub_tokenizer_arguments,
     keras_hub_weights.keras_hub_table,
     keras_bert.BertBackbone.from_checkpoint,
-    keras_bert.BertMaskedLM.from_checkpoint,
-    keras_bert.BertClassifier.from_checkpoint,
+    keras_bert.models.Task.from_checkpoint,
 ]
 
 

@@ -22,7 +22,7 @@ from safetensors.numpy import load_file
 import keras_bert
 from keras_bert import BertBackbone
 from keras_bert import BertTokenClassifier
-from keras_bert.models.bert_token_classifier import IGNORED_LABEL
+from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from tests.helpers import assert_config_complete
 from tests.helpers import backbone_inputs

@@ -1,9 +1,11 @@
-"""A new head is one class: checkpoints and export need no edit.
+"""A new head is one model class and one checkpoint-head record.
 
-`ToyScorer` is defined here only, like a user's own head. Saving it as a
-Hugging Face checkpoint, reading it back (by class and by `"auto"`),
-reading its Google-layout names and exporting it all work through the task
-interface (`keras_bert.models.Task`), with no list of tasks anywhere.
+`ToyScorer` is defined here only, like a user's own head: a model class
+(`keras_bert.models.Task`) and one `register_checkpoint_head` call that
+says how checkpoints hold it. Saving it as a Hugging Face checkpoint,
+reading it back (by class and by `"auto"`), reading its Google-layout names
+and exporting it all work with no edit to keras_bert and no list of tasks
+anywhere.
 """
 
 import json
@@ -14,9 +16,11 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.checkpoints import CheckpointHead
 from keras_bert.checkpoints import google_reader
+from keras_bert.checkpoints import register_checkpoint_head
 from keras_bert.models import Task
-from keras_bert.models.bert_backbone import BACKBONE_INPUTS
+from keras_bert.models.bert_backbone import keras_inputs
 from tests.helpers import backbone_inputs
 from tests.helpers import tiny_backbone_config
 
@@ -24,28 +28,15 @@ from tests.helpers import tiny_backbone_config
 class ToyScorer(Task):
     """One score per sequence from `pooled_output`."""
 
-    CHECKPOINT_HEADS = {"scorer": "toy_scorer."}
-    GOOGLE_NAMES = {"toy/score_weights": "toy_scorer.weight"}
-    HUGGINGFACE_ARCHITECTURE = "ToyScorerForTests"
     TASK_NAME = "toy_scoring"
 
     def __init__(self, backbone, scale=1.0, **kwargs):
         self.backbone = backbone
         self.score_dense = keras.layers.Dense(1, name="score")
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in BACKBONE_INPUTS
-        }
+        inputs = keras_inputs()
         score = self.score_dense(backbone(inputs)["pooled_output"]) * scale
         super().__init__(inputs=inputs, outputs=score, **kwargs)
         self.scale = scale
-
-    def head_weights(self):
-        return {"scorer": {"toy_scorer": self.score_dense}}
-
-    @classmethod
-    def config_from_checkpoint(cls, checkpoint, backbone_config, scale=2.0):
-        return {"scale": scale}
 
     def serving_endpoints(self, preprocessor):
         def serve(text):
@@ -60,6 +51,20 @@ class ToyScorer(Task):
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
+
+
+register_checkpoint_head(
+    ToyScorer,
+    CheckpointHead(
+        groups={"scorer": "toy_scorer."},
+        weights=lambda model: {"scorer": {"toy_scorer": model.score_dense}},
+        google_names={"toy/score_weights": "toy_scorer.weight"},
+        huggingface_architecture="ToyScorerForTests",
+        config_from_checkpoint=lambda checkpoint, backbone_config, scale=2.0: {
+            "scale": scale
+        },
+    ),
+)
 
 
 @pytest.fixture
@@ -150,3 +155,59 @@ def test_a_task_without_serving_says_so():
     preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
     with pytest.raises(ValueError, match="has no serving signature"):
         keras_bert.serving.export_saved_model(model, preprocessor, "unused")
+
+
+def test_a_subclass_uses_its_parents_checkpoint_head(tmp_path):
+    class CalibratedScorer(ToyScorer):
+        pass
+
+    model = CalibratedScorer(keras_bert.BertBackbone(**tiny_backbone_config()))
+    keras_bert.checkpoints.save_huggingface(model, None, str(tmp_path))
+    loaded = CalibratedScorer.from_checkpoint(str(tmp_path), scale=1.0)
+    np.testing.assert_array_equal(
+        loaded(backbone_inputs()).numpy(), model(backbone_inputs()).numpy()
+    )
+    Task.registry.remove(CalibratedScorer)
+
+
+def test_a_task_without_checkpoint_head_says_how_to_add_one(tmp_path):
+    class Unregistered(Task):
+        def __init__(self, backbone, **kwargs):
+            self.backbone = backbone
+            inputs = keras_inputs()
+            outputs = backbone(inputs)["pooled_output"]
+            super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    Task.registry.remove(Unregistered)
+    backbone = keras_bert.BertBackbone(**tiny_backbone_config())
+    keras_bert.checkpoints.save_huggingface(backbone, None, str(tmp_path))
+    with pytest.raises(TypeError, match="register_checkpoint_head"):
+        Unregistered.from_checkpoint(str(tmp_path))
+    with pytest.raises(TypeError, match="register_checkpoint_head"):
+        keras_bert.checkpoints.save_huggingface(
+            Unregistered(backbone), None, str(tmp_path)
+        )
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda backbone: keras_bert.BertClassifier(backbone, num_classes=2),
+        keras_bert.BertMaskedLM,
+    ],
+    ids=["classifier", "masked_lm"],
+)
+def test_summary_lists_the_backbone_as_one_layer(build):
+    # Heads on `outputs_at` call the backbone's layers in their own graph;
+    # `summary()` shows them as the backbone, as `layers` does.
+    model = build(keras_bert.BertBackbone(**tiny_backbone_config()))
+    lines = []
+    model.summary(print_fn=lines.append)
+    summary = "\n".join(lines)
+    assert "(BertBackbone)" in summary
+    for inner in ("(TransformerEncoderBlock", "(BertEmbedding)", "(GetItem)"):
+        assert inner not in summary
+    assert [op.name for op in model.operations] == [
+        layer.name for layer in model.layers
+    ]
+    assert f"Total params: {model.count_params():,}" in summary

@@ -16,9 +16,9 @@ import pytest
 
 import keras_bert
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
-from keras_bert.models.bert_token_classifier import IGNORED_LABEL
 from keras_bert.training import WarmupLinearDecay
 from keras_bert.training import create_adamw
+from keras_bert.training.losses import IGNORED_LABEL
 from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import torch_inputs
 from tests.checkpoints.conftest import transformers

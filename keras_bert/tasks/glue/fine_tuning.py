@@ -15,6 +15,7 @@ from keras_bert.tasks.glue.submission import write_glue_submission
 from keras_bert.tasks.glue.tasks import get_glue_task
 from keras_bert.tasks.glue.tfds import GlueDataNotFoundError
 from keras_bert.tasks.glue.tsv import glue_split_path
+from keras_bert.validation import check_rate
 
 
 class GlueFineTuning(FineTuningTask):
@@ -73,12 +74,7 @@ class GlueFineTuning(FineTuningTask):
         eval_batch_size=64,
         group_by_length=True,
     ):
-        if not 0 <= holdout_fraction < 1:
-            raise ValueError(
-                "Received an invalid value for argument `holdout_fraction`, "
-                "expected a number in [0, 1). Received: "
-                f"holdout_fraction={holdout_fraction!r}"
-            )
+        check_rate("holdout_fraction", holdout_fraction)
         self.task = get_glue_task(task) if isinstance(task, str) else task
         self.train_task = get_glue_task(
             self.task.training_task or self.task.name

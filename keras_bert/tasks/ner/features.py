@@ -22,12 +22,13 @@ that gather a corpus' features and read predictions back per word.
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models.bert_token_classifier import IGNORED_LABEL
 from keras_bert.tasks.windows import gather_or_zero
 from keras_bert.tasks.windows import is_max_context
+from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
+from keras_bert.training.losses import IGNORED_LABEL
 
 # The model's inputs among the feature fields.
-INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+INPUT_NAMES = BACKBONE_INPUTS
 
 
 def default_stride(sequence_length):

@@ -16,9 +16,10 @@ from absl import logging
 
 from keras_bert.tasks.windows import gather_or_zero
 from keras_bert.tasks.windows import is_max_context
+from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 
 # The model's inputs among the feature fields.
-INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+INPUT_NAMES = BACKBONE_INPUTS
 LABEL_NAMES = ("start_positions", "end_positions")
 # Fields a training batch keeps; evaluation keeps every field.
 TRAINING_NAMES = INPUT_NAMES + LABEL_NAMES + ("example_index",)

@@ -17,7 +17,6 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
-from keras_bert.models.bert_token_classifier import IGNORED_LABEL
 from keras_bert.tasks.ner.conll import label_list
 from keras_bert.tasks.ner.conll import read_conll
 from keras_bert.tasks.ner.features import check_window_arguments
@@ -25,6 +24,7 @@ from keras_bert.tasks.ner.features import default_stride
 from keras_bert.tasks.ner.features import make_windows
 from keras_bert.tasks.ner.features import ner_features
 from keras_bert.tasks.ner.features import word_predictions
+from keras_bert.training.losses import IGNORED_LABEL
 from tests.tasks.ner.data import shared_path
 from tests.text import references
 
