@@ -158,35 +158,6 @@ class BertQuestionAnswerer(Task):
     def head_weights(self):
         return {"question_answering": {"qa_outputs": self.span_dense}}
 
-    def serving_endpoints(
-        self,
-        preprocessor,
-        doc_stride=128,
-        max_query_length=64,
-        max_answer_length=30,
-        n_best_size=20,
-        version_2_with_negative=False,
-        null_score_diff_threshold=0.0,
-    ):
-        """`serving_default`: raw `question` and `context` in, `answer` out.
-
-        Long contexts are cut into windows in the graph. See
-        `keras_bert.tasks.squad.serving.question_answering_endpoints` for
-        the signatures and the arguments.
-        """
-        from keras_bert.tasks.squad import serving
-
-        return serving.question_answering_endpoints(
-            self,
-            preprocessor,
-            doc_stride=doc_stride,
-            max_query_length=max_query_length,
-            max_answer_length=max_answer_length,
-            n_best_size=n_best_size,
-            version_2_with_negative=version_2_with_negative,
-            null_score_diff_threshold=null_score_diff_threshold,
-        )
-
     @classmethod
     def from_checkpoint(cls, path, **kwargs):
         """Builds the model from a checkpoint directory.

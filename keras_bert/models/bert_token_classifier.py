@@ -246,18 +246,6 @@ class BertTokenClassifier(Task):
             "classifier_dropout": self.dropout,
         }
 
-    def serving_endpoints(self, preprocessor, labels=None, stride=None):
-        """`serving_default`: raw text in, entities out.
-
-        See `keras_bert.tasks.ner.serving.token_classification_endpoints`
-        for the signatures and the arguments.
-        """
-        from keras_bert.tasks.ner import serving
-
-        return serving.token_classification_endpoints(
-            self, preprocessor, labels=labels, stride=stride
-        )
-
     @classmethod
     def from_checkpoint(cls, path, num_classes=None, labels=None, **kwargs):
         """Builds a token classifier on a checkpoint's backbone.

@@ -9,14 +9,14 @@ keeping a list of task classes:
   layout) and `GOOGLE_NAMES` (original Google TF1 layout), build the model
   from a checkpoint with `config_from_checkpoint`, and write its Hugging
   Face `config.json` entries from `huggingface_config`;
-- `keras_bert.serving.export_saved_model` exports the endpoints that
-  `serving_endpoints` returns;
 - the recipes' flags that choose a head (`recipes/export.py --task`,
   `recipes/convert_checkpoint.py --model`) offer the `TASK_NAME` of every
-  registered class (`Task.by_name()`).
+  registered class (`Task.by_name()`; `--task` only those that serve,
+  `keras_bert.serving.servable_task_names()`).
 
 Subclasses register themselves when they are defined (`Task.registry`), so
-a new head is one new class: nothing else lists the tasks.
+a new head is one new class: nothing else lists the tasks. What a head
+serves is registered in `keras_bert.serving` (`register_endpoints`).
 """
 
 import keras
@@ -48,8 +48,7 @@ class Task(keras.Model):
             `"classifier"`); `None` keeps the class out of them.
 
     Methods a subclass implements: `head_weights`, and where it applies
-    `config_from_checkpoint`, `huggingface_config` and
-    `serving_endpoints`.
+    `config_from_checkpoint` and `huggingface_config`.
     """
 
     CHECKPOINT_HEADS = {}
@@ -67,20 +66,9 @@ class Task(keras.Model):
         Task.registry.append(cls)
 
     @classmethod
-    def by_name(cls, servable=False):
-        """`{TASK_NAME: class}` of the registered task classes.
-
-        With `servable=True`, only those with a serving signature (their
-        own `serving_endpoints`).
-        """
-        return {
-            task.TASK_NAME: task
-            for task in cls.registry
-            if task.TASK_NAME
-            and not (
-                servable and task.serving_endpoints is Task.serving_endpoints
-            )
-        }
+    def by_name(cls):
+        """`{TASK_NAME: class}` of the registered task classes."""
+        return {task.TASK_NAME: task for task in cls.registry if task.TASK_NAME}
 
     @property
     def layers(self):
@@ -139,19 +127,6 @@ class Task(keras.Model):
     def huggingface_config(self):
         """Entries this model adds to a Hugging Face `config.json`."""
         return {"architectures": [self.HUGGINGFACE_ARCHITECTURE]}
-
-    def serving_endpoints(self, preprocessor, **options):
-        """The SavedModel endpoints of the model with its preprocessor.
-
-        Returns a dict from endpoint name to `(function, input_signature)`;
-        `serving_default` takes raw strings. See
-        `keras_bert.serving.export_saved_model`.
-        """
-        name = type(self).__name__
-        raise ValueError(
-            f"{name} has no serving signature. For a {name} export its "
-            "`.backbone` (embeddings), or export a task model that has one."
-        )
 
     @classmethod
     def from_checkpoint(cls, path, **kwargs):

@@ -3,7 +3,8 @@
 `ToyScorer` is defined here only, like a user's own head. Saving it as a
 Hugging Face checkpoint, reading it back (by class and by `"auto"`),
 reading its Google-layout names and exporting it all work through the task
-interface (`keras_bert.models.Task`), with no list of tasks anywhere.
+interface (`keras_bert.models.Task`) and one `register_endpoints` call,
+with no list of tasks anywhere.
 """
 
 import json
@@ -47,19 +48,23 @@ class ToyScorer(Task):
     def config_from_checkpoint(cls, checkpoint, backbone_config, scale=2.0):
         return {"scale": scale}
 
-    def serving_endpoints(self, preprocessor):
-        def serve(text):
-            return {"score": self(preprocessor(text))[:, 0]}
-
-        return {
-            "serving_default": (
-                serve,
-                [tf.TensorSpec([None], tf.string, name="text")],
-            )
-        }
-
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
+
+
+def toy_endpoints(model, preprocessor):
+    def serve(text):
+        return {"score": model(preprocessor(text))[:, 0]}
+
+    return {
+        "serving_default": (
+            serve,
+            [tf.TensorSpec([None], tf.string, name="text")],
+        )
+    }
+
+
+keras_bert.serving.register_endpoints(ToyScorer, toy_endpoints)
 
 
 @pytest.fixture
@@ -74,7 +79,7 @@ def test_registered_without_any_list():
     # The recipes' head flags (export.py --task, convert_checkpoint.py
     # --model) are built from the same registry, by TASK_NAME.
     assert Task.by_name()["toy_scoring"] is ToyScorer
-    assert Task.by_name(servable=True)["toy_scoring"] is ToyScorer
+    assert keras_bert.serving.servable_task_names()["toy_scoring"] is ToyScorer
     names = {
         "classifier": keras_bert.BertClassifier,
         "masked_lm": keras_bert.BertMaskedLM,
@@ -83,7 +88,7 @@ def test_registered_without_any_list():
     }
     assert {k: Task.by_name()[k] for k in names} == names
     # A masked LM has no serving signature: export serves its backbone.
-    assert "masked_lm" not in Task.by_name(servable=True)
+    assert "masked_lm" not in keras_bert.serving.servable_task_names()
 
 
 def test_huggingface_round_trip_by_class_and_auto(toy, tmp_path):
