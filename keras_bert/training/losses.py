@@ -4,6 +4,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+# The label of a position that has none: [CLS], [SEP], padding and the
+# sub-tokens after a word's first. As Hugging Face's -100.
+IGNORED_LABEL = -100
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class GlobalBatchCrossEntropy(keras.losses.Loss):
