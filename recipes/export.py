@@ -38,7 +38,7 @@ from absl import flags
 from absl import logging
 
 import keras_bert
-from keras_bert.models.task import Task
+from keras_bert.serving import servable_task_names
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -56,7 +56,7 @@ flags.DEFINE_string(
 # task model with a serving signature (by its TASK_NAME), or the checkpoint's.
 TASKS = {
     "embeddings": keras_bert.BertBackbone,
-    **Task.by_name(servable=True),
+    **servable_task_names(),
     "auto": "auto",
 }
 flags.DEFINE_enum(
@@ -93,7 +93,7 @@ flags.DEFINE_string(
     None,
     "Other export options of the model, as JSON, e.g. "
     '\'{"doc_stride": 128, "max_query_length": 64}\' for a '
-    "BertQuestionAnswerer (see its serving_endpoints).",
+    "BertQuestionAnswerer (see keras_bert.serving.question_answerer).",
 )
 flags.mark_flag_as_required("export_dir")
 

@@ -1,7 +1,6 @@
 """BERT with a classification (or regression) head on `[CLS]`."""
 
 import keras
-import tensorflow as tf
 
 from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
@@ -128,57 +127,3 @@ class BertClassifier(Task):
             "num_classes": self.num_classes,
             "dropout": self.dropout,
         }
-
-    def serving_endpoints(self, preprocessor, labels=None, pair=False):
-        """`serving_default` on text, `predict_ids` on ids.
-
-        Both return `probabilities` float32 `(batch, classes)`, `label_id`
-        int32 `(batch,)` and `label` string `(batch,)`; a regressor
-        (`num_classes=1`) returns `score` float32 `(batch,)`.
-
-        Args:
-            preprocessor: the `keras_bert.BertPreprocessor` the model was
-                trained with.
-            labels: list of str or `None`. The label of each class.
-                Defaults to `"0"`, `"1"`, ...
-            pair: bool. Whether the text endpoint takes `text_a` and
-                `text_b`.
-        """
-        from keras_bert.serving.signatures import text_and_ids_endpoints
-
-        if self.num_classes == 1:
-            if labels is not None:
-                raise ValueError(
-                    "A regression model (num_classes=1) has no labels; "
-                    f"received labels={labels!r}. Pass labels=None."
-                )
-
-            def regression(inputs, text):
-                scores = self(inputs, training=False)
-                return {"score": tf.cast(scores[:, 0], tf.float32)}
-
-            return text_and_ids_endpoints(
-                preprocessor, regression, "predict_ids", pair
-            )
-        if labels is None:
-            labels = [str(i) for i in range(self.num_classes)]
-        labels = [str(label) for label in labels]
-        if len(labels) != self.num_classes:
-            raise ValueError(
-                f"The model has {self.num_classes} classes but {len(labels)} "
-                f"labels were given ({labels}). Pass one label per class."
-            )
-        label_table = tf.constant(labels)
-
-        def classification(inputs, text):
-            logits = tf.cast(self(inputs, training=False), tf.float32)
-            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            return {
-                "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label_id": label_id,
-                "label": tf.gather(label_table, label_id),
-            }
-
-        return text_and_ids_endpoints(
-            preprocessor, classification, "predict_ids", pair
-        )

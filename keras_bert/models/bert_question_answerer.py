@@ -139,35 +139,6 @@ class BertQuestionAnswerer(Task):
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
 
-    def serving_endpoints(
-        self,
-        preprocessor,
-        doc_stride=128,
-        max_query_length=64,
-        max_answer_length=30,
-        n_best_size=20,
-        version_2_with_negative=False,
-        null_score_diff_threshold=0.0,
-    ):
-        """`serving_default`: raw `question` and `context` in, `answer` out.
-
-        Long contexts are cut into windows in the graph. See
-        `keras_bert.tasks.squad.serving.question_answering_endpoints` for
-        the signatures and the arguments.
-        """
-        from keras_bert.tasks.squad import serving
-
-        return serving.question_answering_endpoints(
-            self,
-            preprocessor,
-            doc_stride=doc_stride,
-            max_query_length=max_query_length,
-            max_answer_length=max_answer_length,
-            n_best_size=n_best_size,
-            version_2_with_negative=version_2_with_negative,
-            null_score_diff_threshold=null_score_diff_threshold,
-        )
-
 
 def answer_positions(segment_ids, padding_mask):
     """Where an answer may start or end: `[CLS]` and the context tokens.

@@ -171,15 +171,3 @@ class BertTokenClassifier(Task):
             "dropout": self.dropout,
             "labels": self.labels,
         }
-
-    def serving_endpoints(self, preprocessor, labels=None, stride=None):
-        """`serving_default`: raw text in, entities out.
-
-        See `keras_bert.tasks.ner.serving.token_classification_endpoints`
-        for the signatures and the arguments.
-        """
-        from keras_bert.tasks.ner import serving
-
-        return serving.token_classification_endpoints(
-            self, preprocessor, labels=labels, stride=stride
-        )

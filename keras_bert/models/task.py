@@ -11,6 +11,10 @@ How a checkpoint format names a head's tensors, which `transformers` class
 it is and what it adds to a `config.json` is declared beside the loaders,
 in `keras_bert.checkpoints.heads` (one `register_checkpoint_head` call per
 class that loads or saves checkpoints).
+
+What a head serves is registered in `keras_bert.serving`
+(`register_endpoints`); `recipes/export.py --task` offers the task names
+that serve (`keras_bert.serving.servable_task_names()`).
 """
 
 import keras
@@ -47,20 +51,9 @@ class Task(keras.Model):
         self._list_backbone_as_one_operation()
 
     @classmethod
-    def by_name(cls, servable=False):
-        """`{TASK_NAME: class}` of the registered task classes.
-
-        With `servable=True`, only those with a serving signature (their
-        own `serving_endpoints`).
-        """
-        return {
-            task.TASK_NAME: task
-            for task in cls.registry
-            if task.TASK_NAME
-            and not (
-                servable and task.serving_endpoints is Task.serving_endpoints
-            )
-        }
+    def by_name(cls):
+        """`{TASK_NAME: class}` of the registered task classes."""
+        return {task.TASK_NAME: task for task in cls.registry if task.TASK_NAME}
 
     @property
     def layers(self):
@@ -139,19 +132,6 @@ class Task(keras.Model):
                 listed.append(backbone)
         # Not through `setattr`, which would track the list as sublayers.
         object.__setattr__(self, "_operations", listed)
-
-    def serving_endpoints(self, preprocessor, **options):
-        """The SavedModel endpoints of the model with its preprocessor.
-
-        Returns a dict from endpoint name to `(function, input_signature)`;
-        `serving_default` takes raw strings. See
-        `keras_bert.serving.export_saved_model`.
-        """
-        name = type(self).__name__
-        raise ValueError(
-            f"{name} has no serving signature. For a {name} export its "
-            "`.backbone` (embeddings), or export a task model that has one."
-        )
 
     @classmethod
     def from_checkpoint(cls, path, **kwargs):

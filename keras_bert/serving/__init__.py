@@ -1,5 +1,18 @@
-"""Export for TensorFlow Serving."""
+"""Export for TensorFlow Serving.
 
+- `export`: `export_saved_model`, a model and its preprocessor as one
+  versioned SavedModel.
+- `endpoints`: which endpoints each model class serves, one registry
+  (`register_endpoints`, `serving_endpoints`, `servable_task_names`).
+- `backbone`, `classifier`, `question_answerer`, `token_classifier`: the
+  endpoints of each keras_bert model, raw text in (`signatures`: what they
+  share).
+- `ops`, `rest`: the ops a SavedModel holds; TF Serving's REST API.
+"""
+
+from keras_bert.serving.endpoints import register_endpoints
+from keras_bert.serving.endpoints import servable_task_names
+from keras_bert.serving.endpoints import serving_endpoints
 from keras_bert.serving.export import export_saved_model
 from keras_bert.serving.ops import TF_SERVING_TEXT_OPS
 from keras_bert.serving.ops import saved_model_op_types
@@ -10,6 +23,9 @@ __all__ = [
     "TF_SERVING_TEXT_OPS",
     "export_saved_model",
     "BadRequest",
+    "register_endpoints",
     "rest_predict",
     "saved_model_op_types",
+    "servable_task_names",
+    "serving_endpoints",
 ]

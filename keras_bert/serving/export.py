@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.serving.endpoints import serving_endpoints
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
@@ -18,8 +19,10 @@ def export_saved_model(
     UTF-8 text and the SavedModel needs only TensorFlow and
     tensorflow-text (whose ops TF Serving links in) — never keras_bert.
 
-    The model says what it serves (its `serving_endpoints`); `options`
-    are passed to it.
+    What a model serves comes from the serving registry
+    (`keras_bert.serving.serving_endpoints`: keras_bert's models, and the
+    classes given to `register_endpoints`); `options` are passed to the
+    model's endpoint builder.
 
     Signatures of a `BertClassifier` (options `labels`, `pair`):
         - `serving_default`: `text` (or `text_a` and `text_b` when `pair`),
@@ -72,12 +75,7 @@ def export_saved_model(
             "a keras_bert.BertPreprocessor. Received: "
             f"preprocessor={preprocessor!r}"
         )
-    if not hasattr(model, "serving_endpoints"):
-        raise ValueError(
-            "export_saved_model exports a keras_bert model (BertBackbone or a "
-            f"task model); received a {type(model).__name__}."
-        )
-    endpoints = model.serving_endpoints(preprocessor, **options)
+    endpoints = serving_endpoints(model, preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()

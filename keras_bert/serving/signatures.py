@@ -1,4 +1,4 @@
-"""Endpoint builders shared by the models' `serving_endpoints`."""
+"""Pieces the endpoint builders share (see `keras_bert.serving.endpoints`)."""
 
 import tensorflow as tf
 

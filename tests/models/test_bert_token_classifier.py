@@ -22,6 +22,7 @@ from safetensors.numpy import load_file
 import keras_bert
 from keras_bert import BertBackbone
 from keras_bert import BertTokenClassifier
+from keras_bert.serving import serving_endpoints
 from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from tests.helpers import assert_config_complete
@@ -491,21 +492,21 @@ def preprocessor():
 def test_serving_needs_tag_like_labels():
     model = tagger(num_classes=3, labels=None)
     with pytest.raises(ValueError, match="labels="):
-        model.serving_endpoints(preprocessor())
+        serving_endpoints(model, preprocessor())
     with pytest.raises(ValueError, match="'LABEL_0'"):
-        model.serving_endpoints(preprocessor())
+        serving_endpoints(model, preprocessor())
 
 
 def test_serving_labels_argument_replaces_the_models():
     model = tagger(num_classes=3, labels=None)
-    endpoints = model.serving_endpoints(
-        preprocessor(), labels=["O", "B-PER", "I-PER"]
+    endpoints = serving_endpoints(
+        model, preprocessor(), labels=["O", "B-PER", "I-PER"]
     )
     assert {"serving_default", "predict_ids"} <= set(endpoints)
     with pytest.raises(ValueError, match="3 classes but 2 labels"):
-        model.serving_endpoints(preprocessor(), labels=["O", "B-PER"])
+        serving_endpoints(model, preprocessor(), labels=["O", "B-PER"])
 
 
 def test_serving_with_bio_labels_builds_endpoints():
-    endpoints = tagger().serving_endpoints(preprocessor())
+    endpoints = serving_endpoints(tagger(), preprocessor())
     assert {"serving_default", "predict_ids"} <= set(endpoints)

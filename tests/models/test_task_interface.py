@@ -1,10 +1,11 @@
 """A new head is one model class and one checkpoint-head record.
 
 `ToyScorer` is defined here only, like a user's own head: a model class
-(`keras_bert.models.Task`) and one `register_checkpoint_head` call that
-says how checkpoints hold it. Saving it as a Hugging Face checkpoint,
-reading it back (by class and by `"auto"`), reading its Google-layout names
-and exporting it all work with no edit to keras_bert and no list of tasks
+(`keras_bert.models.Task`), one `register_checkpoint_head` call that
+says how checkpoints hold it and one `register_endpoints` call that says
+what it serves. Saving it as a Hugging Face checkpoint, reading it back
+(by class and by `"auto"`), reading its Google-layout names and
+exporting it all work with no edit to keras_bert and no list of tasks
 anywhere.
 """
 
@@ -38,17 +39,6 @@ class ToyScorer(Task):
         super().__init__(inputs=inputs, outputs=score, **kwargs)
         self.scale = scale
 
-    def serving_endpoints(self, preprocessor):
-        def serve(text):
-            return {"score": self(preprocessor(text))[:, 0]}
-
-        return {
-            "serving_default": (
-                serve,
-                [tf.TensorSpec([None], tf.string, name="text")],
-            )
-        }
-
     def get_config(self):
         return {**super().get_config(), "scale": self.scale}
 
@@ -67,6 +57,21 @@ register_checkpoint_head(
 )
 
 
+def toy_endpoints(model, preprocessor):
+    def serve(text):
+        return {"score": model(preprocessor(text))[:, 0]}
+
+    return {
+        "serving_default": (
+            serve,
+            [tf.TensorSpec([None], tf.string, name="text")],
+        )
+    }
+
+
+keras_bert.serving.register_endpoints(ToyScorer, toy_endpoints)
+
+
 @pytest.fixture
 def toy():
     model = ToyScorer(keras_bert.BertBackbone(**tiny_backbone_config()))
@@ -79,7 +84,7 @@ def test_registered_without_any_list():
     # The recipes' head flags (export.py --task, convert_checkpoint.py
     # --model) are built from the same registry, by TASK_NAME.
     assert Task.by_name()["toy_scoring"] is ToyScorer
-    assert Task.by_name(servable=True)["toy_scoring"] is ToyScorer
+    assert keras_bert.serving.servable_task_names()["toy_scoring"] is ToyScorer
     names = {
         "classifier": keras_bert.BertClassifier,
         "masked_lm": keras_bert.BertMaskedLM,
@@ -88,7 +93,7 @@ def test_registered_without_any_list():
     }
     assert {k: Task.by_name()[k] for k in names} == names
     # A masked LM has no serving signature: export serves its backbone.
-    assert "masked_lm" not in Task.by_name(servable=True)
+    assert "masked_lm" not in keras_bert.serving.servable_task_names()
 
 
 def test_huggingface_round_trip_by_class_and_auto(toy, tmp_path):

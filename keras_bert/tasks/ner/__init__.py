@@ -1,4 +1,4 @@
-"""Token classification (named entities): data, windows, scores, serving.
+"""Token classification (named entities): data, windows, scores, entities.
 
 - `conll`: reading and writing CoNLL column files; tag schemes.
 - `features`: words → WordPiece windows with labels on each word's first
@@ -6,7 +6,9 @@
 - `metrics`: entity-level precision, recall and F1 as `conlleval`.
 - `entities`: `find_entities`, raw text → entities with a Keras model.
 - `fine_tuning`: `NerFineTuning`, the task `recipes/ner.py` runs.
-- `serving`: the raw-text endpoints a `BertTokenClassifier` exports.
+
+The raw-text endpoints a `BertTokenClassifier` exports (the same entities
+in graph ops) are in `keras_bert.serving.token_classifier`.
 """
 
 from keras_bert.tasks.ner.conll import convert_tags

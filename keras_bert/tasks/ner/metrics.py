@@ -19,6 +19,9 @@ _PREFIXES = ("B", "I", "E", "S")
 def get_entities(tags):
     """The entities of one sentence, read as `conlleval` reads them.
 
+    In Python; the graph twin is the chunking in
+    `keras_bert.serving.token_classifier.entities_from_windows`.
+
     Args:
         tags: list of str. One tag per token: `"O"` or `<prefix>-<type>`
             with prefix `B`, `I`, `E` or `S` (IOB1, IOB2 or IOBES).

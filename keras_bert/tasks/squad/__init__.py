@@ -6,7 +6,9 @@
 - `postprocess`: answers from start/end logits, output files.
 - `metrics`: the official v1.1 and v2.0 exact match and F1.
 - `fine_tuning`: `SquadFineTuning`, the task `recipes/squad.py` runs.
-- `serving`: the raw-text endpoints a `BertQuestionAnswerer` exports.
+
+The raw-text endpoints a `BertQuestionAnswerer` exports (the same top
+answer in graph ops) are in `keras_bert.serving.question_answerer`.
 """
 
 from keras_bert.tasks.squad.examples import read_squad_examples

@@ -25,6 +25,9 @@ For each example, over all of its windows:
 
 If no span is valid, the n-best holds a placeholder `"empty"` entry with
 logits 0, as `run_squad.py` does (for v2.0, beside the null entry).
+
+The graph twin, inside the SavedModel that answers raw text, is
+`keras_bert.serving.question_answerer.best_answers`: the same top answer.
 """
 
 import numpy as np
@@ -51,6 +54,9 @@ def compute_predictions(
     null_score_diff_threshold=0.0,
 ):
     """Answer texts, n-best lists and (v2.0) null odds for every example.
+
+    In numpy; the graph twin of the top answer is
+    `keras_bert.serving.question_answerer.best_answers`.
 
     Args:
         examples: dict with `id` and `context` lists, as

@@ -21,15 +21,16 @@ import keras_bert
 from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
+from keras_bert.serving import serving_endpoints
 from keras_bert.serving.ops import PYTHON_OPS
+from keras_bert.serving.token_classifier import entities_from_windows
+from keras_bert.serving.token_classifier import label_codes
+from keras_bert.serving.token_classifier import word_numbers
 from keras_bert.tasks.ner.entities import find_entities
 from keras_bert.tasks.ner.features import INPUT_NAMES
-from keras_bert.tasks.ner.features import window_tokens
 from keras_bert.tasks.ner.features import word_predictions
 from keras_bert.tasks.ner.metrics import get_entities
-from keras_bert.tasks.ner.serving import entities_from_windows
-from keras_bert.tasks.ner.serving import label_codes
-from keras_bert.tasks.ner.serving import word_numbers
+from keras_bert.text.token_windows import window_tokens
 from tests.helpers import non_core_ops
 from tests.helpers import tiny_backbone_config
 
@@ -110,7 +111,7 @@ def iobes_tagger():
 
 @functools.lru_cache(maxsize=None)  # one traced graph per model
 def graph_endpoint(model, preprocessor, name="serving_default"):
-    function, signature = model.serving_endpoints(preprocessor, stride=STRIDE)[
+    function, signature = serving_endpoints(model, preprocessor, stride=STRIDE)[
         name
     ]
     return tf.function(function, input_signature=signature)
@@ -476,11 +477,11 @@ def test_a_model_without_bio_labels_cannot_serve_entities(bio_tagger):
     )
     model = keras_bert.BertTokenClassifier(backbone, 3)
     with pytest.raises(ValueError, match="'LABEL_0'"):
-        model.serving_endpoints(preprocessor)
+        serving_endpoints(model, preprocessor)
     # Labels given at export time serve.
-    endpoints = model.serving_endpoints(
-        preprocessor, labels=["O", "B-PER", "I-PER"]
+    endpoints = serving_endpoints(
+        model, preprocessor, labels=["O", "B-PER", "I-PER"]
     )
     assert set(endpoints) == {"serving_default", "predict_ids"}
     with pytest.raises(ValueError, match="3 classes but 2 labels"):
-        model.serving_endpoints(preprocessor, labels=["O", "B-PER"])
+        serving_endpoints(model, preprocessor, labels=["O", "B-PER"])

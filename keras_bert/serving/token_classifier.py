@@ -11,19 +11,24 @@ punctuation; each CJK character): a token starts a word unless its
 WordPiece starts with `##`. Each word gets the label and probability of its
 first sub-token (Hugging Face's `aggregation_strategy="first"`), read from
 the window where that sub-token has the most context. Entities are the
-chunks `conlleval` finds in the word labels (`metrics.get_entities`), each
-spanning its first word's start to its last word's end, scored by the mean
-of its words' probabilities.
+chunks `conlleval` finds in the word labels, each spanning its first
+word's start to its last word's end, scored by the mean of its words'
+probabilities.
+
+The numpy twin, for a Keras model in Python, is
+`keras_bert.tasks.ner.entities.find_entities` (each word's prediction by
+`keras_bert.tasks.ner.features.word_predictions`, the chunks by
+`keras_bert.tasks.ner.metrics.get_entities`); both give the same entities.
 """
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.serving.signatures import IDS_INPUTS
 from keras_bert.serving.signatures import ids_signature
-from keras_bert.tasks.ner.features import INPUT_NAMES
-from keras_bert.tasks.ner.features import check_window_arguments
-from keras_bert.tasks.ner.features import default_stride
-from keras_bert.tasks.ner.features import window_tokens
+from keras_bert.text.token_windows import check_window_arguments
+from keras_bert.text.token_windows import default_stride
+from keras_bert.text.token_windows import window_tokens
 
 # Tag prefixes, as codes: no entity, begin, inside, end, single.
 _O, _B, _I, _E, _S = range(5)
@@ -112,7 +117,7 @@ def token_classification_endpoints(
             tokenizer, ids, word_index, sequence_length, stride
         )
         logits = model(
-            {name: windows[name] for name in INPUT_NAMES}, training=False
+            {name: windows[name] for name in IDS_INPUTS}, training=False
         )
         return entities_from_windows(
             windows,
@@ -175,6 +180,9 @@ def entities_from_windows(
     windows, logits, text, token_starts, token_ends, word_index, prefixes, types
 ):
     """The entities of each text from its windows' logits (graph ops).
+
+    The graph twin of `keras_bert.tasks.ner.features.word_predictions`
+    followed by `keras_bert.tasks.ner.metrics.get_entities`.
 
     Args:
         windows: `window_tokens`' dict for the texts' tokens.

@@ -2,22 +2,25 @@
 
 `question_answering_endpoints` is what `BertQuestionAnswerer` serves: the
 whole pipeline — tokenizing with offsets, cutting long contexts into
-windows, the model, and choosing the answer span — as TensorFlow and
-tensorflow-text ops, so TF Serving answers raw `question` and `context`
-strings of any length. The span choice follows `postprocess.py` (and so
-`run_squad.py`) exactly for the top answer: the `n_best_size` best starts
-and ends of each window, a start only where its token has the most context,
-both ends in the context, at most `max_answer_length` tokens, the best
-`start_logit + end_logit` over the example's windows (the first on a tie).
+windows (`keras_bert.text.question_windows`), the model, and choosing the
+answer span — as TensorFlow and tensorflow-text ops, so TF Serving answers
+raw `question` and `context` strings of any length. The span choice
+(`best_answers`) is the graph twin of the evaluation's numpy
+post-processing, `keras_bert.tasks.squad.postprocess.compute_predictions`
+(and so of `run_squad.py`), exactly for the top answer: the `n_best_size`
+best starts and ends of each window, a start only where its token has the
+most context, both ends in the context, at most `max_answer_length` tokens,
+the best `start_logit + end_logit` over the example's windows (the first on
+a tie).
 """
 
 import tensorflow as tf
 
+from keras_bert.serving.signatures import IDS_INPUTS
 from keras_bert.serving.signatures import ids_signature
 from keras_bert.serving.signatures import same_batch_size
-from keras_bert.tasks.squad.features import INPUT_NAMES
-from keras_bert.tasks.squad.features import check_window_arguments
-from keras_bert.tasks.squad.features import make_windows
+from keras_bert.text.question_windows import check_window_arguments
+from keras_bert.text.question_windows import make_windows
 
 # The score of "no span found" (an empty context, or no valid span).
 NO_ANSWER_SCORE = -1e9
@@ -74,7 +77,7 @@ def question_answering_endpoints(
             max_query_length=max_query_length,
         )
         outputs = model(
-            {name: windows[name] for name in INPUT_NAMES}, training=False
+            {name: windows[name] for name in IDS_INPUTS}, training=False
         )
         return best_answers(
             windows,
@@ -122,6 +125,9 @@ def best_answers(
     null_score_diff_threshold=0.0,
 ):
     """The best answer span of each example, with TensorFlow ops.
+
+    The graph twin of `keras_bert.tasks.squad.postprocess`'s
+    `compute_predictions` (its top answer).
 
     Args:
         windows: dict from `make_windows`: `example_index`,
