@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.layers.dropout import Dropout
+from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
 from keras_bert.models.task import Task
@@ -77,7 +77,7 @@ class BertClassifier(Task):
 
         # === Layers ===
         self.backbone = backbone
-        self.output_dropout = Dropout(
+        self.output_dropout = HalfBitsDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = keras.layers.Dense(
