@@ -141,7 +141,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.optimizations = validate_optimizations(optimizations)
         self.supports_masking = True
-        self._split_qkv_first = "split_qkv_first" in self.optimizations
         # Scores and softmax in at least float32 (float64 in a float64
         # model, used to check parity exactly).
         self.softmax_dtype = (
@@ -231,7 +230,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
             and bool(training)
             and fused_ops.can_fuse(inputs)
         )
-        if fuse or query_positions is not None or self._split_qkv_first:
+        # Where the two computations differ; the other optimisations are
+        # the sublayers and the GELU, which both use.
+        fast = (
+            fuse
+            or query_positions is not None
+            or "split_qkv_first" in self.optimizations
+        )
+        if fast:
             return self._fast_call(
                 inputs, padding_mask, query_positions, training, fuse
             )
@@ -241,6 +247,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
     # The reference: what the block computes, the plain way.
 
     def _reference_call(self, inputs, padding_mask, training):
+        """The block at every position, as the formula reads."""
         batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Self-attention.
         qkv = self.qkv_dense(inputs)  # (batch, seq, 3 * hidden)
@@ -248,8 +255,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             qkv, batch_size, sequence_length
         )  # each (batch, heads, seq, head_dim)
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        # Scores and probabilities: (batch, heads, seq, seq).
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-        # (batch, heads, seq, seq)
         probs = self._attention_probabilities(scores, padding_mask, training)
         context = ops.matmul(probs, value)  # (batch, heads, seq, head_dim)
         context = ops.transpose(context, (0, 2, 1, 3))
@@ -394,7 +401,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             query = ops.matmul(queries, kernel[:, :hidden]) + bias[:hidden]
             key_value = ops.matmul(x, kernel[:, hidden:]) + bias[hidden:]
             key, value = ops.split(key_value, 2, axis=-1)
-        elif self._split_qkv_first:
+        elif "split_qkv_first" in self.optimizations:
             query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
         else:
             return self._heads_of_qkv(
