@@ -87,7 +87,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
             (every position). The positions whose outputs are wanted: keys
             and values still come from every token, but the queries, the
             attention output, the feed-forward layer and both LayerNorms
-            run on these positions only. The result equals the full
+            run on these positions only (the optimisation
+            `"query_positions_only"`; without it, every position, then
+            gathered). The result equals the full
             output gathered at them, to float rounding (a head that reads
             only `[CLS]` or the masked tokens saves most of the block's
             work; see `BertBackbone.outputs_at`).
