@@ -2,29 +2,32 @@
 
 Builds the benchmark classifier (L4/H512/A8/I2048, batch 16, sequence 128;
 with `--task=pretrain` the `BertMaskedLM` with 20 predictions per
-sequence) several times in one process, each time with one optimisation swapped back
-for what Keras or TensorFlow does by default, and times their training
-steps in alternation (A B C A B C ...), so every variant sees the same
-machine load. Reported: median step time and the paired ratio
-"variant step time / package step time" (>1: the optimisation pays).
+sequence) several times in one process, each time with one optimisation
+switched off (the backbone's `optimizations` argument, see
+`keras_bert.layers.optimizations`) or, for `keras_adamw`, Keras' optimizer,
+and times their training steps in alternation (A B C A B C ...), so every
+variant sees the same machine load. Reported: median step time and the
+paired ratio "variant step time / package step time" (>1: the
+optimisation pays).
 
-Variants:
-  package        keras-bert as shipped.
+Variants (the optimisations each switches off):
+  package        keras-bert as shipped (none).
   keras_adamw    `keras.optimizers.AdamW` instead of `training.AdamW`.
-  keras_layers   Keras' `LayerNormalization` and `Dropout` and `tf.nn.gelu`
-                 (TensorFlow's differentiation) instead of the package's,
-                 and no XLA-fused element-wise ops (Keras' defaults for all
-                 the element-wise work).
-  fused_qkv_5d   the attention heads split by one 5-D transpose of the fused
-                 q|k|v tensor (the package's first version) instead of
-                 splitting q, k and v first.
-  unfused        the training step's element-wise chains as separate
-                 TensorFlow ops instead of `layers.fused_ops`' XLA-fused
-                 ones.
-  full_last_block  the heads on the whole backbone's outputs (the last
-                 block computed at every position) instead of
-                 `BertBackbone.outputs_at` (the last block computed only
-                 where the heads read: [CLS], and the masked positions).
+  keras_layers   xla_fused_ops, closed_form_layer_norm, half_bits_dropout,
+                 closed_form_gelu: the backbone's LayerNorm, dropout and
+                 GELU as Keras' layers and TensorFlow's differentiation
+                 (Keras' defaults for all the backbone's element-wise work;
+                 the heads keep the package's).
+  fused_qkv_5d   split_qkv_first: the attention heads split by one 5-D
+                 transpose of the fused q|k|v tensor (the package's first
+                 version) instead of splitting q, k and v first.
+  unfused        xla_fused_ops: the training step's element-wise chains as
+                 separate TensorFlow ops instead of `layers.fused_ops`'
+                 XLA-fused ones.
+  full_last_block  query_positions_only: `BertBackbone.outputs_at`'s last
+                 block computed at every position, then gathered, instead
+                 of only where the heads read ([CLS], and the masked
+                 positions).
 Removed (issue 19) after measuring 0.96-1.01x on the pre-training model and
 within noise on the GLUE recipe's own step (`benchmarks/recipe_steps.py`):
 dropout bits from XLA's ThreeFry instead of Philox, the fused GELU's Phi in
@@ -50,7 +53,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from benchmarks import ablation_patches  # noqa: E402
 from benchmarks import common  # noqa: E402
 
 flags.DEFINE_integer("rounds", 10, "Alternating rounds of timed steps.")
@@ -59,14 +61,21 @@ flags.DEFINE_list("variants", None, "Variants to time; default: all.")
 flags.DEFINE_enum("task", "classify", ["classify", "pretrain"], "Model.")
 FLAGS = flags.FLAGS
 
-VARIANTS = (
-    "package",
-    "keras_adamw",
-    "keras_layers",
-    "fused_qkv_5d",
-    "unfused",
-    "full_last_block",
-)
+# Each variant: the optimisations it switches off.
+SWITCHED_OFF = {
+    "package": (),
+    "keras_adamw": (),
+    "keras_layers": (
+        "xla_fused_ops",
+        "closed_form_layer_norm",
+        "half_bits_dropout",
+        "closed_form_gelu",
+    ),
+    "fused_qkv_5d": ("split_qkv_first",),
+    "unfused": ("xla_fused_ops",),
+    "full_last_block": ("query_positions_only",),
+}
+VARIANTS = tuple(SWITCHED_OFF)
 
 
 def _train_function(variant):
@@ -74,37 +83,39 @@ def _train_function(variant):
     import tensorflow as tf
 
     import keras_bert
+    from keras_bert.layers.optimizations import ALL
 
     data = common.synthetic_batch()
     features = {
         k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")
     }
-    with ablation_patches.applied(variant):
-        keras.utils.set_random_seed(0)
-        backbone = keras_bert.BertBackbone(**common.CONFIG)
-        optimizer_class = (
-            keras.optimizers.AdamW
-            if variant == "keras_adamw"
-            else keras_bert.training.AdamW
-        )
-        optimizer = optimizer_class(1e-5, weight_decay=0.01)
-        if FLAGS.task == "classify":
-            model = keras_bert.BertClassifier(backbone, num_classes=2)
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            model.compile(optimizer=optimizer, loss=loss)
-            labels = data["labels"]
-        else:
-            model = keras_bert.BertMaskedLM(backbone)
-            model.compile(optimizer=optimizer)
-            features["masked_positions"] = data["masked_positions"]
-            labels = {
-                "mlm_logits": data["masked_ids"],
-                "nsp_logits": data["labels"],
-            }
-        dataset = tf.data.Dataset.from_tensors((features, labels))
-        dataset = dataset.repeat()
-        # Traces (with the patches in place) and warms up.
-        model.fit(dataset, steps_per_epoch=3, verbose=0)
+    keras.utils.set_random_seed(0)
+    backbone = keras_bert.BertBackbone(
+        **common.CONFIG,
+        optimizations=[n for n in ALL if n not in SWITCHED_OFF[variant]],
+    )
+    optimizer_class = (
+        keras.optimizers.AdamW
+        if variant == "keras_adamw"
+        else keras_bert.training.AdamW
+    )
+    optimizer = optimizer_class(1e-5, weight_decay=0.01)
+    if FLAGS.task == "classify":
+        model = keras_bert.BertClassifier(backbone, num_classes=2)
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model.compile(optimizer=optimizer, loss=loss)
+        labels = data["labels"]
+    else:
+        model = keras_bert.BertMaskedLM(backbone)
+        model.compile(optimizer=optimizer)
+        features["masked_positions"] = data["masked_positions"]
+        labels = {
+            "mlm_logits": data["masked_ids"],
+            "nsp_logits": data["labels"],
+        }
+    dataset = tf.data.Dataset.from_tensors((features, labels))
+    dataset = dataset.repeat()
+    model.fit(dataset, steps_per_epoch=3, verbose=0)  # traces, warms up
     iterator = iter(dataset)
     train_function = model.train_function
 

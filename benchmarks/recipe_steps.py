@@ -17,8 +17,10 @@ Variants:
                   only (`BertBackbone.outputs_at`).
   ungrouped       plainly shuffled batches (`--nogroup_by_length`), each cut
                   to its longest row.
-  full_last_block the classifier on the whole backbone's pooled output (its
-                  last block computed at every position).
+  full_last_block the classifier's last block computed at every position
+                  (the backbone without the optimisation
+                  `query_positions_only`, see
+                  `keras_bert.layers.optimizations`).
   bucket_16, bucket_32, bucket_64
                   the recipe's batches padded up to a multiple of 16, 32 or 64
                   (`keras_bert.data.trim_batch`) and the step traced once per
@@ -75,7 +77,7 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     """The variant's model (compiled as `run_fine_tuning` compiles it) and
     an iterator over its batches."""
     import keras_bert
-    from benchmarks import ablation_patches
+    from keras_bert.layers.optimizations import ALL
     from keras_bert.tasks.glue.dataset import glue_dataset
     from keras_bert.training import WarmupLinearDecay
     from keras_bert.training import create_adamw
@@ -85,10 +87,12 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     multiple = {"bucket_16": 16, "bucket_32": 32, "bucket_64": 64}.get(
         variant, 32 if variant == "unfused_32" else True
     )
-    # full_last_block's patch (the others have none).
-    with ablation_patches.applied(variant), strategy.scope():
+    optimizations = ALL
+    if variant == "full_last_block":
+        optimizations = [n for n in ALL if n != "query_positions_only"]
+    with strategy.scope():
         model = keras_bert.BertClassifier.from_checkpoint(
-            checkpoint, num_classes=2
+            checkpoint, num_classes=2, optimizations=optimizations
         )
     with strategy.scope():
         optimizer = create_adamw(

@@ -1,17 +1,23 @@
 """BERT's building blocks, one public layer per module."""
 
 from keras_bert.layers.bert_embedding import BertEmbedding
-from keras_bert.layers.dropout import Dropout
-from keras_bert.layers.layer_norm import LayerNorm
+from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
+from keras_bert.layers.closed_form_layer_norm import LayerNorm  # noqa: F401
+from keras_bert.layers.half_bits_dropout import Dropout  # noqa: F401
+from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.masked_lm_head import MaskedLMHead
+from keras_bert.layers.optimizations import OPTIMIZATIONS
 from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 
+# `Dropout` and `LayerNorm` are the deprecated names of `HalfBitsDropout` and
+# `ClosedFormLayerNorm` (before issue 29), importable for old code.
 __all__ = [
+    "OPTIMIZATIONS",
     "BertEmbedding",
-    "Dropout",
-    "LayerNorm",
+    "ClosedFormLayerNorm",
+    "HalfBitsDropout",
     "MaskedLMHead",
     "PositionEmbedding",
     "SegmentEmbedding",

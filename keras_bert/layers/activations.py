@@ -24,15 +24,16 @@ def validate_activation(activation):
     return activation
 
 
-def apply_activation(x, activation, training=None):
+def apply_activation(x, activation, training=None, closed_form=True):
     """Applies the named activation to `x`.
 
     In training, exact GELU on TensorFlow uses a hand-written derivative
-    (`_exact_gelu`); otherwise TensorFlow's own `gelu`, whose graph pattern
-    TensorFlow fuses into the preceding matmul at inference.
+    (`_exact_gelu`, the optimisation `"closed_form_gelu"`) unless
+    `closed_form` is false; otherwise TensorFlow's own `gelu`, whose graph
+    pattern TensorFlow fuses into the preceding matmul at inference.
     """
     if activation == "gelu":
-        if training and keras.backend.backend() == "tensorflow":
+        if training and closed_form and keras.backend.backend() == "tensorflow":
             return _exact_gelu(x)
         return keras.ops.gelu(x, approximate=False)
     if activation == "gelu_approximate":

@@ -2,10 +2,11 @@
 
 import keras
 
-from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
-from keras_bert.layers.layer_norm import LayerNorm
+from keras_bert.layers.optimizations import dropout_class
+from keras_bert.layers.optimizations import layer_norm_class
+from keras_bert.layers.optimizations import validate_optimizations
 from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding
 from keras_bert.validation import check_ids_in_range
@@ -32,6 +33,10 @@ class BertEmbedding(keras.layers.Layer):
         layer_norm_epsilon: float. LayerNorm epsilon. Defaults to `1e-12`.
         initializer: str or `keras.initializers.Initializer`. Initializer of
             the three tables. Defaults to `TruncatedNormal(stddev=0.02)`.
+        optimizations: tuple of str. The speed optimisations in use (see
+            `keras_bert.layers.optimizations`); this layer reads
+            `"closed_form_layer_norm"` and `"half_bits_dropout"`. Defaults
+            to `None`: all of them.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -62,6 +67,7 @@ class BertEmbedding(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer=None,
+        optimizations=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -74,6 +80,7 @@ class BertEmbedding(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer = get_initializer(initializer)
+        self.optimizations = validate_optimizations(optimizations)
 
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size,
@@ -96,12 +103,12 @@ class BertEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="position_embedding",
         )
-        self.layer_norm = LayerNorm(
+        self.layer_norm = layer_norm_class(self.optimizations)(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
             name="layer_norm",
         )
-        self.dropout_layer = Dropout(
+        self.dropout_layer = dropout_class(self.optimizations)(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
 
@@ -134,6 +141,7 @@ class BertEmbedding(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer": keras.initializers.serialize(self.initializer),
+                "optimizations": list(self.optimizations),
             }
         )
         return config

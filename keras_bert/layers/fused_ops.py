@@ -10,9 +10,8 @@ hand-written gradient) with XLA, which fuses it into one or two passes.
 The forward functions hand their boolean dropout mask to the backward ones
 (one byte per element, where the random words it came from take two).
 The math and the dropout masks are those of the unfused layers
-(`Dropout`, `LayerNorm`, `apply_activation`): the same seeds give the
-same masks, and outputs agree to float
-rounding (tested).
+(`HalfBitsDropout`, `ClosedFormLayerNorm`, `apply_activation`): the same
+seeds give the same masks, and outputs agree to float rounding (tested).
 
 These are used only in training, on TensorFlow, in float32 and under a
 16-bit compute dtype (`mixed_bfloat16`, `mixed_float16`, where they also
@@ -32,12 +31,12 @@ import keras
 
 from keras_bert.layers.activations import gelu_cdf
 from keras_bert.layers.activations import gelu_gradient
-from keras_bert.layers.dropout import dropout_scale
-from keras_bert.layers.dropout import dropout_threshold
-from keras_bert.layers.dropout import keep_mask
-from keras_bert.layers.dropout import random_words
-from keras_bert.layers.layer_norm import normalize
-from keras_bert.layers.layer_norm import normalize_gradient
+from keras_bert.layers.closed_form_layer_norm import normalize
+from keras_bert.layers.closed_form_layer_norm import normalize_gradient
+from keras_bert.layers.half_bits_dropout import dropout_scale
+from keras_bert.layers.half_bits_dropout import dropout_threshold
+from keras_bert.layers.half_bits_dropout import keep_mask
+from keras_bert.layers.half_bits_dropout import random_words
 from keras_bert.layers.xla import compiled
 
 # Below this many elements per tensor, the XLA launch and the compilation
@@ -105,10 +104,10 @@ def dropout_add_layer_norm(x, bias, residual, gamma, beta, rate, seed, epsilon):
     by XLA. `bias` (the preceding dense layer's) is added in float32, and its
     gradient summed in the same pass as the others.
 
-    The dropout mask is the one `keras_bert.layers.Dropout` draws from
-    `seed`; the LayerNorm computes in float32 with the closed-form gradient
-    of `keras_bert.layers.LayerNorm`. Returns `x`'s dtype. TensorFlow only,
-    static shapes only (see `can_fuse`).
+    The dropout mask is the one `keras_bert.layers.HalfBitsDropout` draws
+    from `seed`; the LayerNorm computes in float32 with the closed-form
+    gradient of `keras_bert.layers.ClosedFormLayerNorm`. Returns `x`'s
+    dtype. TensorFlow only, static shapes only (see `can_fuse`).
     """
     import tensorflow as tf
 
@@ -245,8 +244,8 @@ def attention_probabilities(
     Computes in float32, like the block's unfused path (softmax and
     attention dropout in float32), and returns `dtype`. `key_mask` is a boolean
     tensor broadcastable to `scores`, or `None`. The dropout mask is the one
-    `keras_bert.layers.Dropout` draws from `seed`. TensorFlow only, static
-    shapes only (see `can_fuse`).
+    `keras_bert.layers.HalfBitsDropout` draws from `seed`. TensorFlow only,
+    static shapes only (see `can_fuse`).
     """
     import tensorflow as tf
 

@@ -5,9 +5,9 @@ from keras import ops
 
 from keras_bert.layers.activations import apply_activation
 from keras_bert.layers.activations import validate_activation
+from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
-from keras_bert.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -84,7 +84,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.layer_norm = LayerNorm(
+        self.layer_norm = ClosedFormLayerNorm(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
             name="layer_norm",

@@ -8,10 +8,13 @@ from keras import ops
 from keras_bert.layers import fused_ops
 from keras_bert.layers.activations import apply_activation
 from keras_bert.layers.activations import validate_activation
-from keras_bert.layers.dropout import Dropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
-from keras_bert.layers.layer_norm import LayerNorm
+from keras_bert.layers.optimizations import dropout_class
+from keras_bert.layers.optimizations import layer_norm_class
+from keras_bert.layers.optimizations import validate_optimizations
+from keras_bert.validation import check_positive_int
+from keras_bert.validation import check_rate
 
 # Added to the attention scores of padding keys. Large enough that
 # exp() underflows to exactly 0 in float32, finite so that a row with no real
@@ -20,7 +23,7 @@ _MASK_SCORE = -1e9
 
 
 def _next_seed(dropout):
-    """The seed a `Dropout` layer's next training call would use."""
+    """The seed a dropout layer's next training call would use."""
     # Keras' Dropout has no seed generator at rate 0.
     return dropout.seed_generator.next() if dropout.rate > 0 else None
 
@@ -41,13 +44,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
     `hidden_dim` is taken from the input and must be divisible by
     `num_heads`.
 
-    In training on TensorFlow in float32, `mixed_bfloat16` or
-    `mixed_float16`, when the input's shape is static (a
-    fixed-size batch) and large enough to pay, the element-wise work
-    between the matmuls (mask, softmax and dropout of the attention scores;
-    dropout, residual add and LayerNorm; exact GELU) runs as XLA-fused ops
-    (`keras_bert.layers.fused_ops`) with the same math and the same dropout
-    masks as the layers above, to float rounding.
+    Two computations sit side by side. `_reference_call` is the block
+    written the plain way, top to bottom; `_fast_call` computes the same
+    function faster, with the optimisations named in `optimizations`
+    (described in `keras_bert.layers.optimizations`). The main one: in
+    training on TensorFlow in float32, `mixed_bfloat16` or `mixed_float16`,
+    when the input's shape is static (a fixed-size batch) and large enough
+    to pay, the element-wise work between the matmuls (mask, softmax and
+    dropout of the attention scores; dropout, residual add and LayerNorm;
+    exact GELU) runs as XLA-fused ops (`keras_bert.layers.fused_ops`) with
+    the same math and the same dropout masks as the layers above, to float
+    rounding. With `optimizations=()` the block runs the reference and
+    Keras' own LayerNorm, Dropout and GELU.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -64,6 +72,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
             `TruncatedNormal(stddev=0.02)`.
         bias_initializer: initializer of the dense biases. Defaults to
             `"zeros"`.
+        optimizations: tuple of str. The speed optimisations in use, names
+            of `keras_bert.layers.optimizations.OPTIMIZATIONS`; each
+            computes the same function (to float rounding). Defaults to
+            `None`: all of them.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -75,7 +87,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
             (every position). The positions whose outputs are wanted: keys
             and values still come from every token, but the queries, the
             attention output, the feed-forward layer and both LayerNorms
-            run on these positions only. The result equals the full
+            run on these positions only (the optimisation
+            `"query_positions_only"`; without it, every position, then
+            gathered). The result equals the full
             output gathered at them, to float rounding (a head that reads
             only `[CLS]` or the masked tokens saves most of the block's
             work; see `BertBackbone.outputs_at`).
@@ -109,29 +123,16 @@ class TransformerEncoderBlock(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         kernel_initializer=None,
         bias_initializer="zeros",
+        optimizations=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("num_heads", num_heads),
-            ("intermediate_dim", intermediate_dim),
-        ):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, "
-                    f"expected a positive integer. Received: {name}={value!r}"
-                )
+        check_positive_int("num_heads", num_heads)
+        check_positive_int("intermediate_dim", intermediate_dim)
         if attention_dropout is None:
             attention_dropout = dropout
-        for name, value in (
-            ("dropout", dropout),
-            ("attention_dropout", attention_dropout),
-        ):
-            if not 0 <= value < 1:
-                raise ValueError(
-                    f"Received an invalid value for argument `{name}`, "
-                    f"expected a float in [0, 1). Received: {name}={value!r}"
-                )
+        check_rate("dropout", dropout)
+        check_rate("attention_dropout", attention_dropout)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -140,8 +141,16 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.optimizations = validate_optimizations(optimizations)
         self.supports_masking = True
+        # Scores and softmax in at least float32 (float64 in a float64
+        # model, used to check parity exactly).
+        self.softmax_dtype = (
+            "float64" if self.compute_dtype == "float64" else "float32"
+        )
 
+        LayerNorm = layer_norm_class(self.optimizations)
+        Dropout = dropout_class(self.optimizations)
         self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon,
             dtype=self.dtype_policy,
@@ -152,13 +161,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="output_layer_norm",
         )
-        # Attention probabilities are dropped in the softmax's dtype (at
-        # least float32), before the cast to the compute dtype: under mixed
-        # precision that saves two casts of a (batch, heads, seq, seq)
-        # tensor each way.
+        # Attention probabilities are dropped in the softmax's dtype, before
+        # the cast to the compute dtype: under mixed precision that saves
+        # two casts of a (batch, heads, seq, seq) tensor each way.
         self.attention_probs_dropout = Dropout(
             attention_dropout,
-            dtype="float64" if self.compute_dtype == "float64" else "float32",
+            dtype=self.softmax_dtype,
             name="attention_dropout",
         )
         self.attention_output_dropout = Dropout(
@@ -208,56 +216,137 @@ class TransformerEncoderBlock(keras.layers.Layer):
             name=name,
         )
 
-    def _split_heads(self, x, batch_size, sequence_length):
-        # (batch, seq, hidden) -> (batch, heads, seq, head_dim)
-        x = ops.reshape(
-            x, (batch_size, sequence_length, self.num_heads, self.head_dim)
-        )
-        return ops.transpose(x, (0, 2, 1, 3))
-
-    def _query_key_value(self, x, queries):
-        """Projections of `x` (tokens, hidden); queries from `queries` when
-        given (a subset of the tokens), else from `x`."""
-        if queries is None:
-            qkv = self.qkv_dense(x)  # (tokens, 3 * hidden)
-            return ops.split(qkv, 3, axis=-1)
-        # Only the query columns of the fused kernel see the query rows.
-        kernel = ops.cast(self.qkv_dense.kernel, self.compute_dtype)
-        bias = ops.cast(self.qkv_dense.bias, self.compute_dtype)
-        hidden = self.hidden_dim
-        query = ops.matmul(queries, kernel[:, :hidden]) + bias[:hidden]
-        key_value = ops.matmul(x, kernel[:, hidden:]) + bias[hidden:]
-        key, value = ops.split(key_value, 2, axis=-1)
-        return query, key, value
-
-    def _self_attention(
-        self,
-        x,
-        queries,
-        padding_mask,
-        training,
-        batch_size,
-        sequence_length,
-        query_length,
-        fuse,
+    def call(
+        self, inputs, padding_mask=None, query_positions=None, training=None
     ):
-        # Split first, then one 4-D transpose per tensor: faster than a
-        # single 5-D transpose of the fused tensor, which TF's CPU kernels
-        # handle badly (the `fused_qkv_5d` row of benchmarks/ablation.py).
-        query, key, value = self._query_key_value(x, queries)
-        query = self._split_heads(query, batch_size, query_length)
-        key = self._split_heads(key, batch_size, sequence_length)
-        value = self._split_heads(value, batch_size, sequence_length)
+        if query_positions is not None:
+            query_positions = ops.cast(query_positions, "int32")
+            if "query_positions_only" not in self.optimizations:
+                # By definition: every position, then gathered.
+                outputs = self.call(inputs, padding_mask, training=training)
+                return ops.take_along_axis(
+                    outputs, query_positions[:, :, None], axis=1
+                )
+        fuse = (
+            "xla_fused_ops" in self.optimizations
+            and bool(training)
+            and fused_ops.can_fuse(inputs)
+        )
+        # Where the two computations differ; the other optimisations are
+        # the sublayers and the GELU, which both use.
+        fast = (
+            fuse
+            or query_positions is not None
+            or "split_qkv_first" in self.optimizations
+        )
+        if fast:
+            return self._fast_call(
+                inputs, padding_mask, query_positions, training, fuse
+            )
+        return self._reference_call(inputs, padding_mask, training)
+
+    # ------------------------------------------------------------------
+    # The reference: what the block computes, the plain way.
+
+    def _reference_call(self, inputs, padding_mask, training):
+        """The block at every position, as the formula reads."""
+        batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        # Self-attention.
+        qkv = self.qkv_dense(inputs)  # (batch, seq, 3 * hidden)
+        query, key, value = self._heads_of_qkv(
+            qkv, batch_size, sequence_length
+        )  # each (batch, heads, seq, head_dim)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        # Scores and probabilities: (batch, heads, seq, seq).
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        probs = self._attention_probabilities(scores, padding_mask, training)
+        context = ops.matmul(probs, value)  # (batch, heads, seq, head_dim)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        context = ops.reshape(
+            context, (batch_size, sequence_length, self.hidden_dim)
+        )  # (batch, seq, hidden)
+        attention_output = self.attention_output_dense(context)
+        attention_output = self.attention_output_dropout(
+            attention_output, training=training
+        )
+        x = self.attention_layer_norm(
+            inputs + attention_output, training=training
+        )
+        # Feed-forward.
+        hidden = self.intermediate_dense(x)  # (batch, seq, intermediate)
+        hidden = self._activation(hidden, training)
+        output = self.output_dropout(
+            self.output_dense(hidden), training=training
+        )
+        return self.output_layer_norm(x + output, training=training)
+
+    def _heads_of_qkv(self, qkv, batch_size, sequence_length):
+        """q, k, v `(batch, heads, seq, head_dim)` of the fused projection
+        (`(batch, seq, 3 * hidden)` or `(batch * seq, 3 * hidden)`)."""
+        qkv = ops.reshape(
+            qkv,
+            (batch_size, sequence_length, 3, self.num_heads, self.head_dim),
+        )
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # (3, batch, heads, ...)
+        return qkv[0], qkv[1], qkv[2]
+
+    def _attention_probabilities(self, scores, padding_mask, training):
+        """Mask, softmax and dropout of the scores, in at least float32."""
+        # Half-precision softmax loses too much; a float64 model keeps
+        # float64 (used to check parity exactly).
+        scores = ops.cast(scores, self.softmax_dtype)
+        if padding_mask is not None:
+            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
+            scores = ops.where(key_mask, scores, _MASK_SCORE)
+        probs = ops.softmax(scores, axis=-1)
+        probs = self.attention_probs_dropout(probs, training=training)
+        return ops.cast(probs, self.compute_dtype)
+
+    def _activation(self, x, training):
+        closed_form = "closed_form_gelu" in self.optimizations
+        return apply_activation(
+            x, self.activation, training=training, closed_form=closed_form
+        )
+
+    # ------------------------------------------------------------------
+    # The fast path: the same function, with `self.optimizations`.
+
+    def _fast_call(self, inputs, padding_mask, query_positions, training, fuse):
+        """`_reference_call`, faster: each difference is an optimisation of
+        `keras_bert.layers.optimizations`. All but the attention works on
+        2-D `(tokens, hidden)`: there TensorFlow fuses the bias add (and,
+        at inference, the GELU) into the matmul. With `fuse`, the
+        element-wise chains between the matmuls run as XLA-fused ops."""
+        batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        x = ops.reshape(inputs, (-1, self.hidden_dim))  # (tokens, hidden)
+        if query_positions is None:
+            residual, query_length = x, sequence_length
+        else:
+            # Only these positions' outputs are wanted: keys and values
+            # come from every token, everything else runs on these rows.
+            query_length = ops.shape(query_positions)[1]
+            residual = ops.reshape(
+                ops.take_along_axis(
+                    inputs, query_positions[:, :, None], axis=1
+                ),
+                (-1, self.hidden_dim),
+            )  # (batch * queries, hidden)
+        query, key, value = self._fast_heads(
+            x,
+            residual if query_positions is not None else None,
+            batch_size,
+            sequence_length,
+            query_length,
+        )
         scale = 1.0 / math.sqrt(self.head_dim)
         if not fuse:
             # The fused op scales the scores in its own pass instead.
             query = query * ops.cast(scale, query.dtype)
-        # (batch, heads, seq_q, seq_k)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-        key_mask = None
-        if padding_mask is not None:
-            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
         if fuse:
+            key_mask = None
+            if padding_mask is not None:
+                key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]
             probs = fused_ops.attention_probabilities(
                 scores,
                 key_mask,
@@ -267,91 +356,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 self.compute_dtype,
                 scale=scale,
             )
-            return self._attention_context(
-                probs, value, batch_size, query_length
+        else:
+            probs = self._attention_probabilities(
+                scores, padding_mask, training
             )
-        # At least float32: half-precision softmax loses too much; a
-        # float64 model keeps float64 (used to check parity exactly).
-        softmax_dtype = (
-            "float64" if self.compute_dtype == "float64" else "float32"
-        )
-        scores = ops.cast(scores, softmax_dtype)
-        if key_mask is not None:
-            scores = ops.where(key_mask, scores, _MASK_SCORE)
-        probs = ops.softmax(scores, axis=-1)
-        probs = self.attention_probs_dropout(probs, training=training)
-        probs = ops.cast(probs, self.compute_dtype)
-        return self._attention_context(probs, value, batch_size, query_length)
-
-    def _attention_context(self, probs, value, batch_size, query_length):
         context = ops.matmul(probs, value)  # (batch, heads, queries, dim)
-        context = ops.transpose(context, (0, 2, 1, 3))
-        return ops.reshape(
-            context, (batch_size * query_length, self.hidden_dim)
+        context = ops.reshape(
+            ops.transpose(context, (0, 2, 1, 3)),
+            (batch_size * query_length, self.hidden_dim),
         )
-
-    def _dense(self, dense, x, training, fuse=False):
-        """`dense(x)` for 2-D `x`; without its bias when `fuse` (a fused op
-        adds it)."""
-        if fuse:
-            return ops.matmul(x, ops.cast(dense.kernel, self.compute_dtype))
-        return dense(x)
-
-    def _add_norm(
-        self, x, residual, dense, dropout, layer_norm, training, fuse
-    ):
-        """`layer_norm(residual + dropout(dense(x)))`."""
-        x = self._dense(dense, x, training, fuse)
-        if fuse:
-            return fused_ops.dropout_add_layer_norm(
-                x,
-                dense.bias.value,
-                residual,
-                layer_norm.gamma.value,
-                layer_norm.beta.value,
-                dropout.rate,
-                _next_seed(dropout),
-                layer_norm.epsilon,
-            )
-        x = dropout(x, training=training)
-        return layer_norm(residual + x, training=training)
-
-    def call(
-        self, inputs, padding_mask=None, query_positions=None, training=None
-    ):
-        batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
-        # In training with static shapes, the element-wise chains between
-        # the matmuls run as XLA-fused ops (see `fused_ops`).
-        fuse = bool(training) and fused_ops.can_fuse(inputs)
-        # Everything but the attention itself works on (tokens, hidden):
-        # 2-D matmuls let TensorFlow fuse the bias add (and, at inference,
-        # the GELU) into the matmul.
-        x = ops.reshape(inputs, (-1, self.hidden_dim))
-        queries, query_length = None, sequence_length
-        if query_positions is not None:
-            # Only these positions' outputs are wanted: keys and values
-            # come from every token, everything else runs on these rows.
-            query_positions = ops.cast(query_positions, "int32")
-            query_length = ops.shape(query_positions)[1]
-            queries = ops.reshape(
-                ops.take_along_axis(
-                    inputs, query_positions[:, :, None], axis=1
-                ),
-                (-1, self.hidden_dim),
-            )
-        context = self._self_attention(
-            x,
-            queries,
-            padding_mask,
-            training,
-            batch_size,
-            sequence_length,
-            query_length,
-            fuse,
-        )
-        x = self._add_norm(
+        x = self._fast_add_norm(
             context,
-            x if queries is None else queries,
+            residual,
             self.attention_output_dense,
             self.attention_output_dropout,
             self.attention_layer_norm,
@@ -360,16 +376,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
         )
         if fuse and self.activation == "gelu":
             hidden = fused_ops.exact_gelu(
-                self._dense(self.intermediate_dense, x, training, fuse),
+                ops.matmul(x, self._kernel(self.intermediate_dense)),
                 self.intermediate_dense.bias.value,
             )
         else:
-            hidden = apply_activation(
-                self._dense(self.intermediate_dense, x, training),
-                self.activation,
-                training=training,
-            )
-        output = self._add_norm(
+            hidden = self._activation(self.intermediate_dense(x), training)
+        output = self._fast_add_norm(
             hidden,
             x,
             self.output_dense,
@@ -379,6 +391,60 @@ class TransformerEncoderBlock(keras.layers.Layer):
             fuse,
         )
         return ops.reshape(output, (batch_size, query_length, self.hidden_dim))
+
+    def _fast_heads(self, x, queries, batch_size, sequence_length, length):
+        """q `(batch, heads, length, head_dim)`, k and v `(batch, heads,
+        seq, head_dim)` of 2-D `x`; q from the rows `queries` when given."""
+        if queries is not None:
+            # Only the query columns of the fused kernel see the query rows.
+            kernel = self._kernel(self.qkv_dense)
+            bias = ops.cast(self.qkv_dense.bias, self.compute_dtype)
+            hidden = self.hidden_dim
+            query = ops.matmul(queries, kernel[:, :hidden]) + bias[:hidden]
+            key_value = ops.matmul(x, kernel[:, hidden:]) + bias[hidden:]
+            key, value = ops.split(key_value, 2, axis=-1)
+        elif "split_qkv_first" in self.optimizations:
+            query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
+        else:
+            return self._heads_of_qkv(
+                self.qkv_dense(x), batch_size, sequence_length
+            )
+        # One 4-D transpose per tensor: faster than one 5-D transpose of
+        # q|k|v, which TF's CPU kernels handle badly.
+        return (
+            self._split_heads(query, batch_size, length),
+            self._split_heads(key, batch_size, sequence_length),
+            self._split_heads(value, batch_size, sequence_length),
+        )
+
+    def _split_heads(self, x, batch_size, sequence_length):
+        # (batch * seq, hidden) -> (batch, heads, seq, head_dim)
+        x = ops.reshape(
+            x, (batch_size, sequence_length, self.num_heads, self.head_dim)
+        )
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def _kernel(self, dense):
+        return ops.cast(dense.kernel, self.compute_dtype)
+
+    def _fast_add_norm(
+        self, x, residual, dense, dropout, layer_norm, training, fuse
+    ):
+        """`layer_norm(residual + dropout(dense(x)))`; one XLA-fused op
+        after the matmul with `fuse` (which adds the bias too)."""
+        if not fuse:
+            x = dropout(dense(x), training=training)
+            return layer_norm(residual + x, training=training)
+        return fused_ops.dropout_add_layer_norm(
+            ops.matmul(x, self._kernel(dense)),
+            dense.bias.value,
+            residual,
+            layer_norm.gamma.value,
+            layer_norm.beta.value,
+            dropout.rate,
+            _next_seed(dropout),
+            layer_norm.epsilon,
+        )
 
     def compute_output_shape(
         self, inputs_shape, padding_mask_shape=None, query_positions_shape=None
@@ -403,6 +469,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
+                "optimizations": list(self.optimizations),
             }
         )
         return config

@@ -5,6 +5,7 @@ import keras
 from keras_bert.layers.activations import validate_activation
 from keras_bert.layers.bert_embedding import BertEmbedding
 from keras_bert.layers.initializers import clone_initializer
+from keras_bert.layers.optimizations import validate_optimizations
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 from keras_bert.models.presets import get_preset_config
 from keras_bert.models.presets import preset_hub_id
@@ -56,6 +57,12 @@ class BertBackbone(keras.Model):
             initialisation of every weight matrix. Defaults to `0.02`.
         dtype: str or `keras.DTypePolicy`. Dtype policy of the layers, e.g.
             `"mixed_bfloat16"`. Defaults to the global policy.
+        optimizations: tuple of str. The speed optimisations the layers use
+            (`keras_bert.layers.optimizations.OPTIMIZATIONS`), each
+            computing the same function; `()` runs the blocks' reference
+            computation with Keras' own layers. `"query_positions_only"`
+            selects `outputs_at`'s last block at the heads' positions.
+            Defaults to `None`: all of them.
         **kwargs: `name` and `trainable`.
 
     Inputs: a dict of int tensors of shape `(batch_size, sequence_length)`:
@@ -101,6 +108,7 @@ class BertBackbone(keras.Model):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         dtype=None,
+        optimizations=None,
         **kwargs,
     ):
         for name, value in (
@@ -122,6 +130,7 @@ class BertBackbone(keras.Model):
                 f"e.g. num_heads={max(1, hidden_dim // 64)})."
             )
         validate_activation(activation)
+        optimizations = validate_optimizations(optimizations)
         initializer = keras.initializers.TruncatedNormal(
             stddev=initializer_range
         )
@@ -136,6 +145,7 @@ class BertBackbone(keras.Model):
             layer_norm_epsilon=layer_norm_epsilon,
             initializer=initializer,
             dtype=dtype,
+            optimizations=optimizations,
             name="embedding",
         )
         self.transformer_layers = [
@@ -148,6 +158,7 @@ class BertBackbone(keras.Model):
                 layer_norm_epsilon=layer_norm_epsilon,
                 kernel_initializer=initializer,
                 dtype=dtype,
+                optimizations=optimizations,
                 name=f"transformer_layer_{i}",
             )
             for i in range(num_layers)
@@ -191,6 +202,7 @@ class BertBackbone(keras.Model):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.optimizations = optimizations
 
     def _encode(self, inputs, last_block_positions=None):
         """The last block's hidden states (at `last_block_positions`)."""
@@ -213,7 +225,9 @@ class BertBackbone(keras.Model):
         output, feed-forward layer and LayerNorms run only on `[CLS]` and
         `positions`, which saves most of that block's work, in training
         and in inference (the `full_last_block` rows of the ablation
-        sections of `benchmarks/RESULTS.md` measure it). The results
+        sections of `benchmarks/RESULTS.md` measure it; without the
+        optimisation `"query_positions_only"` the last block runs at every
+        position and is then gathered). The results
         equal `self(inputs)`'s, gathered, to float rounding (tested).
         `BertClassifier` and `BertMaskedLM` build their graphs with it;
         call it on `keras.Input`s to do the same in a head of your own (it
@@ -288,6 +302,7 @@ class BertBackbone(keras.Model):
             "activation": self.activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
+            "optimizations": list(self.optimizations),
         }
 
     @classmethod

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert.layers.dropout import Dropout
+from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
@@ -61,7 +61,7 @@ class BertClassifier(Task):
 
         # === Layers ===
         self.backbone = backbone
-        self.output_dropout = Dropout(
+        self.output_dropout = HalfBitsDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = keras.layers.Dense(

@@ -19,7 +19,7 @@ that serve (`keras_bert.serving.servable_task_names()`).
 
 import keras
 
-from keras_bert.training.keras_internals import require_keras_internals
+from keras_bert.keras_workarounds import list_layer_as_one_operation
 
 
 class Task(keras.Model):
@@ -81,57 +81,13 @@ class Task(keras.Model):
         return listed
 
     def _list_backbone_as_one_operation(self):
-        """Shows the backbone as one entry of the graph's operations.
-
-        `summary()` (and `plot_model`) list a functional model's
-        `_operations`, not its `layers`: for a head built on `outputs_at`
-        they would show every layer of the backbone and the index
-        arithmetic around its last block. The operations the backbone
-        contributes (its layers, the operations that feed them, and the
-        slices of its blocks' outputs) are listed as the backbone, where
-        the first of them was. Only the listing changes: the graph runs
-        from its nodes, and `layers` (which sets the weight layout) already
-        lists the backbone whole.
-        """
+        """Shows the backbone as one entry in `summary()` and `plot_model`
+        (see `keras_workarounds.list_layer_as_one_operation`)."""
         backbone = getattr(self, "backbone", None)
-        if backbone is None:
-            return
-        require_keras_internals(self, ("_operations", "_nodes_by_depth"))
-        operations = self._operations
-        backbone_layers = {id(layer) for layer in backbone.layers}
-        if not any(id(op) in backbone_layers for op in operations):
-            return  # the head calls the backbone whole
-        blocks = {id(layer) for layer in backbone.transformer_layers}
-        nodes = [n for level in self._nodes_by_depth.values() for n in level]
-
-        def producers(node):
-            return [
-                tensor._keras_history.operation
-                for tensor in keras.tree.flatten(node.input_tensors)
-            ]
-
-        inside = set(backbone_layers)
-        pending = [n for n in nodes if id(n.operation) in backbone_layers]
-        while pending:  # operations that compute what the backbone reads
-            for op in producers(pending.pop()):
-                if not isinstance(op, keras.layers.Layer) and (
-                    id(op) not in inside
-                ):
-                    inside.add(id(op))
-                    pending += [n for n in nodes if n.operation is op]
-        for node in nodes:  # slices of the blocks' outputs
-            if not isinstance(node.operation, keras.layers.Layer) and all(
-                id(op) in blocks for op in producers(node)
-            ):
-                inside.add(id(node.operation))
-        listed = []
-        for op in operations:
-            if id(op) not in inside:
-                listed.append(op)
-            elif not any(seen is backbone for seen in listed):
-                listed.append(backbone)
-        # Not through `setattr`, which would track the list as sublayers.
-        object.__setattr__(self, "_operations", listed)
+        if backbone is not None:
+            list_layer_as_one_operation(
+                self, backbone, backbone.transformer_layers
+            )
 
     @classmethod
     def from_checkpoint(cls, path, **kwargs):

@@ -11,9 +11,9 @@ import tensorflow_text as tf_text
 from absl import logging
 
 from keras_bert import files
+from keras_bert.keras_workarounds import keep_string_inputs
 from keras_bert.text import vocabulary as vocabulary_lib
 from keras_bert.text.basic_tokenizer import BasicTokenizer
-from keras_bert.training.keras_internals import require_keras_internals
 from keras_bert.validation import check_positive_int
 
 
@@ -515,15 +515,6 @@ def _regroup_by_row(tokens_per_word, words, *flat_values):
         tf.RaggedTensor.from_row_lengths(values, tokens_per_row, validate=False)
         for values in flat_values
     )
-
-
-def keep_string_inputs(layer):
-    """Has Keras' `__call__` pass `layer` its string inputs unconverted
-    (as `tf.Tensor`s or Python lists, not NumPy arrays)."""
-    names = ["_convert_input_args", "_allow_non_tensor_positional_args"]
-    require_keras_internals(layer, names)
-    layer._convert_input_args = False
-    layer._allow_non_tensor_positional_args = True
 
 
 def to_string_tensor(inputs):

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert.training.keras_internals import require_keras_internals
+from keras_bert.keras_workarounds import require_keras_internals
 
 # Variable names that get no weight decay: LayerNorm scale and offset, and
 # every bias. Keras matches these against `variable.name`.

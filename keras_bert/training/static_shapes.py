@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from keras_bert.training.distribution import _keras_tf_trainer
+from keras_bert.keras_workarounds import keras_tf_trainer
 
 # More distinct batch shapes than this and the model goes back to Keras'
 # own train function, traced once for all shapes: each shape costs a trace
@@ -55,7 +55,7 @@ def trace_per_shape(model, max_shapes=MAX_SHAPES):
     """
     if keras.backend.backend() != "tensorflow":
         return model
-    trainer = _keras_tf_trainer()
+    trainer = keras_tf_trainer()
     keras_make = model.make_train_function
 
     def make_train_function(force=False):

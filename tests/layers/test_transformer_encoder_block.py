@@ -50,11 +50,16 @@ def _numpy_block(x, mask, w, num_heads, approximate):
     return _layer_norm(a + out, w["ln2_gamma"], w["ln2_beta"])
 
 
+# The default fast path, and the reference computation (no optimisation).
+@pytest.mark.parametrize("optimizations", [None, ()], ids=["fast", "reference"])
 @pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
-def test_block_matches_numpy_formula(activation):
+def test_block_matches_numpy_formula(activation, optimizations):
     hidden, inter, heads = 4, 6, 2
     block = TransformerEncoderBlock(
-        num_heads=heads, intermediate_dim=inter, activation=activation
+        num_heads=heads,
+        intermediate_dim=inter,
+        activation=activation,
+        optimizations=optimizations,
     )
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2, 3, hidden)).astype("float32")
@@ -156,6 +161,33 @@ def test_config_and_saving():
     assert rebuilt.attention_dropout == 0.05
     x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
     run_layer_saving_test(block, x)
+
+
+def test_optimizations_switch_serialises_and_old_configs_get_all():
+    from keras_bert.layers.optimizations import ALL
+
+    block = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8, optimizations=("xla_fused_ops",)
+    )
+    assert block.get_config()["optimizations"] == ["xla_fused_ops"]
+    rebuilt = run_serialization_test(block)
+    assert tuple(rebuilt.optimizations) == ("xla_fused_ops",)
+    # Keras' own layers where ours are switched off; the same names.
+    assert type(rebuilt.output_layer_norm) is keras.layers.LayerNormalization
+    assert type(rebuilt.output_dropout) is keras.layers.Dropout
+    config = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8
+    ).get_config()
+    assert config["optimizations"] == list(ALL)
+    del config["optimizations"]  # a config saved before the switch
+    assert TransformerEncoderBlock.from_config(config).optimizations == ALL
+
+
+def test_unknown_optimization_is_refused():
+    with pytest.raises(ValueError, match="fast_softmax"):
+        TransformerEncoderBlock(
+            num_heads=2, intermediate_dim=8, optimizations=("fast_softmax",)
+        )
 
 
 @pytest.mark.parametrize("training", [False, True])

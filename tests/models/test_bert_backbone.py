@@ -97,6 +97,39 @@ def test_outputs_at_equal_the_full_outputs_where_they_are_read():
         backbone.outputs_at({"token_ids": 1, "segment_ids": 1})
 
 
+def test_optimizations_switch_is_passed_down_and_serialised():
+    """`optimizations=()` (the reference computation, Keras' own layers,
+    the last block at every position) gives the default's outputs; the
+    switch reaches every block and the embedding, and configs saved
+    without it load with all the optimisations."""
+    from keras_bert.layers.optimizations import ALL
+
+    default = BertBackbone(**tiny_backbone_config())
+    reference = BertBackbone(**tiny_backbone_config(), optimizations=())
+    reference.set_weights(default.get_weights())
+    assert reference.get_config()["optimizations"] == []
+    assert all(
+        layer.optimizations == ()
+        for layer in [reference.embedding] + reference.transformer_layers
+    )
+    inputs = backbone_inputs(batch_size=2, sequence_length=8)
+    positions = np.array([[3, 1], [7, 0]])
+    for outputs, expected in (
+        (reference(inputs), default(inputs)),
+        (
+            reference.outputs_at(inputs, positions),
+            default.outputs_at(inputs, positions),
+        ),
+    ):
+        for key in expected:
+            np.testing.assert_allclose(
+                _numpy(outputs[key]), _numpy(expected[key]), atol=1e-6
+            )
+    config = default.get_config()
+    assert config.pop("optimizations") == list(ALL)
+    assert BertBackbone.from_config(config).optimizations == ALL
+
+
 def test_dropout_is_inactive_at_inference():
     backbone = BertBackbone(**tiny_backbone_config(dropout=0.5))
     inputs = backbone_inputs()

@@ -103,7 +103,7 @@ def test_import_and_fine_tuning_leave_keras_as_it_was():
 def test_multi_worker_reduce_is_swapped_only_during_our_calls():
     from keras.src.backend.tensorflow import trainer
 
-    from keras_bert.training.distribution import _with_multi_worker_reduce
+    from keras_bert.keras_workarounds import with_multi_worker_reduce
 
     keras_reduce = trainer.reduce_per_replica
     seen = []
@@ -114,19 +114,19 @@ def test_multi_worker_reduce_is_swapped_only_during_our_calls():
             raise tf.errors.InvalidArgumentError(None, None, "a failed step")
         return "logs"
 
-    wrapped = _with_multi_worker_reduce(step)
+    wrapped = with_multi_worker_reduce(step)
     assert wrapped() == "logs"
     with pytest.raises(tf.errors.InvalidArgumentError):
         wrapped(fail=True)
     assert all(function is not keras_reduce for function in seen)
     assert trainer.reduce_per_replica is keras_reduce
-    assert _with_multi_worker_reduce(wrapped) is wrapped
+    assert with_multi_worker_reduce(wrapped) is wrapped
 
 
 def test_missing_keras_internals_name_the_version_and_the_fix():
     import keras
 
-    from keras_bert.training.keras_internals import require_keras_internals
+    from keras_bert.keras_workarounds import require_keras_internals
 
     with pytest.raises(RuntimeError) as error:
         require_keras_internals(keras.Model, ["_renamed_in_a_new_keras"])
@@ -140,7 +140,7 @@ def test_the_tested_keras_versions_are_setup_cfg_s():
     """The error above names the Keras versions setup.cfg requires."""
     import configparser
 
-    from keras_bert.training.keras_internals import TESTED_KERAS
+    from keras_bert.keras_workarounds import TESTED_KERAS
 
     config = configparser.ConfigParser()
     config.read(os.path.join(REPO, "setup.cfg"))
@@ -152,7 +152,7 @@ def test_string_layers_check_the_keras_internals_they_set():
     """BertTokenizer and BertPreprocessor set two private Keras flags; a
     Keras without them gets the error naming the version, not a layer
     that silently converts its strings."""
-    from keras_bert.text.bert_tokenizer import keep_string_inputs
+    from keras_bert.keras_workarounds import keep_string_inputs
 
     class NotAKerasLayer:
         pass

@@ -5,7 +5,7 @@ from keras import ops
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class LayerNorm(keras.layers.LayerNormalization):
+class ClosedFormLayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` with a hand-written gradient.
 
     In training, on the TensorFlow backend, normalising over the last axis
@@ -21,7 +21,10 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     instead of TensorFlow's differentiation of every forward op (means,
     variance, broadcasts), which reads and writes the activations many more
-    times. Measured in `benchmarks/RESULTS.md`. Outside training (a falsy
+    times (with the closed-form GELU, the `keras_layers` rows of
+    `benchmarks/RESULTS.md`' ablation sections; the package's layers use it
+    under the optimisation name `"closed_form_layer_norm"`, see
+    `keras_bert.layers.optimizations`). Outside training (a falsy
     `training`, as at inference), other settings and other backends, it is
     Keras' own layer: at inference nothing needs the gradient, and
     TensorFlow's CPU graph rewrites recognise Keras' graph. Like Keras, it
@@ -37,7 +40,7 @@ class LayerNorm(keras.layers.LayerNormalization):
 
     Example:
     ```python
-    layer = keras_bert.layers.LayerNorm(epsilon=1e-12)
+    layer = keras_bert.layers.ClosedFormLayerNorm(epsilon=1e-12)
     y = layer(np.random.rand(2, 3, 8).astype("float32"))  # (2, 3, 8)
     ```
     """
@@ -64,6 +67,15 @@ class LayerNorm(keras.layers.LayerNormalization):
             self.epsilon,
         )
         return ops.cast(outputs, self.compute_dtype)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class LayerNorm(ClosedFormLayerNorm):
+    """Deprecated: `ClosedFormLayerNorm`'s name before issue 29.
+
+    Kept, registered as `keras_bert>LayerNorm`, so that `.keras` files and
+    configs saved with it still load. Use `ClosedFormLayerNorm`.
+    """
 
 
 def _layer_norm(x, gamma, beta, epsilon):

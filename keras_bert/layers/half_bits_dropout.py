@@ -4,8 +4,8 @@ import keras
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class Dropout(keras.layers.Dropout):
-    """`keras.layers.Dropout`, faster and exact in half precision.
+class HalfBitsDropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` from 16-bit draws, exact in half precision.
 
     On the TensorFlow backend (without `noise_shape`), each 32-bit random
     word decides two elements: an element is dropped when its 16-bit draw
@@ -20,13 +20,15 @@ class Dropout(keras.layers.Dropout):
     rounded once to the input's dtype, so the rounding errors of varied
     inputs average out and the expectation is kept (tested on 4M values).
 
-    Other backends, and `noise_shape`, use Keras' own layer.
+    Other backends, and `noise_shape`, use Keras' own layer. The package's
+    layers use it under the optimisation name `"half_bits_dropout"` (see
+    `keras_bert.layers.optimizations`).
 
     Args: those of `keras.layers.Dropout`.
 
     Example:
     ```python
-    layer = keras_bert.layers.Dropout(0.1)
+    layer = keras_bert.layers.HalfBitsDropout(0.1)
     y = layer(np.ones((2, 8), "float32"), training=True)  # (2, 8)
     ```
     """
@@ -40,6 +42,15 @@ class Dropout(keras.layers.Dropout):
         ):
             return super().call(inputs, training=training)
         return _dropout(inputs, self.rate, self.seed_generator.next())
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class Dropout(HalfBitsDropout):
+    """Deprecated: `HalfBitsDropout`'s name before issue 29.
+
+    Kept, registered as `keras_bert>Dropout`, so that `.keras` files and
+    configs saved with it still load. Use `HalfBitsDropout`.
+    """
 
 
 def _dropout(x, rate, seed):

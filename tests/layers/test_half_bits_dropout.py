@@ -1,4 +1,5 @@
-"""Dropout: the rate and the expectation hold in float32 and bfloat16."""
+"""HalfBitsDropout: the rate and the expectation hold in float32 and
+bfloat16."""
 
 import keras
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.layers import Dropout
+from keras_bert.layers import HalfBitsDropout
 from tests.helpers import run_layer_saving_test
 from tests.helpers import run_serialization_test
 
@@ -19,7 +21,7 @@ def test_rate_and_expectation_hold(dtype):
     and the mean output equals the mean input within 4 sigma, in float32
     and bfloat16. (Keras' dropout in bfloat16 drops 10.13% and scales by
     1.109375: mean output 0.997 of the input's, about 13 sigma off here.)"""
-    layer = Dropout(0.1, seed=1, dtype=dtype)
+    layer = HalfBitsDropout(0.1, seed=1, dtype=dtype)
     x = np.random.default_rng(0).uniform(0.5, 1.5, (N // 1000, 1000))
     x = tf.cast(tf.cast(x, layer.compute_dtype), "float32")  # representable
     y = tf.cast(layer(x, training=True), "float64").numpy()
@@ -40,7 +42,7 @@ def test_rate_and_expectation_hold(dtype):
 
 
 def test_odd_sizes_seeds_and_inference():
-    layer = Dropout(0.5, seed=3)
+    layer = HalfBitsDropout(0.5, seed=3)
     x = np.arange(1, 16, dtype="float32").reshape(3, 5)  # odd element count
     a = layer(x, training=True).numpy()
     b = layer(x, training=True).numpy()
@@ -49,14 +51,14 @@ def test_odd_sizes_seeds_and_inference():
         np.unique(np.concatenate([[0], 2 * x.ravel()]))
     )
     assert not np.array_equal(a, b)  # a fresh mask per call
-    same = Dropout(0.5, seed=3)(x, training=True).numpy()
+    same = HalfBitsDropout(0.5, seed=3)(x, training=True).numpy()
     np.testing.assert_array_equal(a, same)  # same seed, same mask
     np.testing.assert_array_equal(layer(x, training=False), x)
-    np.testing.assert_array_equal(Dropout(0.0)(x, training=True), x)
+    np.testing.assert_array_equal(HalfBitsDropout(0.0)(x, training=True), x)
 
 
 def test_gradient_is_the_mask_times_the_scale():
-    layer = Dropout(0.3, seed=5)
+    layer = HalfBitsDropout(0.3, seed=5)
     x = tf.constant(np.random.default_rng(0).normal(size=(8, 33)), "float32")
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -69,16 +71,31 @@ def test_gradient_is_the_mask_times_the_scale():
 
 
 def test_noise_shape_uses_keras_dropout():
-    layer = Dropout(0.5, noise_shape=(None, 1), seed=2)
+    layer = HalfBitsDropout(0.5, noise_shape=(None, 1), seed=2)
     y = layer(np.ones((64, 4), "float32"), training=True).numpy()
     # Whole rows are kept or dropped together.
     assert set(np.unique(y.std(axis=1))) == {0.0}
 
 
 def test_saving():
-    layer = Dropout(0.2, seed=4)
+    layer = HalfBitsDropout(0.2, seed=4)
     rebuilt = run_serialization_test(layer)
-    assert type(rebuilt) is Dropout and rebuilt.rate == 0.2
+    assert type(rebuilt) is HalfBitsDropout and rebuilt.rate == 0.2
     x = np.ones((2, 3), "float32")
-    run_layer_saving_test(Dropout(0.2), x)
+    run_layer_saving_test(HalfBitsDropout(0.2), x)
+    name = keras.saving.get_registered_name(HalfBitsDropout)
+    assert name == "keras_bert>HalfBitsDropout"
+
+
+def test_the_old_name_still_loads():
+    """Configs saved before issue 29 name `keras_bert>Dropout`, from the
+    module `keras_bert.layers.dropout`."""
     assert keras.saving.get_registered_name(Dropout) == "keras_bert>Dropout"
+    config = keras.saving.serialize_keras_object(HalfBitsDropout(0.2))
+    config.update(
+        class_name="Dropout",
+        registered_name="keras_bert>Dropout",
+        module="keras_bert.layers.dropout",
+    )
+    rebuilt = keras.saving.deserialize_keras_object(config)
+    assert isinstance(rebuilt, HalfBitsDropout) and rebuilt.rate == 0.2

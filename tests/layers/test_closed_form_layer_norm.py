@@ -1,4 +1,5 @@
-"""LayerNorm and exact GELU: Keras' forward pass, hand-written gradients."""
+"""ClosedFormLayerNorm and exact GELU: Keras' forward pass, hand-written
+gradients."""
 
 import math
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert.layers import ClosedFormLayerNorm
 from keras_bert.layers import LayerNorm
 from keras_bert.layers.activations import apply_activation
 from tests.helpers import run_layer_saving_test
@@ -15,7 +17,7 @@ from tests.helpers import run_serialization_test
 
 def _pair(dtype="float32", **kwargs):
     """Ours and Keras' layer with the same random scale and offset."""
-    ours = LayerNorm(epsilon=1e-12, dtype=dtype, **kwargs)
+    ours = ClosedFormLayerNorm(epsilon=1e-12, dtype=dtype, **kwargs)
     reference = keras.layers.LayerNormalization(
         epsilon=1e-12, dtype=dtype, **kwargs
     )
@@ -98,11 +100,26 @@ def test_layer_norm_other_settings_fall_back_to_keras(kwargs):
 
 
 def test_layer_norm_saving():
-    layer = LayerNorm(epsilon=1e-12)
+    layer = ClosedFormLayerNorm(epsilon=1e-12)
     rebuilt = run_serialization_test(layer)
-    assert type(rebuilt) is LayerNorm and rebuilt.epsilon == 1e-12
+    assert type(rebuilt) is ClosedFormLayerNorm and rebuilt.epsilon == 1e-12
     x = np.random.default_rng(4).normal(size=(2, 3, 8)).astype("float32")
-    run_layer_saving_test(LayerNorm(epsilon=1e-12), x)
+    run_layer_saving_test(ClosedFormLayerNorm(epsilon=1e-12), x)
+
+
+def test_the_old_name_still_loads():
+    """Configs saved before issue 29 name `keras_bert>LayerNorm`, from the
+    module `keras_bert.layers.layer_norm`."""
+    name = keras.saving.get_registered_name(LayerNorm)
+    assert name == "keras_bert>LayerNorm"
+    config = keras.saving.serialize_keras_object(ClosedFormLayerNorm())
+    config.update(
+        class_name="LayerNorm",
+        registered_name="keras_bert>LayerNorm",
+        module="keras_bert.layers.layer_norm",
+    )
+    rebuilt = keras.saving.deserialize_keras_object(config)
+    assert isinstance(rebuilt, ClosedFormLayerNorm)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])

@@ -1,0 +1,334 @@
+"""Workarounds for Keras bugs and gaps, all in one place, all guarded.
+
+keras_bert reaches past Keras' public API only here. Each workaround:
+
+- is named for what it works around, with the Keras issue where there is
+  one;
+- checks the private Keras names it relies on first
+  (`require_keras_internals`), so that a Keras release that renamed them
+  fails at once with the version and the fix, not deep inside `fit`;
+- acts on keras_bert's own layers, models and optimizers only, never on
+  Keras for the whole process (tests/training/test_keras_untouched.py
+  checks that importing and training leave every Keras attribute as it
+  was).
+
+The workarounds:
+
+- `keep_string_inputs(layer)`: Keras' `__call__` converts inputs to
+  arrays; the tokenizer and the preprocessor take strings.
+- `support_distributed_fit(model)`: three Keras 3.15 bugs that make
+  `fit`/`evaluate` under `tf.distribute` fail or differ from one device.
+- `keras_tf_trainer()`: Keras' TensorFlow trainer module, whose
+  `reduce_per_replica` `training.trace_per_shape` and
+  `support_distributed_fit` use.
+
+This module sits at the bottom floor (it imports only Keras and
+TensorFlow), so that any layer of the package may use it.
+"""
+
+import threading
+import types
+
+import keras
+import tensorflow as tf
+
+# The Keras releases keras_bert is tested with: setup.cfg's requirement
+# (tests/training/test_keras_untouched.py checks that the two agree).
+TESTED_KERAS = ">=3.15,<3.16"
+
+
+def require_keras_internals(owner, names):
+    """Raises a clear error unless `owner` has the private `names`.
+
+    keras_bert works around Keras bugs through a few private Keras
+    attributes (always on its own models and optimizers, never for the
+    whole process). A Keras release that renamed them would otherwise fail
+    deep inside `fit`; this names the version and the fix instead.
+
+    Example:
+    ```python
+    require_keras_internals(keras.Model, ["_symbolic_build"])
+    ```
+    """
+    import keras
+
+    missing = [name for name in names if not hasattr(owner, name)]
+    if missing:
+        raise RuntimeError(
+            f"keras_bert needs {', '.join(missing)} of "
+            f"{getattr(owner, '__name__', type(owner).__name__)}, which "
+            f"Keras {keras.__version__} does not have. keras_bert is tested "
+            f'with Keras {TESTED_KERAS}: pip install "keras{TESTED_KERAS}".'
+        )
+
+
+def keep_string_inputs(layer):
+    """Has Keras' `__call__` pass `layer` its string inputs unconverted
+    (as `tf.Tensor`s or Python lists, not NumPy arrays).
+
+    Workaround: Keras converts a layer's positional inputs to arrays of
+    its dtype and has no public switch for a layer that takes strings;
+    two private flags of this layer turn that off.
+    """
+    names = ["_convert_input_args", "_allow_non_tensor_positional_args"]
+    require_keras_internals(layer, names)
+    layer._convert_input_args = False
+    layer._allow_non_tensor_positional_args = True
+
+
+def keras_tf_trainer():
+    """Keras' TensorFlow trainer module, checked for what we rely on."""
+    from keras.src.backend.tensorflow import trainer
+
+    require_keras_internals(
+        trainer, ["reduce_per_replica", "_collective_all_reduce_multi_worker"]
+    )
+    return trainer
+
+
+# ----------------------------------------------------------------------------
+# `fit` under tf.distribute (`support_distributed_fit`).
+
+
+def _symbolic_build_from_element_spec(self, iterator=None, data_batch=None):
+    """Workaround (keras-team/keras#20329): Keras' `_maybe_symbolic_build`,
+    from the dataset's element spec.
+
+    Keras 3 takes the first batch of the training iterator (then starts a
+    new one) to learn the input shapes and, under a strategy, averages it
+    across replicas. Under `MultiWorkerMirroredStrategy` that average
+    fails for nested (dict) batches (keras-team/keras#20329). And reading
+    a batch ahead moves shuffling seeds on, by an amount that depends on
+    how far the dataset had been skipped, so a resumed run would see other
+    batches than an uninterrupted one. Only shapes and dtypes are needed:
+    the dataset's `element_spec` has them, without reading anything.
+    """
+    if self._distribute_strategy is None:
+        return
+    if iterator is not None and data_batch is None:
+        data_batch = iterator.data_adapter.get_tf_dataset().element_spec
+    with self.distribute_strategy.scope():
+        self._symbolic_build(data_batch=data_batch)
+
+
+def _multi_worker_reduce(keras_reduce):
+    """Workaround: Keras' `reduce_per_replica`, able to average scalars
+    across workers.
+
+    Keras 3 averages each step's logs across workers with
+    `strategy.reduce("MEAN", value, axis=0)`, which fails for the scalar
+    losses and metrics it returns ("Invalid reduction dimension 0 for
+    input with 0 dimensions"). Scalars are averaged with `axis=None`;
+    everything else goes to Keras unchanged.
+    """
+
+    def reduce_per_replica(values, strategy, reduction):
+        if reduction not in ("auto", "mean"):
+            return keras_reduce(values, strategy, reduction)
+
+        def reduce(value):
+            rank = strategy.experimental_local_results(value)[0].shape.rank
+            return strategy.reduce("MEAN", value, axis=None if rank == 0 else 0)
+
+        return tf.nest.map_structure(reduce, values)
+
+    return reduce_per_replica
+
+
+def with_multi_worker_reduce(function):
+    """Workaround: `function` (a model's train/test function), run with Keras'
+    `reduce_per_replica` replaced by `_multi_worker_reduce` for the length
+    of each call and restored after, also on error.
+
+    Keras' trainer looks the name up when it traces the step, which happens
+    inside the first call (and any retrace): the traced step keeps the
+    replacement, and nothing outside the call ever sees it.
+    """
+    trainer = keras_tf_trainer()
+    if getattr(function, "_keras_bert_reduce", False):
+        return function
+
+    def call(*args, **kwargs):
+        keras_reduce = trainer.reduce_per_replica
+        trainer.reduce_per_replica = _multi_worker_reduce(keras_reduce)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            trainer.reduce_per_replica = keras_reduce
+
+    call._keras_bert_reduce = True
+    return call
+
+
+def _make_function_with_multi_worker_reduce(model, make_function, attribute):
+    """`model`'s `make_train_function` / `make_test_function`, whose
+    result is wrapped by `with_multi_worker_reduce`."""
+    if getattr(make_function, "_keras_bert_reduce", False):
+        return make_function  # support_distributed_fit ran before
+
+    def make(force=False):
+        make_function(force)
+        function = with_multi_worker_reduce(getattr(model, attribute))
+        setattr(model, attribute, function)
+        return function
+
+    make._keras_bert_reduce = True
+    return make
+
+
+def _clip_summed_gradients(self, grads):
+    """Workaround: clips the replicas' *summed* gradients, as one device
+    would.
+
+    Keras 3 clips each replica's gradients, then sums them across
+    replicas: with `global_clipnorm` (BERT's 1.0) the update then depends
+    on the number of replicas. Here the sum comes first and is clipped;
+    `_all_reduce_unless_summed` then passes it through, so the gradients
+    still cross the network once.
+    """
+    context = tf.distribute.get_replica_context()
+    clips = self.clipnorm or self.global_clipnorm or self.clipvalue
+    if not clips or context is None or context.num_replicas_in_sync == 1:
+        return type(self)._clip_gradients(self, grads)
+    present = [g for g in grads if g is not None]
+    summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+    grads = [None if g is None else next(summed) for g in grads]
+    # Per thread: `MirroredStrategy` traces each replica in its own.
+    self._keras_bert_summed.value = True
+    return type(self)._clip_gradients(self, grads)
+
+
+def _all_reduce_unless_summed(self, grads_and_vars):
+    """Keras' all-reduce of the gradients, skipped where
+    `_clip_summed_gradients` summed them already."""
+    if getattr(self._keras_bert_summed, "value", False):
+        self._keras_bert_summed.value = False  # for the next trace
+        return list(grads_and_vars)
+    return type(self)._all_reduce_sum_gradients(self, grads_and_vars)
+
+
+def support_distributed_fit(model):
+    """Makes `model.fit`/`evaluate` under `tf.distribute` match one device.
+
+    Works around three Keras 3 (3.15) bugs, for this model (and its
+    optimizer) only unless said otherwise:
+
+    - keras-team/keras#20329: under `MultiWorkerMirroredStrategy`, `fit`
+      averages the first batch (a dict) across workers to read its shapes
+      and fails. The shapes are taken from the dataset's `element_spec`
+      instead, which also stops Keras reading a batch ahead: that moved
+      shuffling seeds on and broke exact resumption.
+    - Under `MultiWorkerMirroredStrategy` each step's scalar logs are
+      averaged along an axis they do not have, which fails; scalars are
+      averaged whole. This model's train and test functions swap Keras'
+      `reduce_per_replica` for the length of each of their calls (and
+      restore it, also on error); in a multi-worker run only.
+    - With more than one replica the optimizer clips each replica's
+      gradients before summing them, so `global_clipnorm` changes the
+      update with the number of replicas; the sum is clipped instead.
+
+    With the losses of `pretraining_losses` (global-batch means), the
+    weights after training then equal one device's for the same global
+    batch. A no-op in effect on one device. Call it after compiling.
+
+    Args:
+        model: a compiled `keras.Model`.
+
+    Returns:
+        `model`.
+
+    Example:
+    ```python
+    with strategy.scope():
+        model = keras_bert.BertMaskedLM(backbone)
+        model.compile(optimizer="adam", loss=pretraining_losses())
+    support_distributed_fit(model)
+    ```
+    """
+    require_keras_internals(
+        model,
+        ["_maybe_symbolic_build", "_symbolic_build", "_distribute_strategy"],
+    )
+    model._maybe_symbolic_build = types.MethodType(
+        _symbolic_build_from_element_spec, model
+    )
+    strategy = model.distribute_strategy
+    if keras_tf_trainer()._collective_all_reduce_multi_worker(strategy):
+        for make, attribute in (
+            ("make_train_function", "train_function"),
+            ("make_test_function", "test_function"),
+        ):
+            setattr(
+                model,
+                make,
+                _make_function_with_multi_worker_reduce(
+                    model, getattr(model, make), attribute
+                ),
+            )
+    optimizer = model.optimizer
+    # Under mixed_float16 the inner optimizer of the loss-scale wrapper
+    # clips and applies.
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    if optimizer is not None:
+        require_keras_internals(
+            optimizer, ["_clip_gradients", "_all_reduce_sum_gradients"]
+        )
+        optimizer._keras_bert_summed = threading.local()
+        optimizer._clip_gradients = types.MethodType(
+            _clip_summed_gradients, optimizer
+        )
+        optimizer._all_reduce_sum_gradients = types.MethodType(
+            _all_reduce_unless_summed, optimizer
+        )
+    return model
+
+
+def list_layer_as_one_operation(model, layer, blocks_of_layer=()):
+    """Lists `layer` (a model inside the functional `model`) as one entry
+    of `model`'s operations.
+
+    `summary()` (and `plot_model`) list a functional model's private
+    `_operations`, not its `layers`: for a head built on
+    `BertBackbone.outputs_at` they would show every layer of the backbone
+    and the index arithmetic around its last block. The operations `layer`
+    contributes (its layers, the operations that feed them, and the slices
+    of the outputs of `blocks_of_layer`) are listed as `layer`, where the
+    first of them was. Only the listing changes: the graph runs from its
+    nodes, and `layers` (which sets the weight layout) is not touched.
+    """
+    require_keras_internals(model, ("_operations", "_nodes_by_depth"))
+    operations = model._operations
+    inner_layers = {id(inner) for inner in layer.layers}
+    if not any(id(op) in inner_layers for op in operations):
+        return  # the head calls the backbone whole
+    blocks = {id(block) for block in blocks_of_layer}
+    nodes = [n for level in model._nodes_by_depth.values() for n in level]
+
+    def producers(node):
+        return [
+            tensor._keras_history.operation
+            for tensor in keras.tree.flatten(node.input_tensors)
+        ]
+
+    inside = set(inner_layers)
+    pending = [n for n in nodes if id(n.operation) in inner_layers]
+    while pending:  # operations that compute what the backbone reads
+        for op in producers(pending.pop()):
+            if not isinstance(op, keras.layers.Layer) and (
+                id(op) not in inside
+            ):
+                inside.add(id(op))
+                pending += [n for n in nodes if n.operation is op]
+    for node in nodes:  # slices of the blocks' outputs
+        if not isinstance(node.operation, keras.layers.Layer) and all(
+            id(op) in blocks for op in producers(node)
+        ):
+            inside.add(id(node.operation))
+    listed = []
+    for op in operations:
+        if id(op) not in inside:
+            listed.append(op)
+        elif not any(seen is layer for seen in listed):
+            listed.append(layer)
+    # Not through `setattr`, which would track the list as sublayers.
+    object.__setattr__(model, "_operations", listed)
