@@ -188,30 +188,6 @@ print("PEAK", 2 * 2048**3 / times[5] / 1e9)
     return float(out.stdout.split("PEAK")[-1])
 
 
-def torch_adamw(
-    model, learning_rate, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-6
-):
-    """`torch.optim.AdamW` as BERT fine-tunes: no decay on biases and
-    LayerNorm weights (the parameter groups of Hugging Face's examples)."""
-    import torch
-
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if name.endswith("bias") or "LayerNorm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=learning_rate,
-        betas=betas,
-        eps=eps,
-    )
-
-
 def run_rounds(run_job, contestants, directory, first_round, rounds):
     """Runs every contestant once per round, the order rotated each round,
     writing `<directory>/<contestant>_round<k>.json` as each job ends.
@@ -225,8 +201,7 @@ def run_rounds(run_job, contestants, directory, first_round, rounds):
             path = os.path.join(
                 directory, f"{contestant}_round{round_index}.json"
             )
-            with open(path, "w") as f:
-                json.dump(record, f, indent=1)
+            write_record(path, record, indent=1)
 
 
 def round_values(directory, contestants):
@@ -236,11 +211,8 @@ def round_values(directory, contestants):
     import numpy as np
 
     records = {}
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".json"):
-            with open(os.path.join(directory, name)) as f:
-                record = json.load(f)
-            records[(record["contestant"], record["round"])] = record
+    for record in read_records(directory):
+        records[(record["contestant"], record["round"])] = record
     rounds = sorted(
         {r for _, r in records if all((c, r) in records for c in contestants)}
     )
@@ -251,3 +223,26 @@ def round_values(directory, contestants):
         return np.array([records[(contestant, r)][key] for r in rounds])
 
     return {k: records[k] for k in records if k[1] in rounds}, values
+
+
+def write_record(path, record, indent=2):
+    """Writes one run's record (a JSON object) to `path`, making its
+    directory."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=indent)
+
+
+def read_record(path):
+    """The record `write_record` wrote to `path`."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_records(directory):
+    """Every record (`*.json`) of `directory`, in file-name order."""
+    return [
+        read_record(os.path.join(directory, name))
+        for name in sorted(os.listdir(directory))
+        if name.endswith(".json")
+    ]
