@@ -77,6 +77,13 @@ def hf_bert_config(config=CONFIG, num_labels=2):
     )
 
 
+def padded_width(lengths, sequence_length, multiple=8):
+    """The width a batch of rows of `lengths` is cut to: the longest,
+    rounded up to `multiple` (Hugging Face's `pad_to_multiple_of`), at most
+    `sequence_length`."""
+    return min(-(-int(lengths.max()) // multiple) * multiple, sequence_length)
+
+
 CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"
 
 
