@@ -77,11 +77,20 @@ def hf_bert_config(config=CONFIG, num_labels=2):
     )
 
 
-def padded_width(lengths, sequence_length, multiple=8):
-    """The width a batch of rows of `lengths` is cut to: the longest,
-    rounded up to `multiple` (Hugging Face's `pad_to_multiple_of`), at most
-    `sequence_length`."""
-    return min(-(-int(lengths.max()) // multiple) * multiple, sequence_length)
+def cut_batch(
+    features,
+    rows,
+    sequence_length,
+    multiple=8,
+    names=("token_ids", "segment_ids", "padding_mask", "labels"),
+):
+    """`rows` of the `names` arrays of `features`, cut to the longest row's
+    length (by `padding_mask`) rounded up to `multiple` (Hugging Face's
+    `pad_to_multiple_of`) and at most `sequence_length`: the NER
+    benchmarks' batches (numpy)."""
+    longest = int(features["padding_mask"][rows].sum(axis=1).max())
+    width = min(-(-longest // multiple) * multiple, sequence_length)
+    return {name: features[name][rows, :width] for name in names}
 
 
 CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"

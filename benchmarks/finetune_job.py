@@ -70,6 +70,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import recipe  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
@@ -223,20 +224,19 @@ def run_hf_trainer(group_by_length=False):
 
 
 def recipe_command(model_dir, seed, grouped=True):
-    return [
-        sys.executable,
-        os.path.join(REPO, "recipes", "glue.py"),
-        "--task=sst2",
-        f"--data_dir={FLAGS.glue_dir}",
-        f"--init_checkpoint={checkpoint_dir()}",
-        f"--model_dir={model_dir}",
-        f"--sequence_length={SEQUENCE_LENGTH}",
-        f"--batch_size={BATCH_SIZE}",
-        f"--learning_rate={LEARNING_RATE}",
-        f"--epochs={EPOCHS}",
-        f"--seed={seed}",
-        f"--{'' if grouped else 'no'}group_by_length",
-    ]
+    return recipe.command(
+        "glue",
+        task="sst2",
+        data_dir=FLAGS.glue_dir,
+        init_checkpoint=checkpoint_dir(),
+        model_dir=model_dir,
+        sequence_length=SEQUENCE_LENGTH,
+        batch_size=BATCH_SIZE,
+        learning_rate=LEARNING_RATE,
+        epochs=EPOCHS,
+        seed=seed,
+        group_by_length=grouped,
+    )
 
 
 def run_job(contestant, round_index):
@@ -261,8 +261,9 @@ def run_job(contestant, round_index):
             sys.stderr.write(process.stderr[-5000:])
             raise RuntimeError(f"{contestant} failed ({process.returncode})")
         if contestant.startswith("recipe"):
-            with open(os.path.join(model_dir, "results.json")) as f:
-                results = json.load(f)
+            results = common.read_record(
+                os.path.join(model_dir, "results.json")
+            )
             epoch = results["epochs"][0]
             record = {
                 "num_train_examples": results["num_train_examples"],

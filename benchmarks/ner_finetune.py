@@ -39,7 +39,8 @@ initialise it freshly (seeded).
 
 Contestants:
   torch       transformers `BertForTokenClassification.from_pretrained`
-              and a plain PyTorch loop (2 threads).
+              and the plain PyTorch loop of
+              `benchmarks/contestants/torch_loop.py` (2 threads).
   keras_bert  `python recipes/ner.py` with the same settings, AdamW's
               epsilon added as PyTorch adds it (`--noadam_epsilon_hat`);
               its own `results.json` holds the scores.
@@ -54,6 +55,10 @@ repository; the results land in benchmarks/ner/<dataset>_<contestant>.json):
     python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=torch
     python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=keras_bert
     python benchmarks/ner_finetune.py --summarize   # the Markdown table
+
+A smoke run (`--limit_train=64 --limit_eval=30`, either contestant: the
+recipe gets a copy of those first sentences) writes its result to RUN_DIR
+only.
 """
 
 import os
@@ -204,37 +209,40 @@ def train_torch(run_dir):
         label2id={label: i for i, label in enumerate(labels)},
     )
 
-    def run_model(features, rows, width, **labels):
-        def column(name):
-            return torch.from_numpy(features[name][rows, :width]).long()
-
+    def run_model(batch):
+        """The model on a `common.cut_batch` (the loss with its labels)."""
+        tensors = {k: torch.from_numpy(v).long() for k, v in batch.items()}
         return model(
-            input_ids=column("token_ids"),
-            token_type_ids=column("segment_ids"),
-            attention_mask=column("padding_mask"),
-            **{name: column(key) for name, key in labels.items()},
+            input_ids=tensors["token_ids"],
+            token_type_ids=tensors["segment_ids"],
+            attention_mask=tensors["padding_mask"],
+            labels=tensors.get("labels"),
         )
 
-    lengths = train_features["padding_mask"].sum(axis=1)
-
     def step_loss(rows):
-        width = common.padded_width(lengths[rows], SETTINGS["sequence_length"])
-        return run_model(train_features, rows, width, labels="labels").loss
+        batch = common.cut_batch(
+            train_features, rows, SETTINGS["sequence_length"]
+        )
+        return run_model(batch).loss
 
-    eval_lengths = eval_features["padding_mask"].sum(axis=1)
     best = {}
 
     def evaluate(epoch):
-        logits = np.zeros(
-            eval_features["padding_mask"].shape + (len(labels),), np.float32
-        )
+        mask = eval_features["padding_mask"]
+        logits = np.zeros(mask.shape + (len(labels),), np.float32)
         outputs = torch_loop.predict(
             model,
             lambda rows: run_model(
-                eval_features, rows, int(eval_lengths[rows].max())
+                common.cut_batch(
+                    eval_features,
+                    rows,
+                    SETTINGS["sequence_length"],
+                    multiple=1,
+                    names=("token_ids", "segment_ids", "padding_mask"),
+                )
             ).logits.numpy(),
-            len(eval_lengths),
-            order=np.argsort(-eval_lengths, kind="stable"),
+            len(mask),
+            order=np.argsort(-mask.sum(axis=1), kind="stable"),
         )
         for rows, output in outputs:
             logits[rows, : output.shape[1]] = output
@@ -250,6 +258,7 @@ def train_torch(run_dir):
             best.update(f1=scores["f1"], tags=predicted_tags)
         return {"metrics": scores}
 
+    lengths = train_features["padding_mask"].sum(axis=1)
     run = torch_loop.fine_tune(
         model,
         SETTINGS,

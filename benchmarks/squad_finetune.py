@@ -30,13 +30,15 @@ The QA head (`qa_outputs`, hidden -> 2) is not part of the checkpoint: both
 contestants initialise it freshly (seeded).
 
 Contestants:
-  torch       transformers `BertForQuestionAnswering.from_pretrained` and a
-              plain PyTorch training loop (2 threads), features made as
-              Hugging Face's `run_qa.py` makes them with `BertTokenizerFast`
-              (`truncation="only_second"`, `return_overflowing_tokens`,
-              `return_offsets_mapping`; the fast tokenizer's `stride` is the
-              overlap, so it is set per example to the window length minus
-              doc_stride). Saves every dev window's start/end logits.
+  torch       transformers `BertForQuestionAnswering.from_pretrained` and
+              the plain PyTorch training loop of
+              `benchmarks/contestants/torch_loop.py` (2 threads), features
+              made as Hugging Face's `run_qa.py` makes them with
+              `BertTokenizerFast` (`truncation="only_second"`,
+              `return_overflowing_tokens`, `return_offsets_mapping`; the fast
+              tokenizer's `stride` is the overlap, so it is set per example
+              to the window length minus doc_stride). Saves every dev
+              window's start/end logits.
   torch_masked
               the same, with `BertQuestionAnswerer`'s mask applied to the
               logits before the loss and the predictions (question, `[SEP]`

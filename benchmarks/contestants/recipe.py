@@ -39,7 +39,7 @@ def training_flags(settings, contestant, run_dir):
     default (Keras' "epsilon hat"). The export goes to `<run_dir>_export`,
     where the `*_export_check.py` benchmarks read it.
     """
-    flags = {
+    return {
         "model_dir": run_dir,
         "batch_size": settings["batch_size"],
         "learning_rate": settings["learning_rate"],
@@ -49,12 +49,11 @@ def training_flags(settings, contestant, run_dir):
         "adam_epsilon_hat": contestant == "keras_bert_epsilon_hat",
         "export_dir": f"{run_dir}_export",
     }
-    return flags
 
 
 def run(command):
     """Runs `command` to its end (raising if it fails); returns its wall
-    seconds and the CPU seconds of the process and its children."""
+    seconds and its process's CPU seconds (user and system)."""
     logging.info("running %s", " ".join(command))
     before = os.times()
     start = time.perf_counter()

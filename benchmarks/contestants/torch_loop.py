@@ -188,6 +188,12 @@ def fine_tune(
         scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
         record.update(state["record"])
+        # An epoch cut short (--max_steps) is trained on and scored again.
+        record["epochs"] = [
+            e
+            for e in record["epochs"]
+            if e["epoch"] * steps_per_epoch <= record["step"]
+        ]
         logging.info(
             "resumed at step %d from %s", record["step"], checkpoint_path
         )
@@ -277,6 +283,8 @@ def fine_tune(
             model.train()
             logging.info("epoch %d: %s", epoch + 1, str(summary)[:400])
         record["epochs"].append(summary)
+        if max_steps and record["step"] >= max_steps:
+            break
     if checkpoint_path:
         save_checkpoint()
     record.update(
