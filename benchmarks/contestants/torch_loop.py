@@ -3,14 +3,14 @@
 BERT's fine-tuning as Hugging Face's examples run it, on CPU: a
 `transformers` model loaded with a seed and a dropout rate, AdamW with no
 weight decay on biases and LayerNorm weights, a linear warmup over the
-first `int(warmup_fraction × steps)` steps then a linear decay to 0
-(`transformers.get_linear_schedule_with_warmup`), gradient clipping to a
-global norm, and every step's loss, wall and CPU time recorded. The task
-passes in only what is its own: the model, each epoch's row order, the
-loss of a batch of rows, and the scoring after each epoch.
-
-The settings are a dict with the keys of `OPTIMIZATION` (each benchmark's
-`SETTINGS` holds them), so that what a result file records is what ran.
+first `int(warmup_fraction × steps)` steps then a linear decay to 0,
+clipping to a global norm, every step's loss and the wall and CPU time
+recorded. The task passes in only what is its own: the model, each epoch's
+row order, the loss of a batch of rows, and the scoring after each epoch.
+The settings are the task's `SETTINGS` dict (keys `batch_size`, `epochs`,
+`learning_rate`, `warmup_fraction`, `weight_decay`, `adam_beta_1`,
+`adam_beta_2`, `adam_epsilon`, `clipnorm`), so that its result file
+records what ran.
 
 ```python
 model = torch_loop.from_pretrained(
@@ -18,13 +18,7 @@ model = torch_loop.from_pretrained(
     num_labels=9,
 )
 run = torch_loop.fine_tune(
-    model,
-    settings,
-    num_examples=len(labels),
-    epoch_order=lambda epoch: np.random.default_rng([0, epoch]).permutation(
-        len(labels)
-    ),
-    step_loss=lambda rows: model(**batch(rows)).loss,
+    model, SETTINGS, len(rows), epoch_order, lambda rows: model(...).loss
 )
 ```
 """
@@ -35,19 +29,6 @@ import time
 
 import numpy as np
 from absl import logging
-
-# The keys of `settings` that `fine_tune` reads.
-OPTIMIZATION = (
-    "batch_size",
-    "epochs",
-    "learning_rate",
-    "warmup_fraction",
-    "weight_decay",
-    "adam_beta_1",
-    "adam_beta_2",
-    "adam_epsilon",
-    "clipnorm",
-)
 
 
 def adamw(
@@ -121,27 +102,25 @@ def fine_tune(
 
     Args:
         model: torch.nn.Module. In float32, dropout as wanted.
-        settings: dict with the keys of `OPTIMIZATION`.
-        num_examples: int. Rows in an epoch; `ceil(num_examples /
+        settings: dict with the keys the module's docstring lists.
+        num_examples: int. Rows in an epoch: `ceil(num_examples /
             batch_size)` steps each.
         epoch_order: callable `epoch -> int array (num_examples,)`.
         step_loss: callable `rows -> torch scalar`.
         evaluate: callable `epoch -> dict`, or None.
         max_steps: int. Stop after that many steps (smoke runs).
         log_every: int. Log the loss every that many steps.
-        checkpoint_path: str. Where to save and resume, or None.
-        checkpoint_every: int. Steps between checkpoints.
-        resume_key: anything JSON-like that a resumed run must match.
+        checkpoint_path, checkpoint_every, resume_key: where, how often,
+            and under what key (JSON-like) to save and resume; or None.
 
     Returns:
         A dict: `losses` (per step), `epochs` (per epoch: `epoch` from 1,
-        `train_seconds`, `train_cpu_seconds`, `loss` (mean),
-        `eval_seconds` and what `evaluate` returned), `step`,
+        `train_seconds`, `train_cpu_seconds`, `loss` (mean), and with
+        `evaluate` `eval_seconds` and what it returned), `step`,
         `resumed_at_step`, `total_steps`, `warmup_steps`,
-        `steps_per_epoch`, `trained_windows`, `train_seconds` and
-        `train_cpu_seconds` (evaluation excluded; CPU time of the process
-        as well, since on a shared machine wall time also measures the
-        other processes).
+        `trained_windows`, `train_seconds` and `train_cpu_seconds`
+        (evaluation excluded; CPU time as well, since on a shared machine
+        wall time also measures the other processes).
     """
     import torch
     import transformers
@@ -247,7 +226,7 @@ def fine_tune(
             if step % log_every == 0 or step == 1:
                 logging.info(
                     "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
-                    "lr %.3g; %.1f s, %.2f s/step",
+                    "lr %.3g; %.1f s",
                     epoch,
                     step,
                     total_steps,
@@ -256,8 +235,6 @@ def fine_tune(
                     float(np.mean(losses[-log_every:])),
                     scheduler.get_last_lr()[0],
                     record["train_seconds"],
-                    (record["train_seconds"] - done_seconds)
-                    / max(step - max(resumed_step, epoch * steps_per_epoch), 1),
                 )
             if checkpoint_path and step % checkpoint_every == 0:
                 save_checkpoint()
@@ -291,7 +268,6 @@ def fine_tune(
         resumed_at_step=resumed_step or None,
         total_steps=total_steps,
         warmup_steps=warmup_steps,
-        steps_per_epoch=steps_per_epoch,
     )
     return record
 
