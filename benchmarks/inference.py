@@ -29,7 +29,6 @@ Contestants (each the framework's usual fast path for a batch in memory):
 Writes the "inference" section of benchmarks/RESULTS.md.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -149,15 +148,12 @@ def run_worker(name, batch):
         calls_per_second = _torch_worker(name, batch, threads)
     else:
         calls_per_second = _keras_worker(name, batch, threads)
-    print(
-        "RESULT "
-        + json.dumps(
-            {
-                "name": name,
-                "batch": batch,
-                "tokens_per_second": calls_per_second * batch * SEQUENCE,
-            }
-        )
+    common.print_result(
+        {
+            "name": name,
+            "batch": batch,
+            "tokens_per_second": calls_per_second * batch * SEQUENCE,
+        }
     )
 
 
@@ -193,17 +189,13 @@ def main(argv):
                     capture_output=True,
                     text=True,
                 )
-                lines = [
-                    line
-                    for line in out.stdout.splitlines()
-                    if line.startswith("RESULT ")
-                ]
-                if not lines:
+                result = common.worker_result(out.stdout)
+                if result is None:
                     error = (out.stderr.strip().splitlines() or ["?"])[-1]
                     failures[(name, batch)] = error[:200]
                     print(f"{name} batch {batch} failed:\n{out.stderr[-2000:]}")
                     continue
-                value = json.loads(lines[-1][7:])["tokens_per_second"]
+                value = result["tokens_per_second"]
                 results[(name, batch)].append(value)
                 print(
                     f"round {round_index} {name} batch {batch}: "

@@ -25,7 +25,6 @@ Writes the "input_pipeline" section of benchmarks/RESULTS.md.
 """
 
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -36,6 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
 
 flags.DEFINE_integer("files", 400, "python3.11-doc files to make data from.")
 flags.DEFINE_integer("batches", 300, "Timed batches per pipeline.")
@@ -79,15 +80,14 @@ def _training_rate(worker):
         capture_output=True,
         text=True,
     )
-    lines = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-    if not lines:
+    result = common.worker_result(out.stdout)
+    if result is None:
         raise RuntimeError(f"{worker} failed:\n{out.stderr[-2000:]}")
-    return json.loads(lines[-1][7:])["tokens_per_second"] / SEQUENCE
+    return result["tokens_per_second"] / SEQUENCE
 
 
 def main(argv):
     del argv
-    from benchmarks import common
     from keras_bert import BertTokenizer
     from keras_bert import data
 

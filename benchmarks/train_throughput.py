@@ -19,7 +19,6 @@ add 6 × (H² + H·V) per prediction, amortised per token.
 Writes the "train_throughput" section of benchmarks/RESULTS.md.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -230,10 +229,7 @@ def run_worker(name):
     # free of fit()'s start and end overheads.
     median = sorted(step_seconds)[len(step_seconds) // 2]
     tokens_per_second = BATCH * SEQUENCE / median
-    print(
-        "RESULT "
-        + json.dumps({"name": name, "tokens_per_second": tokens_per_second})
-    )
+    common.print_result({"name": name, "tokens_per_second": tokens_per_second})
 
 
 def main(argv):
@@ -263,16 +259,12 @@ def main(argv):
                 capture_output=True,
                 text=True,
             )
-            lines = [
-                line
-                for line in out.stdout.splitlines()
-                if line.startswith("RESULT ")
-            ]
-            if not lines:
+            result = common.worker_result(out.stdout)
+            if result is None:
                 print(f"{name} failed:\n{out.stderr[-2000:]}")
                 results[name].append(float("nan"))
                 continue
-            value = json.loads(lines[-1][7:])["tokens_per_second"]
+            value = result["tokens_per_second"]
             results[name].append(value)
             print(
                 f"round {round_index} {name}: {value:.0f} tokens/s", flush=True

@@ -1,0 +1,66 @@
+"""keras-bert's side of a comparison: a recipe of `recipes/`, run as a user
+runs it (its own process), with the PyTorch loop's settings.
+
+```python
+command = recipe.command(
+    "ner",
+    **recipe.training_flags(SETTINGS, "keras_bert", run_dir),
+    train_file=train_file,
+)
+wall_seconds, cpu_seconds = recipe.run(command)
+```
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+from absl import logging
+
+from benchmarks import common
+
+
+def command(name, **flags):
+    """`python recipes/<name>.py --flag=value ...`, the flags in order."""
+    path = os.path.join(common.REPO, "recipes", f"{name}.py")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist.")
+    return [sys.executable, path] + [
+        f"--{flag}={value}" for flag, value in flags.items()
+    ]
+
+
+def training_flags(settings, contestant, run_dir):
+    """The recipe flags of the settings every fine-tuning recipe shares.
+
+    `contestant` `keras_bert` adds AdamW's epsilon as PyTorch adds it
+    (`--noadam_epsilon_hat`); `keras_bert_epsilon_hat` keeps the recipe's
+    default (Keras' "epsilon hat"). The export goes to `<run_dir>_export`,
+    where the `*_export_check.py` benchmarks read it.
+    """
+    return {
+        "model_dir": run_dir,
+        "batch_size": settings["batch_size"],
+        "learning_rate": settings["learning_rate"],
+        "epochs": settings["epochs"],
+        "warmup_fraction": settings["warmup_fraction"],
+        "seed": settings["seed"],
+        "adam_epsilon_hat": contestant == "keras_bert_epsilon_hat",
+        "export_dir": f"{run_dir}_export",
+    }
+
+
+def run(command):
+    """Runs `command` to its end (raising if it fails); returns its wall
+    seconds and its process's CPU seconds (user and system)."""
+    logging.info("running %s", " ".join(command))
+    before = os.times()
+    start = time.perf_counter()
+    subprocess.run(command, check=True)
+    wall_seconds = time.perf_counter() - start
+    after = os.times()
+    cpu_seconds = (after.children_user + after.children_system) - (
+        before.children_user + before.children_system
+    )
+    return wall_seconds, cpu_seconds

@@ -1,0 +1,289 @@
+"""The PyTorch reference fine-tuning loop, written once.
+
+BERT's fine-tuning as Hugging Face's examples run it, on CPU: a
+`transformers` model loaded with a seed and a dropout rate, AdamW with no
+weight decay on biases and LayerNorm weights, a linear warmup over the
+first `int(warmup_fraction × steps)` steps then a linear decay to 0,
+clipping to a global norm, every step's loss and the wall and CPU time
+recorded. The task passes in only what is its own: the model, each epoch's
+row order, the loss of a batch of rows, and the scoring after each epoch.
+The settings are the task's `SETTINGS` dict (keys `batch_size`, `epochs`,
+`learning_rate`, `warmup_fraction`, `weight_decay`, `adam_beta_1`,
+`adam_beta_2`, `adam_epsilon`, `clipnorm`), so that its result file
+records what ran.
+
+```python
+model = torch_loop.from_pretrained(
+    transformers.BertForTokenClassification, path, dropout=0.1, seed=0,
+    num_labels=9,
+)
+run = torch_loop.fine_tune(
+    model, SETTINGS, len(rows), epoch_order, lambda rows: model(...).loss
+)
+```
+"""
+
+import math
+import os
+import time
+
+import numpy as np
+from absl import logging
+
+
+def adamw(
+    model, learning_rate, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-6
+):
+    """`torch.optim.AdamW` as BERT fine-tunes: no decay on biases and
+    LayerNorm weights (the parameter groups of Hugging Face's examples)."""
+    import torch
+
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        if name.endswith("bias") or "LayerNorm" in name:
+            no_decay.append(parameter)
+        else:
+            decay.append(parameter)
+    return torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=learning_rate,
+        betas=betas,
+        eps=eps,
+    )
+
+
+def from_pretrained(model_class, path, dropout, seed, **kwargs):
+    """`model_class.from_pretrained(path)` in float32, with `dropout` on
+    the hidden states and the attention probabilities; the fresh head is
+    drawn right after `torch.manual_seed(seed)`, so that it depends on the
+    seed only, not on what ran before."""
+    import torch
+
+    torch.manual_seed(seed)
+    model = model_class.from_pretrained(
+        path,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        **kwargs,
+    )
+    return model.to(torch.float32)
+
+
+def fine_tune(
+    model,
+    settings,
+    num_examples,
+    epoch_order,
+    step_loss,
+    evaluate=None,
+    max_steps=None,
+    log_every=10,
+    checkpoint_path=None,
+    checkpoint_every=None,
+    resume_key=None,
+):
+    """Trains `model` for `settings["epochs"]` epochs; returns the record.
+
+    Every epoch takes `epoch_order(epoch)`, cuts it into batches of
+    `settings["batch_size"]` rows (the last one partial) and, for each,
+    calls `step_loss(rows)` (a scalar torch loss, the model in training
+    mode), back-propagates, clips, steps AdamW and the schedule. After the
+    epoch, `evaluate(epoch)` (model in eval mode) returns what the epoch's
+    record adds.
+
+    With `checkpoint_path`, the model, optimizer, schedule, torch's random
+    state and the record so far are saved every `checkpoint_every` steps
+    and at the end, and a run restarted with the same path resumes where
+    it stopped (the epoch's order is rebuilt by `epoch_order`); a
+    checkpoint whose `resume_key` differs is refused.
+
+    Args:
+        model: torch.nn.Module. In float32, dropout as wanted.
+        settings: dict with the keys the module's docstring lists.
+        num_examples: int. Rows in an epoch: `ceil(num_examples /
+            batch_size)` steps each.
+        epoch_order: callable `epoch -> int array (num_examples,)`.
+        step_loss: callable `rows -> torch scalar`.
+        evaluate: callable `epoch -> dict`, or None.
+        max_steps: int. Stop after that many steps (smoke runs).
+        log_every: int. Log the loss every that many steps.
+        checkpoint_path, checkpoint_every, resume_key: where, how often,
+            and under what key (JSON-like) to save and resume; or None.
+
+    Returns:
+        A dict: `losses` (per step), `epochs` (per epoch: `epoch` from 1,
+        `train_seconds`, `train_cpu_seconds`, `loss` (mean), and with
+        `evaluate` `eval_seconds` and what it returned), `step`,
+        `resumed_at_step`, `total_steps`, `warmup_steps`,
+        `trained_windows`, `train_seconds` and `train_cpu_seconds`
+        (evaluation excluded; CPU time as well, since on a shared machine
+        wall time also measures the other processes).
+    """
+    import torch
+    import transformers
+
+    optimizer = adamw(
+        model,
+        settings["learning_rate"],
+        weight_decay=settings["weight_decay"],
+        betas=(settings["adam_beta_1"], settings["adam_beta_2"]),
+        eps=settings["adam_epsilon"],
+    )
+    batch_size = settings["batch_size"]
+    steps_per_epoch = math.ceil(num_examples / batch_size)
+    total_steps = steps_per_epoch * settings["epochs"]
+    warmup_steps = int(settings["warmup_fraction"] * total_steps)
+    scheduler = transformers.get_linear_schedule_with_warmup(
+        optimizer, warmup_steps, total_steps
+    )
+    logging.info(
+        "training: %d windows, %d steps (%d per epoch), warmup %d",
+        num_examples,
+        total_steps,
+        steps_per_epoch,
+        warmup_steps,
+    )
+    record = {
+        "losses": [],
+        "epochs": [],
+        "step": 0,
+        "trained_windows": 0,
+        "train_seconds": 0.0,
+        "train_cpu_seconds": 0.0,
+    }
+    if checkpoint_path and os.path.exists(checkpoint_path):
+        state = torch.load(checkpoint_path, weights_only=False)
+        if state.get("resume_key") != resume_key:
+            raise ValueError(
+                f"{checkpoint_path} is from another run "
+                f"({state.get('resume_key')}), not {resume_key}. Pass a "
+                "fresh --run_dir, or delete the checkpoint to start over."
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        record.update(state["record"])
+        # An epoch cut short (--max_steps) is trained on and scored again.
+        record["epochs"] = [
+            e
+            for e in record["epochs"]
+            if e["epoch"] * steps_per_epoch <= record["step"]
+        ]
+        logging.info(
+            "resumed at step %d from %s", record["step"], checkpoint_path
+        )
+
+    def save_checkpoint():
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+                "record": record,
+                "resume_key": resume_key,
+            },
+            checkpoint_path + ".tmp",
+        )
+        os.replace(checkpoint_path + ".tmp", checkpoint_path)
+
+    losses = record["losses"]
+    resumed_step = record["step"]
+    model.train()
+    for epoch in range(len(record["epochs"]), settings["epochs"]):
+        done_seconds = record["train_seconds"]
+        done_cpu_seconds = record["train_cpu_seconds"]
+        start, cpu_start = time.perf_counter(), time.process_time()
+        order = epoch_order(epoch)
+        for batch in range(steps_per_epoch):
+            if epoch * steps_per_epoch + batch < record["step"]:
+                continue  # done before an interruption
+            if max_steps and record["step"] >= max_steps:
+                break
+            rows = order[batch * batch_size : (batch + 1) * batch_size]
+            loss = step_loss(rows)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(
+                model.parameters(), settings["clipnorm"]
+            )
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            record["step"] += 1
+            record["trained_windows"] += len(rows)
+            losses.append(loss.item())
+            record["train_seconds"] = done_seconds + (
+                time.perf_counter() - start
+            )
+            record["train_cpu_seconds"] = done_cpu_seconds + (
+                time.process_time() - cpu_start
+            )
+            step = record["step"]
+            if step % log_every == 0 or step == 1:
+                logging.info(
+                    "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
+                    "lr %.3g; %.1f s",
+                    epoch,
+                    step,
+                    total_steps,
+                    losses[-1],
+                    min(len(losses), log_every),
+                    float(np.mean(losses[-log_every:])),
+                    scheduler.get_last_lr()[0],
+                    record["train_seconds"],
+                )
+            if checkpoint_path and step % checkpoint_every == 0:
+                save_checkpoint()
+        record["train_seconds"] = done_seconds + (time.perf_counter() - start)
+        record["train_cpu_seconds"] = done_cpu_seconds + (
+            time.process_time() - cpu_start
+        )
+        epoch_losses = losses[
+            epoch * steps_per_epoch : (epoch + 1) * steps_per_epoch
+        ]
+        summary = {
+            "epoch": epoch + 1,
+            "train_seconds": record["train_seconds"] - done_seconds,
+            "train_cpu_seconds": record["train_cpu_seconds"] - done_cpu_seconds,
+            "loss": float(np.mean(epoch_losses)) if epoch_losses else None,
+        }
+        if evaluate is not None:
+            model.eval()
+            start = time.perf_counter()
+            scores = evaluate(epoch)
+            summary["eval_seconds"] = time.perf_counter() - start
+            summary.update(scores)
+            model.train()
+            logging.info("epoch %d: %s", epoch + 1, str(summary)[:400])
+        record["epochs"].append(summary)
+        if max_steps and record["step"] >= max_steps:
+            break
+    if checkpoint_path:
+        save_checkpoint()
+    record.update(
+        resumed_at_step=resumed_step or None,
+        total_steps=total_steps,
+        warmup_steps=warmup_steps,
+    )
+    return record
+
+
+def predict(model, forward, num_rows, batch_size=64, order=None):
+    """`forward(rows)` on consecutive batches of `order` (default: the rows
+    in order), in eval mode and without gradients; returns the list of
+    `(rows, output)`."""
+    import torch
+
+    order = np.arange(num_rows) if order is None else order
+    model.eval()
+    outputs = []
+    with torch.no_grad():
+        for first in range(0, num_rows, batch_size):
+            rows = order[first : first + batch_size]
+            outputs.append((rows, forward(rows)))
+    model.train()
+    return outputs
