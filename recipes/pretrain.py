@@ -292,7 +292,7 @@ def main(argv):
     # Every worker exports (as TensorFlow recommends); only the chief's
     # copy is kept.
     write_dir = training.write_directory(export_dir, strategy)
-    result["exported_files"] = training.save_pretrained(
+    result["exported_files"] = keras_bert.checkpoints.save_huggingface(
         model, tokenizer, write_dir
     )
     training.remove_write_directory(write_dir, export_dir)

@@ -2,6 +2,7 @@
 
 import os
 
+import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
@@ -44,6 +45,9 @@ def save_huggingface(model, tokenizer, path):
             the model files are written.
         path: str. The output directory; created if needed, files in it
             overwritten.
+
+    Returns:
+        The sorted list of file names in `path`.
 
     Example:
     ```python
@@ -91,8 +95,11 @@ def save_huggingface(model, tokenizer, path):
             "transformers can load the model but not a tokenizer from it.",
             path,
         )
-        return
-    _save_tokenizer(tokenizer, vocabulary, path, backbone.max_sequence_length)
+    else:
+        _save_tokenizer(
+            tokenizer, vocabulary, path, backbone.max_sequence_length
+        )
+    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path))
 
 
 def _vocabulary(tokenizer):

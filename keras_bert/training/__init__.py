@@ -17,7 +17,6 @@ from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.optimizers import create_lamb
 from keras_bert.training.optimizers import create_optimizer
 from keras_bert.training.pretraining import pretrain
-from keras_bert.training.pretraining import save_pretrained
 from keras_bert.training.progress_logger import ProgressLogger
 from keras_bert.training.static_shapes import trace_per_shape
 from keras_bert.training.strategies import check_fit_support
@@ -44,7 +43,6 @@ __all__ = [
     "pretrain",
     "pretraining_losses",
     "remove_write_directory",
-    "save_pretrained",
     "skip_trained_steps",
     "support_distributed_fit",
     "trace_per_shape",

@@ -164,36 +164,6 @@ def pretrain(
     }
 
 
-def save_pretrained(model, tokenizer, directory):
-    """Saves a pre-trained model and its vocabulary for `from_checkpoint`.
-
-    Writes the Hugging Face layout (`config.json`, `model.safetensors`,
-    `vocab.txt`) with `keras_bert.checkpoints.save_huggingface`: a
-    `BertMaskedLM` becomes a `BertForPreTraining` directory, which
-    `BertBackbone.from_checkpoint` (backbone only),
-    `BertMaskedLM.from_checkpoint` (with the heads) and `transformers`
-    all read.
-
-    Args:
-        model: `keras_bert.BertMaskedLM` or `keras_bert.BertBackbone`.
-        tokenizer: `keras_bert.BertTokenizer`.
-        directory: str. Created if needed.
-
-    Returns:
-        The sorted list of file names in `directory`.
-
-    Example:
-    ```python
-    save_pretrained(model, tokenizer, "runs/tiny/export")
-    backbone = keras_bert.BertBackbone.from_checkpoint("runs/tiny/export")
-    ```
-    """
-    from keras_bert.checkpoints import save_huggingface
-
-    save_huggingface(model, tokenizer, directory)
-    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(directory))
-
-
 def summary_frequency(steps_per_checkpoint, at_most=100):
     """Steps between TensorBoard's batch summaries: a divisor of the interval.
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import keras_bert
+from keras_bert.checkpoints import save_huggingface
 from keras_bert.data import pretraining_dataset_from_tfrecords
 from keras_bert.training import WarmupLinearDecay
 from keras_bert.training import create_adamw
 from keras_bert.training import create_strategy
 from keras_bert.training import pretrain
-from keras_bert.training import save_pretrained
 from keras_bert.training.pretraining import summary_frequency
 from tests.data import pretraining_helpers as helpers
 from tests.training import pretraining_data
@@ -134,7 +134,7 @@ def test_mirrored_strategy_with_mixed_precision(files, tmp_path):
 def test_export_loads_with_from_checkpoint(tmp_path):
     model = tiny_model()
     tokenizer = keras_bert.BertTokenizer(helpers.SYNTHETIC_VOCABULARY)
-    files = save_pretrained(model, tokenizer, str(tmp_path))
+    files = save_huggingface(model, tokenizer, str(tmp_path))
     assert {"config.json", "vocab.txt"} <= set(files)
     backbone = keras_bert.BertBackbone.from_checkpoint(str(tmp_path))
     for expected, actual in zip(model.backbone.weights, backbone.weights):
