@@ -3,9 +3,9 @@
 import keras
 
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
-from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
+from keras_bert.models.task import logits_dense
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
@@ -64,16 +64,7 @@ class BertClassifier(Task):
         self.output_dropout = HalfBitsDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=clone_initializer(
-                keras.initializers.TruncatedNormal(
-                    stddev=backbone.initializer_range
-                )
-            ),
-            dtype="float32",  # logits stay float32 under mixed precision
-            name="logits",
-        )
+        self.output_dense = logits_dense(num_classes, backbone, name="logits")
 
         # === Functional Model ===
         inputs = keras_inputs()

@@ -2,11 +2,11 @@
 
 import keras
 
-from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
+from keras_bert.models.task import logits_dense
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
 from keras_bert.training.optimizers import create_adamw
@@ -88,16 +88,7 @@ class BertMaskedLM(Task):
             dtype=dtype,
             name="masked_lm_head",
         )
-        self.nsp_dense = keras.layers.Dense(
-            2,
-            kernel_initializer=clone_initializer(
-                keras.initializers.TruncatedNormal(
-                    stddev=backbone.initializer_range
-                )
-            ),
-            dtype="float32",  # logits stay float32 under mixed precision
-            name="nsp_dense",
-        )
+        self.nsp_dense = logits_dense(2, backbone, name="nsp_dense")
 
         # === Functional Model ===
         inputs = keras_inputs(MASKED_LM_INPUTS)

@@ -3,9 +3,9 @@
 import keras
 from keras import ops
 
-from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
+from keras_bert.models.task import logits_dense
 from keras_bert.training.optimizers import create_adamw
 
 # The logit of a position that cannot hold an answer: its probability is 0
@@ -76,16 +76,7 @@ class BertQuestionAnswerer(Task):
         # frozen, so that training does not warn about its missing
         # gradients.
         backbone.pooler_dense.trainable = False
-        self.span_dense = keras.layers.Dense(
-            2,
-            kernel_initializer=clone_initializer(
-                keras.initializers.TruncatedNormal(
-                    stddev=backbone.initializer_range
-                )
-            ),
-            dtype="float32",  # logits stay float32 under mixed precision
-            name="span_logits",
-        )
+        self.span_dense = logits_dense(2, backbone, name="span_logits")
 
         # === Functional Model ===
         inputs = keras_inputs()

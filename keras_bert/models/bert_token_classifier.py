@@ -3,9 +3,9 @@
 import keras
 
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
-from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
+from keras_bert.models.task import logits_dense
 from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.metrics import MaskedLMAccuracy
@@ -100,23 +100,19 @@ class BertTokenClassifier(Task):
         self.output_dropout = HalfBitsDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
+        # Normal, not truncated normal: Google's BERT has no tagging
+        # head, and Hugging Face's (normal, std initializer_range) trains
+        # faster. CoNLL-2003, all-MiniLM-L6-v2, the batches transformers
+        # gets, seeds 0-2: first epoch's loss 0.366-0.379 from a normal,
+        # 0.401-0.406 from a truncated normal (0.88x the std),
+        # 0.373-0.376 for transformers; F1 -0.10 from transformers' on
+        # average instead of -0.74 (benchmarks/ner_finetune.py,
+        # benchmarks/ner_head_init.py; docs/ner.md).
+        self.output_dense = logits_dense(
             num_classes,
-            # Normal, not truncated normal: Google's BERT has no tagging
-            # head, and Hugging Face's (normal, std initializer_range) trains
-            # faster. CoNLL-2003, all-MiniLM-L6-v2, the batches transformers
-            # gets, seeds 0-2: first epoch's loss 0.366-0.379 from a normal,
-            # 0.401-0.406 from a truncated normal (0.88x the std),
-            # 0.373-0.376 for transformers; F1 -0.10 from transformers' on
-            # average instead of -0.74 (benchmarks/ner_finetune.py,
-            # benchmarks/ner_head_init.py; docs/ner.md).
-            kernel_initializer=clone_initializer(
-                keras.initializers.RandomNormal(
-                    stddev=backbone.initializer_range
-                )
-            ),
-            dtype="float32",  # logits stay float32 under mixed precision
+            backbone,
             name="logits",
+            initializer=keras.initializers.RandomNormal,
         )
 
         # === Functional Model ===

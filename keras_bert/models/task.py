@@ -20,6 +20,7 @@ that serve (`keras_bert.serving.servable_task_names()`).
 import keras
 
 from keras_bert.keras_workarounds import list_layer_as_one_operation
+from keras_bert.layers.initializers import clone_initializer
 
 
 class Task(keras.Model):
@@ -155,3 +156,29 @@ class Task(keras.Model):
         config = dict(config)
         config["backbone"] = keras.layers.deserialize(config["backbone"])
         return cls(**config)
+
+
+def logits_dense(
+    units, backbone, name, initializer=keras.initializers.TruncatedNormal
+):
+    """A head's output layer: a dense layer of float32 logits.
+
+    Its kernel is drawn from `initializer(stddev=backbone.initializer_range)`
+    (BERT's truncated normal unless the head says otherwise), its bias is 0,
+    and it computes in float32 under any dtype policy, so logits and the
+    loss stay float32 under mixed precision.
+
+    Args:
+        units: int. Number of logits.
+        backbone: `keras_bert.BertBackbone`. Gives the initializer range.
+        name: str. The layer's name (part of the weight layout).
+        initializer: a Keras initializer class taking `stddev`.
+    """
+    return keras.layers.Dense(
+        units,
+        kernel_initializer=clone_initializer(
+            initializer(stddev=backbone.initializer_range)
+        ),
+        dtype="float32",
+        name=name,
+    )
