@@ -47,9 +47,12 @@ class Task(keras.Model):
         super().__init_subclass__(**kwargs)
         Task.registry.append(cls)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, preprocessor=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._list_backbone_as_one_operation()
+        # The `keras_bert.BertPreprocessor` that turns raw text into the
+        # model's inputs, or `None` (the model then takes ids only).
+        self.preprocessor = preprocessor
 
     @classmethod
     def by_name(cls):
@@ -145,16 +148,23 @@ class Task(keras.Model):
             self.optimizer.build(self.trainable_variables)
 
     def get_config(self):
-        return {
+        config = {
             "name": self.name,
             "trainable": self.trainable,
             "backbone": keras.layers.serialize(self.backbone),
         }
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.layers.serialize(self.preprocessor)
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.layers.deserialize(config["backbone"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.layers.deserialize(
+                config["preprocessor"]
+            )
         return cls(**config)
 
 
