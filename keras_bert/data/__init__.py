@@ -1,7 +1,7 @@
 """Data: pre-training corpora, instances, masking and inputs.
 
-Also what every fine-tuning task shares (`shuffled_epochs`,
-`trim_batch`). Each task's
+Also what every fine-tuning task shares (`pack_texts`, `packed_batches`,
+`shuffled_epochs`, `trim_batch`). Each task's
 own data reading lives with the task, in `keras_bert.tasks.<task>`.
 """
 
@@ -11,6 +11,8 @@ from keras_bert.data.corpus import split_sentences
 from keras_bert.data.corpus import text_lines
 from keras_bert.data.dynamic_masker import DynamicMasker
 from keras_bert.data.masking import create_masked_lm_predictions
+from keras_bert.data.packed_batches import pack_texts
+from keras_bert.data.packed_batches import packed_batches
 from keras_bert.data.pretraining_dataset import parse_pretraining_example
 from keras_bert.data.pretraining_dataset import pretraining_dataset_from_text
 from keras_bert.data.pretraining_dataset import (
@@ -34,6 +36,8 @@ __all__ = [
     "expand_input_files",
     "instance_to_example",
     "output_shard_paths",
+    "pack_texts",
+    "packed_batches",
     "parse_pretraining_example",
     "pretraining_dataset_from_text",
     "pretraining_dataset_from_tfrecords",
