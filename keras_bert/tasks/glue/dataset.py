@@ -6,7 +6,6 @@ from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
 from keras_bert.tasks.glue.tasks import get_glue_task
 
-
 # The packing and batching every task shares, under the names the GLUE
 # code has always used.
 preprocess_texts = pack_texts
