@@ -54,6 +54,7 @@ class BertClassifier(Task):
     """
 
     TASK_NAME = "classifier"
+    TEXT_METHODS = ("fit", "evaluate", "predict")
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         check_positive_int("num_classes", num_classes, hint="1 for regression")

@@ -1,6 +1,8 @@
 """BERT's pre-training model: masked LM + next-sentence prediction."""
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
@@ -69,6 +71,7 @@ class BertMaskedLM(Task):
     """
 
     TASK_NAME = "masked_lm"
+    TEXT_METHODS = ("predict",)
 
     def __init__(self, backbone, activation=None, **kwargs):
         if activation is None:
@@ -141,6 +144,33 @@ class BertMaskedLM(Task):
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
+
+    def _inputs_from_text(self, features, all_features=None):
+        """Adds `masked_positions`: where the texts wrote `[MASK]`.
+
+        Padded with position 0 to the most `[MASK]`s of a text in
+        `all_features` (the whole input, when known; else this batch),
+        at least 1, so that every batch predicts as many slots.
+        """
+        mask_token_id = self.preprocessor.tokenizer.mask_token_id
+        if all_features is not None:
+            counts = np.sum(all_features["token_ids"] == mask_token_id, axis=1)
+            num_predictions = max(1, int(counts.max(initial=0)))
+        else:
+            num_predictions = None
+        token_ids = tf.convert_to_tensor(features["token_ids"])
+        positions = tf.broadcast_to(
+            tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)
+        )
+        positions = tf.ragged.boolean_mask(
+            positions, token_ids == mask_token_id
+        ).to_tensor(0)  # (batch, most masks in the batch)
+        if num_predictions is None:
+            num_predictions = tf.maximum(tf.shape(positions)[1], 1)
+        positions = tf.pad(
+            positions, [[0, 0], [0, num_predictions - tf.shape(positions)[1]]]
+        )
+        return {**features, "masked_positions": positions}
 
     def get_config(self):
         return {**super().get_config(), "activation": self.activation}

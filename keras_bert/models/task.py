@@ -17,10 +17,16 @@ What a head serves is registered in `keras_bert.serving`
 that serve (`keras_bert.serving.servable_task_names()`).
 """
 
+import inspect
+
 import keras
+import numpy as np
+import tensorflow as tf
 
 from keras_bert.keras_workarounds import list_layer_as_one_operation
 from keras_bert.layers.initializers import clone_initializer
+from keras_bert.models import text_inputs
+from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
 class Task(keras.Model):
@@ -29,16 +35,30 @@ class Task(keras.Model):
     Subclasses set `self.backbone`, build a functional model in `__init__`
     (`keras_bert.models.bert_backbone.keras_inputs()` gives the inputs) and
     override `compile` with task defaults. This class serialises the
-    backbone with the model, restores the compile settings (optimizer state
-    included) when a saved `.keras` file is loaded, lists the backbone as
-    one layer (`layers`, `summary()`) and registers the class.
+    backbone (and the preprocessor) with the model, restores the compile
+    settings (optimizer state included) when a saved `.keras` file is
+    loaded, lists the backbone as one layer (`layers`, `summary()`) and
+    registers the class.
+
+    With a `preprocessor`, the methods a subclass names in `TEXT_METHODS`
+    take raw strings as well as ids (see `fit`): a list, array or
+    `tf.data.Dataset` of `str`, or a tuple `(texts_a, texts_b)` for
+    sentence pairs. Ids (the backbone's dict) work as they always have.
 
     Class attributes a subclass sets:
         TASK_NAME: str. The head's name in the recipes' flags (e.g.
             `"classifier"`); `None` keeps the class out of them.
+        TEXT_METHODS: tuple of str. Which of `"fit"`, `"evaluate"` and
+            `"predict"` read raw text through the preprocessor (none by
+            default: a head whose labels or outputs are not one row per
+            text overrides `predict` itself).
     """
 
     TASK_NAME = None
+    TEXT_METHODS = ()
+    # A subclass whose inputs are more than the preprocessor's three sets
+    # a method `(features, all_features) -> inputs` (see BertMaskedLM).
+    _inputs_from_text = None
 
     # Every task class, in definition order (keras_bert's own first).
     registry = []
@@ -48,6 +68,14 @@ class Task(keras.Model):
         Task.registry.append(cls)
 
     def __init__(self, *args, preprocessor=None, **kwargs):
+        if preprocessor is not None and not isinstance(
+            preprocessor, BertPreprocessor
+        ):
+            raise ValueError(
+                "Received an invalid value for argument `preprocessor`, "
+                "expected a keras_bert.BertPreprocessor or None. Received: "
+                f"preprocessor={preprocessor!r}"
+            )
         super().__init__(*args, **kwargs)
         self._list_backbone_as_one_operation()
         # The `keras_bert.BertPreprocessor` that turns raw text into the
@@ -139,6 +167,249 @@ class Task(keras.Model):
 
         return load_checkpoint(path, cls, **kwargs)
 
+    # --- Raw text ------------------------------------------------------------
+
+    def fit(self, x=None, y=None, *args, seed=None, **kwargs):
+        """Trains the model; with a preprocessor, on raw text too.
+
+        Without raw text this is `keras.Model.fit`, unchanged. With a
+        preprocessor attached (and `"fit"` in the class's `TEXT_METHODS`),
+        `x` may be raw text:
+
+        - a list or 1-D array of `str` (one text per example), or a tuple
+          `(texts_a, texts_b)` of two such for sentence pairs, with labels
+          `y` (and optionally `sample_weight`) as usual. Every text is
+          tokenized once in a parallel `tf.data` map; each epoch is then
+          shuffled (`shuffle=True`, the default) into batches of
+          like-length examples, each cut to its longest row, as the GLUE
+          recipe batches (`keras_bert.data.packed_batches`). Such a run
+          covers `epochs - initial_epoch` whole epochs; `steps_per_epoch`
+          is set for it. `validation_split` takes the last examples, as
+          Keras does.
+        - a `tf.data.Dataset` of text batches, or of `(texts, labels)`
+          batches: tokenized in the pipeline (`dataset.map`), each batch
+          cut to its longest row, in the dataset's own order.
+
+        `validation_data` may hold raw text the same ways (`(texts,
+        labels)`, or a dataset); it is read in order.
+
+        Args:
+            x: the backbone's ids dict (as `keras.Model.fit`), or raw text
+                as above.
+            y: labels, one per text (or pair).
+            *args: `keras.Model.fit`'s other arguments, in its order.
+            seed: int or `None`. Seed of the data order when `fit` batches
+                raw text itself; `None` draws one from NumPy's global
+                generator (which `keras.utils.set_random_seed` seeds).
+                Only for raw text in lists or arrays.
+            **kwargs: `keras.Model.fit`'s keyword arguments
+                (`batch_size`, `epochs`, `validation_data`, ...).
+
+        Returns:
+            A `keras.callbacks.History`.
+
+        Example:
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                      "a", "good", "bad", "film", "book"]
+        preprocessor = keras_bert.BertPreprocessor(
+            keras_bert.BertTokenizer(vocabulary), sequence_length=16
+        )
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=len(vocabulary), num_layers=1, num_heads=2,
+            hidden_dim=8, intermediate_dim=16,
+        )
+        classifier = keras_bert.BertClassifier(
+            backbone, num_classes=2, preprocessor=preprocessor
+        )
+        classifier.fit(
+            ["a good film", "a bad book", "good", "bad film"], [1, 0, 1, 0],
+            batch_size=2, epochs=2, verbose=0,
+        )
+        ```
+        """
+        if not text_inputs.is_text(x):
+            if seed is not None:
+                raise ValueError(
+                    "Received an invalid value for argument `seed`: it "
+                    "orders raw text that `fit` batches itself, and `x` "
+                    "is not raw text. Received: seed={seed!r}; shuffle "
+                    "ids with `keras.utils.set_random_seed` instead."
+                )
+            return super().fit(x, y, *args, **kwargs)
+        self._check_text_method("fit", "x")
+        arguments = _bind(super().fit, x, y, *args, **kwargs)
+        validation = arguments.pop("validation_data")
+        validation_batch_size = (
+            arguments.pop("validation_batch_size") or arguments["batch_size"]
+        )
+        split = arguments.pop("validation_split")
+        if isinstance(x, tf.data.Dataset):
+            if seed is not None:
+                raise ValueError(
+                    "Received an invalid value for argument `seed`: a "
+                    "`tf.data.Dataset` keeps its own order. Received: "
+                    f"seed={seed!r}; shuffle the dataset instead."
+                )
+            if split:
+                raise ValueError(
+                    "`validation_split` needs texts in lists or arrays; "
+                    "with a `tf.data.Dataset`, pass `validation_data`."
+                )
+            arguments["x"] = text_inputs.text_dataset(
+                x, self.preprocessor, self._inputs_from_text
+            )
+        else:
+            if arguments["steps_per_epoch"] is not None:
+                raise ValueError(
+                    "Received an invalid value for argument "
+                    "`steps_per_epoch`: `fit` on texts in lists or arrays "
+                    "trains whole epochs. Pass steps_per_epoch=None, or a "
+                    "`tf.data.Dataset` of text batches."
+                )
+            x_train, y_train, weights = x, y, arguments["sample_weight"]
+            if split:
+                (x_train, y_train, weights), validation = _split_last(
+                    (x, y, weights), split
+                )
+            arguments["x"], arguments["steps_per_epoch"] = (
+                text_inputs.fit_dataset(
+                    self.preprocessor,
+                    self._inputs_from_text,
+                    x_train,
+                    y_train,
+                    sample_weight=weights,
+                    batch_size=arguments["batch_size"],
+                    shuffle=arguments["shuffle"],
+                    seed=seed,
+                    initial_epoch=arguments["initial_epoch"],
+                    epochs=arguments["epochs"],
+                )
+            )
+            arguments["shuffle"] = False  # each epoch is shuffled already
+        arguments.update(y=None, batch_size=None, sample_weight=None)
+        arguments["validation_data"] = self._validation_dataset(
+            validation, validation_batch_size
+        )
+        return super().fit(**arguments)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """Scores the model; with a preprocessor, on raw text too.
+
+        Without raw text this is `keras.Model.evaluate`, unchanged. With a
+        preprocessor (and `"evaluate"` in `TEXT_METHODS`), `x` may be raw
+        text as `fit` takes it, read in order in batches cut to their
+        longest row: texts, or a pair `(texts_a, texts_b)`, with labels
+        `y`; or a `tf.data.Dataset` of `(texts, labels)` batches.
+
+        Args:
+            x: the ids dict, or raw text.
+            y: labels, one per text (or pair).
+            *args, **kwargs: `keras.Model.evaluate`'s other arguments.
+
+        Example:
+        ```python
+        classifier.evaluate(["a good film", "a bad book"], [1, 0])
+        ```
+        """
+        if not text_inputs.is_text(x):
+            return super().evaluate(x, y, *args, **kwargs)
+        self._check_text_method("evaluate", "x")
+        arguments = _bind(super().evaluate, x, y, *args, **kwargs)
+        arguments["x"] = text_inputs.inference_dataset(
+            self.preprocessor,
+            self._inputs_from_text,
+            x,
+            y,
+            sample_weight=arguments["sample_weight"],
+            batch_size=arguments["batch_size"],
+        )
+        arguments.update(y=None, batch_size=None, sample_weight=None)
+        kwargs = arguments.pop("kwargs", {})
+        return super().evaluate(**arguments, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """The model's outputs; with a preprocessor, for raw text too.
+
+        Without raw text this is `keras.Model.predict`, unchanged. With a
+        preprocessor (and `"predict"` in `TEXT_METHODS`), `x` may be
+        texts, a pair `(texts_a, texts_b)` or a `tf.data.Dataset` of text
+        batches; the outputs come in the order of the texts, as for ids.
+
+        Args:
+            x: the ids dict, or raw text.
+            *args, **kwargs: `keras.Model.predict`'s other arguments
+                (`batch_size`, `verbose`, ...).
+
+        Example:
+        ```python
+        logits = classifier.predict(["a good book"])  # (1, num_classes)
+        ```
+        """
+        if not text_inputs.is_text(x):
+            return super().predict(x, *args, **kwargs)
+        self._check_text_method("predict", "x")
+        arguments = _bind(super().predict, x, *args, **kwargs)
+        arguments["x"] = text_inputs.inference_dataset(
+            self.preprocessor,
+            self._inputs_from_text,
+            x,
+            batch_size=arguments["batch_size"],
+        )
+        arguments["batch_size"] = None
+        return super().predict(**arguments)
+
+    def _check_text_method(self, method, argument):
+        name = type(self).__name__
+        if method not in self.TEXT_METHODS:
+            raise ValueError(
+                f"`{name}.{method}` takes the backbone's ids dict "
+                "(`token_ids`, `segment_ids`, `padding_mask`), not raw "
+                f"text; received raw text for `{argument}`. Tokenize it "
+                f"with a keras_bert.BertPreprocessor first."
+            )
+        if self.preprocessor is None:
+            raise ValueError(
+                f"`{name}.{method}` received raw text for `{argument}`, but "
+                "the model has no preprocessor to tokenize it. Build the "
+                f"model with one (`{name}(backbone, ..., preprocessor="
+                "keras_bert.BertPreprocessor(tokenizer))`, or set "
+                "`model.preprocessor`), or pass the ids dict "
+                "(`token_ids`, `segment_ids`, `padding_mask`)."
+            )
+
+    def _validation_dataset(self, validation, batch_size):
+        """`validation_data` with raw text turned into batches of ids."""
+        if isinstance(validation, tf.data.Dataset):
+            if not text_inputs.is_text(validation):
+                return validation
+            return text_inputs.text_dataset(
+                validation,
+                self.preprocessor,
+                self._inputs_from_text,
+                argument="validation_data",
+            )
+        if not (
+            isinstance(validation, (tuple, list))
+            and validation
+            and text_inputs.is_text(validation[0])
+        ):
+            return validation
+        if not 2 <= len(validation) <= 3:
+            raise ValueError(
+                "Received an invalid value for argument `validation_data`: "
+                "expected `(texts, labels)` or `(texts, labels, "
+                f"sample_weight)`; received {len(validation)} parts."
+            )
+        return text_inputs.inference_dataset(
+            self.preprocessor,
+            self._inputs_from_text,
+            validation[0],
+            validation[1],
+            sample_weight=validation[2] if len(validation) == 3 else None,
+            batch_size=batch_size,
+        )
+
     # --- Serialisation -------------------------------------------------------
 
     def compile_from_config(self, config):
@@ -166,6 +437,41 @@ class Task(keras.Model):
                 config["preprocessor"]
             )
         return cls(**config)
+
+
+def _bind(method, *args, **kwargs):
+    """`{argument: value}` of a call of `method`, defaults included."""
+    bound = inspect.signature(method).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _split_last(parts, fraction):
+    """`(first, last)`: each of `parts` (or `None`) cut before its last
+    `fraction`, as Keras' `validation_split` cuts arrays."""
+    texts = text_inputs.texts_of(parts[0])
+    num_texts = len(texts[0])
+    cut = int(num_texts * (1 - fraction))
+    if not 0 < cut < num_texts:
+        raise ValueError(
+            "Received an invalid value for argument `validation_split`: "
+            f"{fraction} of {num_texts} texts leaves no text on one side. "
+            "Pass a fraction strictly between 0 and 1 of enough texts."
+        )
+
+    def cut_at(value, start, end):
+        if value is None:
+            return None
+        if isinstance(value, (tuple, dict)):  # a pair; labels per output
+            return tf.nest.map_structure(
+                lambda part: np.asarray(part)[start:end], value
+            )
+        return np.asarray(value)[start:end]
+
+    x = texts if len(texts) == 2 else texts[0]
+    first = tuple(cut_at(v, 0, cut) for v in (x, *parts[1:]))
+    last = tuple(cut_at(v, cut, None) for v in (x, *parts[1:]))
+    return first, tuple(v for v in last if v is not None)
 
 
 def logits_dense(

@@ -1,0 +1,310 @@
+"""Raw strings into a task model's `fit`, `evaluate` and `predict`.
+
+`keras_bert.models.Task` calls these when a model with a preprocessor is
+given text instead of ids: they check the texts (and labels), and build
+the `tf.data` pipeline that tokenizes them. Where the pipeline is built
+from Python lists or arrays, every text is tokenized once in a parallel
+`tf.data` map (`keras_bert.data.pack_texts`, as the GLUE recipe does) and
+batched as the recipes batch (`keras_bert.data.packed_batches`: in order
+for `evaluate` and `predict`; for `fit`, shuffled per epoch into batches
+of like-length rows); a `tf.data.Dataset` of strings is mapped through
+the preprocessor batch by batch. Either way each batch is cut to its
+longest row.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.packed_batches import pack_texts
+from keras_bert.data.packed_batches import packed_batches
+from keras_bert.data.trim_batch import trim_batch
+
+_PAIR_HINT = (
+    "Pass single texts as a list (or 1-D array) of str, and sentence pairs "
+    "as a tuple `(texts_a, texts_b)` of two such, of the same length."
+)
+
+
+def is_text(x):
+    """Whether `x` is raw text rather than ids.
+
+    Text is a str, a list, array or tensor of str, a tuple of those (a
+    pair), or a `tf.data.Dataset` whose elements (or their first part, the
+    inputs) are strings. Anything else (the ids dict, `None`) is not.
+    """
+    if isinstance(x, tf.data.Dataset):
+        return _dataset_text_layout(x.element_spec) is not None
+    if isinstance(x, tuple):
+        return bool(x) and any(_looks_like_text(part) for part in x)
+    return _looks_like_text(x)
+
+
+def texts_of(x, argument="x"):
+    """`x` as a tuple of one or two 1-D numpy arrays of str, checked.
+
+    Raises:
+        ValueError: naming `argument`, for nested (ragged) lists, pairs
+            that are not two texts of the same length, or no texts.
+    """
+    parts = x if isinstance(x, tuple) else (x,)
+    if len(parts) not in (1, 2):
+        raise ValueError(
+            f"Received an invalid value for argument `{argument}`: a tuple "
+            f"of {len(parts)} text batches. A tuple means a sentence pair, "
+            f"`(texts_a, texts_b)`. {_PAIR_HINT}"
+        )
+    texts = tuple(_text_array(part, argument) for part in parts)
+    if len(texts) == 2 and len(texts[0]) != len(texts[1]):
+        raise ValueError(
+            f"Received an invalid value for argument `{argument}`: a pair "
+            f"of {len(texts[0])} first texts and {len(texts[1])} second "
+            f"texts. {_PAIR_HINT}"
+        )
+    if not len(texts[0]):
+        raise ValueError(
+            f"Received an invalid value for argument `{argument}`: no "
+            "texts. Pass at least one."
+        )
+    return texts
+
+
+def check_labels(labels, num_texts, argument="y"):
+    """`labels` as numpy arrays, one per text; `None` stays `None`."""
+    if labels is None:
+        return None
+    if isinstance(labels, dict):  # a model of several outputs
+        labels = {name: np.asarray(value) for name, value in labels.items()}
+    else:
+        labels = np.asarray(labels)
+    for value in tf.nest.flatten(labels):
+        if value.ndim == 0 or len(value) != num_texts:
+            received = "one value" if value.ndim == 0 else len(value)
+            raise ValueError(
+                f"Received an invalid value for argument `{argument}`: "
+                f"{received} for {num_texts} texts in `x`. Pass one "
+                "label per text (or per pair of texts)."
+            )
+    return labels
+
+
+def fit_dataset(
+    preprocessor,
+    to_inputs,
+    x,
+    y,
+    sample_weight=None,
+    batch_size=None,
+    shuffle=True,
+    seed=None,
+    initial_epoch=0,
+    epochs=1,
+):
+    """The training batches `fit` builds from texts in lists or arrays.
+
+    Every text is tokenized once; with `shuffle`, each epoch is shuffled
+    with a seed made from `seed` and its number, cut into groups of 50
+    batches and each group sorted by length
+    (`keras_bert.data.length_grouped_epochs`, as the recipes'
+    `--group_by_length`); each batch is cut to its longest row.
+
+    Args:
+        preprocessor: `keras_bert.BertPreprocessor`.
+        to_inputs: callable or `None`. The model's inputs from a batch
+            of packed features and the whole input's (`None`: the
+            packed features are the inputs).
+        x: texts, or a pair `(texts_a, texts_b)`.
+        y: labels, one per text.
+        sample_weight: array `(num_texts,)` or `None`.
+        batch_size: int or `None` (32).
+        shuffle: bool. Shuffle per epoch (in like-length groups).
+        seed: int or `None`. Seed of the data order; `None` draws one
+            from NumPy's global generator (which
+            `keras.utils.set_random_seed` seeds).
+        initial_epoch: int. The first epoch of the run (0-based).
+        epochs: int. The run's number of epochs.
+
+    Returns:
+        `(dataset, steps_per_epoch)`: all of the run's epochs, one after
+        the other, and the steps of one.
+    """
+    if y is None:
+        raise ValueError(
+            "`fit` on raw text needs labels: pass `y` (one per text), or a "
+            "`tf.data.Dataset` of `(texts, labels)` batches."
+        )
+    texts = texts_of(x)
+    y = check_labels(y, len(texts[0]))
+    sample_weight = check_labels(sample_weight, len(texts[0]), "sample_weight")
+    batch_size = batch_size or 32
+    if seed is None:
+        seed = int(np.random.randint(2**31 - 1))
+    features = pack_texts(texts, preprocessor)
+    dataset = packed_batches(
+        features,
+        y,
+        batch_size,
+        shuffle=bool(shuffle),
+        seed=seed,
+        first_epoch=initial_epoch if shuffle else None,
+        num_epochs=epochs if shuffle else None,
+        group_by_length=bool(shuffle),
+        sample_weight=sample_weight,
+    )
+    if not shuffle:
+        dataset = dataset.repeat(epochs - initial_epoch)
+    dataset = _map_inputs(dataset, to_inputs, features)
+    return dataset, math.ceil(len(texts[0]) / batch_size)
+
+
+def inference_dataset(
+    preprocessor, to_inputs, x, y=None, sample_weight=None, batch_size=None
+):
+    """The batches `evaluate` and `predict` read texts from, in order.
+
+    Texts in lists or arrays are tokenized once, then batched in order,
+    each batch cut to its longest row; a `tf.data.Dataset` is mapped
+    through the preprocessor (`text_dataset`).
+
+    Args:
+        preprocessor: `keras_bert.BertPreprocessor`.
+        to_inputs: callable or `None`. The model's inputs from a batch
+            of packed features and the whole input's (`None` for a
+            dataset, whose whole is not known ahead).
+        x: texts, a pair `(texts_a, texts_b)`, or a `tf.data.Dataset` of
+            text batches (with labels).
+        y: labels or `None`.
+        sample_weight: array or `None`.
+        batch_size: int or `None` (32).
+    """
+    if isinstance(x, tf.data.Dataset):
+        return text_dataset(x, preprocessor, to_inputs)
+    texts = texts_of(x)
+    y = check_labels(y, len(texts[0]))
+    sample_weight = check_labels(sample_weight, len(texts[0]), "sample_weight")
+    features = pack_texts(texts, preprocessor)
+    dataset = packed_batches(
+        features, y, batch_size or 32, sample_weight=sample_weight
+    )
+    return _map_inputs(dataset, to_inputs, features)
+
+
+def text_dataset(dataset, preprocessor, to_inputs, argument="x"):
+    """`dataset` with its text batches turned into the model's inputs.
+
+    Elements may be text batches alone (`texts` or `(texts_a, texts_b)`)
+    or `(texts, labels[, sample_weight])`; each batch of texts is
+    tokenized in the pipeline and cut to its longest row.
+    """
+    layout = _dataset_text_layout(dataset.element_spec)
+    spec = dataset.element_spec if layout == "alone" else dataset.element_spec[0]
+    ranks = [s.shape.rank for s in tf.nest.flatten(spec)]
+    if any(rank == 0 for rank in ranks):
+        raise ValueError(
+            f"Received an invalid value for argument `{argument}`: a "
+            "`tf.data.Dataset` of single strings. Keras reads batches: "
+            "call `dataset.batch(batch_size)` first."
+        )
+
+    def inputs(texts):
+        features = trim_batch(preprocessor(texts))
+        return features if to_inputs is None else to_inputs(features, None)
+
+    if layout == "alone":
+        return dataset.map(
+            lambda *texts: inputs(texts if len(texts) == 2 else texts[0]),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    return dataset.map(
+        lambda texts, *rest: (inputs(texts), *rest),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def _map_inputs(dataset, to_inputs, all_features):
+    """Applies `to_inputs` to each batch's features (the first part)."""
+    if to_inputs is None:
+        return dataset
+    if isinstance(dataset.element_spec, tuple):
+        return dataset.map(
+            lambda features, *rest: (
+                to_inputs(features, all_features),
+                *rest,
+            )
+        )
+    return dataset.map(lambda features: to_inputs(features, all_features))
+
+
+def _dataset_text_layout(spec):
+    """`"alone"` (elements are texts), `"first"` (texts, then labels...),
+    or `None` (no text) for a dataset's `element_spec`."""
+    if _is_text_spec(spec):
+        return "alone"
+    if isinstance(spec, tuple) and spec and _is_text_spec(spec[0]):
+        return "first"
+    return None
+
+
+def _is_text_spec(spec):
+    def is_string(s):
+        return isinstance(s, tf.TensorSpec) and s.dtype == tf.string
+
+    if isinstance(spec, tuple):
+        return len(spec) == 2 and all(is_string(s) for s in spec)
+    return is_string(spec)
+
+
+def _looks_like_text(x):
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "US" or (
+            x.dtype == object and x.size and isinstance(x.flat[0], (str, bytes))
+        )
+    if isinstance(x, tf.Tensor):
+        return x.dtype == tf.string
+    if isinstance(x, list) and x:
+        first = x[0]
+        if isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        return isinstance(first, (str, bytes))
+    return False
+
+
+def _text_array(texts, argument):
+    """One side's texts as a 1-D numpy array of str."""
+    if isinstance(texts, (str, bytes)):
+        texts = [texts]
+    if isinstance(texts, tf.Tensor):
+        texts = texts.numpy()
+    if isinstance(texts, list):
+        for index, text in enumerate(texts):
+            if not isinstance(text, (str, bytes)):
+                what = (
+                    "a nested list (ragged texts)"
+                    if isinstance(text, (list, tuple, np.ndarray))
+                    else f"a {type(text).__name__}"
+                )
+                raise ValueError(
+                    f"Received an invalid value for argument `{argument}`: "
+                    f"{what} at index {index}, where a string belongs. "
+                    f"{_PAIR_HINT}"
+                )
+        texts = np.array(texts, dtype=object)
+    texts = np.asarray(texts)
+    if texts.ndim != 1:
+        raise ValueError(
+            f"Received an invalid value for argument `{argument}`: texts of "
+            f"shape {texts.shape}. {_PAIR_HINT} (For an array of pairs "
+            "`(num_pairs, 2)`, pass `(array[:, 0], array[:, 1])`.)"
+        )
+    if texts.dtype == object:
+        for index, text in enumerate(texts):
+            if not isinstance(text, (str, bytes)):
+                raise ValueError(
+                    f"Received an invalid value for argument `{argument}`: "
+                    f"a {type(text).__name__} at index {index}, where a "
+                    f"string belongs. {_PAIR_HINT}"
+                )
+    return texts
