@@ -198,7 +198,8 @@ def text_dataset(dataset, preprocessor, to_inputs, argument="x"):
     tokenized in the pipeline and cut to its longest row.
     """
     layout = _dataset_text_layout(dataset.element_spec)
-    spec = dataset.element_spec if layout == "alone" else dataset.element_spec[0]
+    spec = dataset.element_spec
+    spec = spec if layout == "alone" else spec[0]
     ranks = [s.shape.rank for s in tf.nest.flatten(spec)]
     if any(rank == 0 for rank in ranks):
         raise ValueError(
