@@ -4,8 +4,9 @@ Writes `--export_dir/<version>/`, one SavedModel that takes raw text (the
 WordPiece tokenizer and the packing run inside the graph) and needs only
 TensorFlow and tensorflow-text at serving time.
 
-    # A fine-tuned classifier saved by Keras (`model.save("clf.keras")`):
-    python recipes/export.py --model=clf.keras --vocab_file=vocab.txt \
+    # A fine-tuned classifier saved by Keras (`model.save("clf.keras")`);
+    # --vocab_file only if it was built without `preprocessor=`:
+    python recipes/export.py --model=clf.keras \
         --labels=negative,positive --export_dir=saved_models/sst2
 
     # Sentence embeddings from a pretrained checkpoint directory:
@@ -75,7 +76,10 @@ flags.DEFINE_integer(
     "checkpoint does not hold (freshly initialised: a warning says so).",
 )
 flags.DEFINE_string(
-    "vocab_file", None, "vocab.txt; defaults to the --checkpoint's."
+    "vocab_file",
+    None,
+    "vocab.txt; defaults to the preprocessor a --model carries, else the "
+    "--checkpoint's.",
 )
 flags.DEFINE_bool(
     "lowercase",
@@ -83,7 +87,12 @@ flags.DEFINE_bool(
     "Lower-case and strip accents; defaults to the checkpoint's casing, "
     "else True.",
 )
-flags.DEFINE_integer("sequence_length", 128, "Tokens per example.")
+flags.DEFINE_integer(
+    "sequence_length",
+    128,
+    "Tokens per example (a --model's own preprocessor keeps its length "
+    "unless this is given).",
+)
 flags.DEFINE_string("export_dir", None, "Base directory of the export.")
 flags.DEFINE_integer("version", None, "Version number; next free by default.")
 flags.DEFINE_list("labels", None, "Label strings of the classes, in order.")
@@ -134,18 +143,6 @@ def main(argv):
         checkpoint = resolve_checkpoint(
             checkpoint, weights=not FLAGS.model, tokenizer=not FLAGS.vocab_file
         )
-    if FLAGS.vocab_file:
-        lowercase = True if FLAGS.lowercase is None else FLAGS.lowercase
-        tokenizer = keras_bert.BertTokenizer(
-            FLAGS.vocab_file, lowercase=lowercase
-        )
-    else:
-        tokenizer = keras_bert.BertTokenizer.from_checkpoint(
-            checkpoint, lowercase=FLAGS.lowercase
-        )
-    preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.sequence_length
-    )
     keras_file = FLAGS.model or _keras_file_in(checkpoint)
     if keras_file:
         if not keras_bert.files.exists(keras_file):
@@ -154,6 +151,7 @@ def main(argv):
         _check_task(model, keras_file)
     else:
         model = _load_checkpoint(checkpoint)
+    preprocessor = _preprocessor(model, checkpoint)
     options = _export_options()
     labels = FLAGS.labels
     if not labels and not keras_file:
@@ -167,6 +165,36 @@ def main(argv):
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
     logging.info("Exported %s", path)
+
+
+def _preprocessor(model, checkpoint):
+    """The preprocessor to export with: from --vocab_file, else the one a
+    `.keras` model carries (at --sequence_length when that is given),
+    else the --checkpoint's tokenizer."""
+    attached = getattr(model, "preprocessor", None)
+    if FLAGS.vocab_file:
+        lowercase = True if FLAGS.lowercase is None else FLAGS.lowercase
+        tokenizer = keras_bert.BertTokenizer(
+            FLAGS.vocab_file, lowercase=lowercase
+        )
+    elif attached is not None and not FLAGS.checkpoint:
+        if not FLAGS["sequence_length"].present:
+            return attached
+        tokenizer = attached.tokenizer
+    elif checkpoint:
+        tokenizer = keras_bert.BertTokenizer.from_checkpoint(
+            checkpoint, lowercase=FLAGS.lowercase
+        )
+    else:
+        raise app.UsageError(
+            f"--model={FLAGS.model} carries no preprocessor (it was built "
+            "without `preprocessor=`): pass --vocab_file=vocab.txt or "
+            "--checkpoint=DIR (the checkpoint it was fine-tuned from) for "
+            "its vocabulary."
+        )
+    return keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=FLAGS.sequence_length
+    )
 
 
 def _load_checkpoint(checkpoint):
@@ -234,14 +262,9 @@ def _check_flags():
     if not FLAGS.model and not FLAGS.checkpoint:
         raise app.UsageError(
             "Nothing to export: pass --model=FILE.keras (a trained keras_bert "
-            "model) with --vocab_file or --checkpoint for its vocabulary, or "
+            "model; with --vocab_file or --checkpoint for its vocabulary "
+            "unless it carries its preprocessor), or "
             "--checkpoint=DIR to export that checkpoint's backbone."
-        )
-    if FLAGS.model and not (FLAGS.vocab_file or FLAGS.checkpoint):
-        raise app.UsageError(
-            f"--model={FLAGS.model} needs its tokenizer's vocabulary: pass "
-            "--vocab_file=vocab.txt or --checkpoint=DIR (the checkpoint it "
-            "was fine-tuned from)."
         )
     if FLAGS.model and FLAGS.num_classes is not None:
         raise app.UsageError(

@@ -11,7 +11,7 @@ from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
 def export_saved_model(
-    model, preprocessor, export_dir, version=None, **options
+    model, preprocessor=None, export_dir=None, version=None, **options
 ):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
 
@@ -49,7 +49,10 @@ def export_saved_model(
         model: a `keras_bert.BertBackbone` or a task model with a serving
             signature (`BertClassifier`, `BertQuestionAnswerer`, ...).
         preprocessor: the `keras_bert.BertPreprocessor` the model was
-            trained with.
+            trained with, or `None` (the default) for the one attached to
+            the model (`model.preprocessor`). Passing the export directory
+            here instead, `export_saved_model(model, "saved_models/x")`,
+            also takes the model's.
         export_dir: str. The model's base directory (`.../<model_name>`).
         version: int or `None`. `None` takes the next free version (1 for
             an empty directory).
@@ -67,8 +70,30 @@ def export_saved_model(
     path = keras_bert.serving.export_saved_model(
         classifier, preprocessor, "saved_models/sst2", labels=["neg", "pos"]
     )
+    # A model built with `preprocessor=` exports with it:
+    path = keras_bert.serving.export_saved_model(
+        classifier, export_dir="saved_models/sst2", labels=["neg", "pos"]
+    )
     ```
     """
+    if isinstance(preprocessor, str) and export_dir is None:
+        # export_saved_model(model, export_dir): the model's preprocessor.
+        preprocessor, export_dir = None, preprocessor
+    if export_dir is None:
+        raise ValueError(
+            "Received no value for argument `export_dir`, the directory to "
+            "export to. Pass export_dir='saved_models/<name>'."
+        )
+    if preprocessor is None:
+        preprocessor = getattr(model, "preprocessor", None)
+        if preprocessor is None:
+            raise ValueError(
+                f"The {type(model).__name__} has no preprocessor attached "
+                "and none was passed: the export needs one to read raw "
+                "text. Pass `preprocessor=keras_bert.BertPreprocessor("
+                "tokenizer)` (the one the model was trained with), or build "
+                "the model with `preprocessor=...`."
+            )
     if not isinstance(preprocessor, BertPreprocessor):
         raise ValueError(
             "Received an invalid value for argument `preprocessor`, expected "
