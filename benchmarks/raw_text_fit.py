@@ -4,8 +4,9 @@ The keras-hub habit (issue 30): a classifier built with its preprocessor
 is fitted and scored on raw strings,
 
     classifier = keras_bert.BertClassifier.from_checkpoint(
-        "all_minilm_l6_v2_en", num_classes=2, preprocessor=preprocessor
+        "all_minilm_l6_v2_en", num_classes=2
     )
+    classifier.preprocessor = keras_bert.BertPreprocessor(tokenizer, 128)
     classifier.fit(train_texts, train_labels, batch_size=32, epochs=1)
     classifier.evaluate(dev_texts, dev_labels)
 
@@ -120,11 +121,11 @@ def run_raw_text():
     keras.utils.set_random_seed(FLAGS.seed)
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(PRESET)
     classifier = keras_bert.BertClassifier.from_checkpoint(
-        PRESET,
-        num_classes=task.num_classes,
-        preprocessor=keras_bert.BertPreprocessor(
-            tokenizer, sequence_length=FLAGS.sequence_length
-        ),
+        PRESET, num_classes=task.num_classes
+    )
+    # (`from_checkpoint` does not take `preprocessor=` yet: attached here.)
+    classifier.preprocessor = keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=FLAGS.sequence_length
     )
     num_train = len(train["label"])
     total_steps = FLAGS.epochs * math.ceil(num_train / FLAGS.batch_size)
