@@ -140,7 +140,7 @@ def fit_dataset(
     batch_size = batch_size or 32
     if seed is None:
         seed = int(np.random.randint(2**31 - 1))
-    features = pack_texts(texts, preprocessor)
+    features = pack_texts(texts, _packing(preprocessor, len(texts)))
     dataset = packed_batches(
         features,
         y,
@@ -183,7 +183,7 @@ def inference_dataset(
     texts = texts_of(x)
     y = check_labels(y, len(texts[0]))
     sample_weight = check_labels(sample_weight, len(texts[0]), "sample_weight")
-    features = pack_texts(texts, preprocessor)
+    features = pack_texts(texts, _packing(preprocessor, len(texts)))
     dataset = packed_batches(
         features, y, batch_size or 32, sample_weight=sample_weight
     )
@@ -208,8 +208,10 @@ def text_dataset(dataset, preprocessor, to_inputs, argument="x"):
             "call `dataset.batch(batch_size)` first."
         )
 
+    pack = _packing(preprocessor, len(tf.nest.flatten(spec)))
+
     def inputs(texts):
-        features = trim_batch(preprocessor(texts))
+        features = trim_batch(pack(texts))
         return features if to_inputs is None else to_inputs(features, None)
 
     if layout == "alone":
@@ -221,6 +223,18 @@ def text_dataset(dataset, preprocessor, to_inputs, argument="x"):
         lambda texts, *rest: (inputs(texts), *rest),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
+
+
+def _packing(preprocessor, num_texts):
+    """The preprocessor's once-traced batch function, taking a text batch
+    or a pair: each pipeline reuses its graph (see
+    `BertPreprocessor.batch_function`)."""
+    function = preprocessor.batch_function(num_texts)
+
+    def pack(texts):
+        return function(*texts) if isinstance(texts, tuple) else function(texts)
+
+    return pack
 
 
 def _map_inputs(dataset, to_inputs, all_features):
