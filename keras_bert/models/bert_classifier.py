@@ -26,30 +26,57 @@ class BertClassifier(Task):
     squared error for regression, AdamW with learning rate 2e-5. Call
     `compile()` to change it.
 
+    With a `preprocessor`, `fit`, `evaluate` and `predict` also take raw
+    strings: a list, array or `tf.data.Dataset` of `str`, or a tuple
+    `(texts_a, texts_b)` for sentence pairs, with labels as usual.
+    Tokenizing runs in the `tf.data` pipeline; where `fit` batches the
+    texts itself it batches as the GLUE recipe does (shuffled per epoch,
+    like-length examples together, each batch cut to its longest row;
+    see `keras_bert.models.Task.fit`). The preprocessor is saved with the
+    model, and `keras_bert.serving.export_saved_model(model, export_dir)`
+    exports with it.
+
     Args:
         backbone: `keras_bert.BertBackbone`.
         num_classes: int. Number of classes; `1` for regression.
         dropout: float. Dropout on the pooled output. Defaults to `0.1`.
+        preprocessor: `keras_bert.BertPreprocessor` or `None`. Turns raw
+            text into the backbone's inputs; `None` (the default): the
+            model takes ids only.
         **kwargs: `name`, `trainable`.
 
     Inputs: the backbone's dict (`token_ids`, `segment_ids`,
-        `padding_mask`).
+        `padding_mask`), or raw text with a preprocessor.
 
     Outputs: float32 logits (or scores) `(batch_size, num_classes)`.
 
     Example:
     ```python
-    backbone = keras_bert.BertBackbone(
-        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
-        intermediate_dim=32, max_sequence_length=16,
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "good", "bad", "film", "book", "dull"]
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=16
     )
-    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=8, intermediate_dim=32, max_sequence_length=16,
+    )
+    classifier = keras_bert.BertClassifier(
+        backbone, num_classes=2, preprocessor=preprocessor
+    )
+    classifier.fit(["a good film", "a dull book", "good", "bad"], [1, 0, 1, 0],
+                   batch_size=2, epochs=1, verbose=0)
+    classifier.predict(["a good book"], verbose=0)  # logits (1, 2)
+    # Sentence pairs: a tuple of two lists.
+    pairs = keras_bert.BertClassifier(backbone, 3, preprocessor=preprocessor)
+    pairs.predict((["a good film"], ["a bad film"]), verbose=0)  # (1, 3)
+    # Without a preprocessor, ids in.
     features = {
         "token_ids": np.array([[2, 9, 3]] * 4),
         "segment_ids": np.zeros((4, 3), "int32"),
         "padding_mask": np.ones((4, 3), "int32"),
     }
-    classifier.fit(features, np.array([0, 1, 2, 1]), epochs=1, verbose=0)
+    classifier.fit(features, np.array([0, 1, 1, 0]), epochs=1, verbose=0)
     ```
     """
 

@@ -35,10 +35,20 @@ class BertMaskedLM(Task):
     (`[PAD]`), as the original data pipeline writes them, and weigh zero.
     Call `compile()` again to change any of it.
 
+    With a `preprocessor`, `predict` also takes raw text (a list, array
+    or `tf.data.Dataset` of `str`, or a pair `(texts_a, texts_b)`) with
+    `[MASK]` written where a token is to be predicted: `masked_positions`
+    are where the texts' `[MASK]` tokens land, padded with position 0 to
+    the most masks of a text (of all the texts given in a list; of each
+    batch of a dataset), so `mlm_logits` has one slot per mask. `fit`
+    and `evaluate` take ids.
+
     Args:
         backbone: `keras_bert.BertBackbone`.
         activation: str or `None`. Activation of the MLM transform; `None`
             uses the backbone's.
+        preprocessor: `keras_bert.BertPreprocessor` or `None`. Turns raw
+            text into the model's inputs for `predict`. Defaults to `None`.
         **kwargs: `name`, `trainable`.
 
     Inputs: the backbone's dict plus `masked_positions`, int
@@ -67,6 +77,13 @@ class BertMaskedLM(Task):
     labels = {"mlm_logits": np.array([[7, 0]] * 8),
               "nsp_logits": np.zeros((8,), "int32")}
     model.fit(features, labels, epochs=1, verbose=0)
+    # Raw text, with a preprocessor: one slot per [MASK].
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox"]
+    model.preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=16
+    )
+    outputs = model.predict(["the [MASK] fox", "[MASK] [MASK]"], verbose=0)
+    outputs["mlm_logits"].shape  # (2, 2, 100)
     ```
     """
 

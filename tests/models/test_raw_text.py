@@ -1,5 +1,7 @@
 """Task models with a preprocessor read raw text in fit/evaluate/predict."""
 
+import inspect
+
 import keras
 import numpy as np
 import pytest
@@ -7,6 +9,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.data import packed_batches
+from keras_bert.models.task import Task
 
 VOCABULARY = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -285,3 +288,25 @@ def test_export_without_any_preprocessor_says_what_to_pass(tmp_path):
         keras_bert.serving.export_saved_model(model, export_dir=str(tmp_path))
     with pytest.raises(ValueError, match="`export_dir`"):
         keras_bert.serving.export_saved_model(classifier())
+
+
+def _example(obj):
+    """The fenced Python example of `obj`'s docstring."""
+    doc = inspect.getdoc(obj)
+    return doc.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "objects",
+    [
+        [keras_bert.BertClassifier],
+        [keras_bert.BertMaskedLM],
+        [Task.fit, Task.evaluate, Task.predict],
+    ],
+    ids=["BertClassifier", "BertMaskedLM", "Task"],
+)
+@SLOW
+def test_docstring_examples_run(objects):
+    namespace = {"keras_bert": keras_bert, "np": np, "tf": tf}
+    for obj in objects:
+        exec(_example(obj), namespace)
