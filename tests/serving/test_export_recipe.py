@@ -83,9 +83,7 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
             marks=pytest.mark.slow,
         ),
         pytest.param(
-            ["--model=clf.keras"],
-            "needs its tokenizer's vocabulary",
-            marks=pytest.mark.slow,
+            ["--model=clf.keras"], "does not exist", marks=pytest.mark.slow
         ),
         pytest.param(
             ["--checkpoint=c", "--export_options={doc_stride: 1}"],
@@ -108,4 +106,59 @@ def test_export_recipe_usage_errors(tmp_path, arguments, message):
     )
     assert result.returncode != 0
     assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _export(*arguments):
+    return subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "export.py"),
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_export_recipe_takes_the_preprocessor_a_keras_model_carries(tmp_path):
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+    )
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=12
+    )
+    classifier = keras_bert.BertClassifier(
+        backbone, num_classes=2, preprocessor=preprocessor
+    )
+    classifier.save(tmp_path / "clf.keras")
+    result = _export(
+        f"--model={tmp_path / 'clf.keras'}",
+        f"--export_dir={tmp_path / 'served'}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = tf.saved_model.load(str(tmp_path / "served" / "1"))
+    texts = ["a good film", "bad"]
+    got = served.signatures["serving_default"](text=tf.constant(texts))
+    expected = tf.nn.softmax(classifier.predict(texts, verbose=0)).numpy()
+    assert abs(expected - got["probabilities"].numpy()).max() <= 1e-6
+
+    # Without a preprocessor, the recipe asks for the vocabulary.
+    keras_bert.BertClassifier(backbone, num_classes=2).save(
+        tmp_path / "bare.keras"
+    )
+    result = _export(
+        f"--model={tmp_path / 'bare.keras'}",
+        f"--export_dir={tmp_path / 'bare'}",
+    )
+    assert result.returncode != 0
+    assert "carries no preprocessor" in result.stderr
+    assert "--vocab_file" in result.stderr
     assert "Traceback" not in result.stderr
