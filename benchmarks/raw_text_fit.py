@@ -300,7 +300,13 @@ def summarize(tasks):
         "all_minilm_l6_v2_en, sequence 128, batch 32, lr 2e-5 with 10% "
         "warmup and linear decay, 1 epoch, seed k in round k, like-length "
         "batches cut to their longest row; each job a fresh process, "
-        "alternating. Examples/s over the training epoch.\n"
+        "alternating. Examples/s over the training epoch. Equal metrics "
+        "to every digit: with the same seed, `fit` trains on the recipe's "
+        "very batches. The recipe's epoch is the slower one in either "
+        "order; it runs under `OneDeviceStrategy` with the runner's "
+        "callbacks (backup, per-epoch evaluation, progress), which this "
+        "table does not ablate. Measured on a busy shared 2-core machine "
+        "(load 8-12), so the speeds are noisy.\n"
         f"{machine}\n\n{table}\n",
     )
 
