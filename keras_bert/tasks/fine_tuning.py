@@ -91,6 +91,7 @@ def run_fine_tuning(
     export_dir=None,
     config=None,
     adam_epsilon_hat=True,
+    lora_rank=0,
 ):
     """Fine-tunes a task's model, keeps its best epoch, writes its results.
 
@@ -150,6 +151,12 @@ def run_fine_tuning(
             and Hugging Face do, after the bias correction (see
             `keras_bert.training.AdamW`); the default is Keras' "epsilon
             hat". Defaults to `True`.
+        lora_rank: int. If > 0, LoRA of this rank is enabled on the
+            model's backbone once the checkpoint is loaded, before
+            compiling (`BertBackbone.enable_lora`): only the LoRA weights
+            and the head train, and the export serves them merged. LoRA
+            usually wants a higher `learning_rate` (e.g. `5e-4`); this
+            does not change it. Defaults to `0`: every weight trains.
 
     Returns:
         A `FineTuningResult`.
@@ -179,6 +186,7 @@ def run_fine_tuning(
             "mixed_precision": mixed_precision,
             "export_dir": export_dir,
             "adam_epsilon_hat": adam_epsilon_hat,
+            "lora_rank": lora_rank,
         }
     tf.io.gfile.makedirs(model_dir)
     logging.info(
@@ -197,6 +205,14 @@ def run_fine_tuning(
         _copy_resume_state(model_dir, run_dir)
     with strategy.scope():
         model, preprocessor = task.build_model()
+        if lora_rank:
+            # After the checkpoint's weights, before compiling: the
+            # optimizer is built for the LoRA weights and the head only.
+            model.backbone.enable_lora(lora_rank)
+    trainable_parameters = sum(
+        int(math.prod(w.shape)) for w in model.trainable_weights
+    )
+    logging.info("Trainable parameters: %d", trainable_parameters)
     # Counted after build_model: a task may count rows it makes with the
     # preprocessor (e.g. SQuAD's windows).
     num_train_examples = int(task.num_train_examples)
@@ -280,6 +296,7 @@ def run_fine_tuning(
         "monitor": evaluation.monitor,
         "epochs": evaluation.epochs,
         "num_train_examples": num_train_examples,
+        "trainable_parameters": trainable_parameters,
         "resumed_from_epoch": (history or {}).get("last_epoch"),
     }
     for extras in (task.results_extras(), outputs):
