@@ -239,3 +239,15 @@ def test_docstring_examples_run(documented, check):
     namespace = {"np": np, "keras": keras, "keras_bert": keras_bert}
     exec(example, namespace)
     assert check(namespace)
+
+
+def test_the_recipes_lora_rank_flag():
+    from absl import app
+
+    from keras_bert.tasks import recipe_flags
+
+    values = {"init_checkpoint": "ckpt", "preset": None, "lora_rank": -1}
+    values["warmup_fraction"] = 0.1
+    with pytest.raises(app.UsageError, match="--lora_rank must be 0"):
+        recipe_flags.check_flags(values, positive=())
+    recipe_flags.check_flags({**values, "lora_rank": 8}, positive=())
