@@ -251,3 +251,13 @@ def test_the_recipes_lora_rank_flag():
     with pytest.raises(app.UsageError, match="--lora_rank must be 0"):
         recipe_flags.check_flags(values, positive=())
     recipe_flags.check_flags({**values, "lora_rank": 8}, positive=())
+
+
+def test_a_hugging_face_checkpoint_holds_the_merged_kernels(tmp_path):
+    backbone = keras_bert.BertBackbone(**tiny_backbone_config())
+    backbone.enable_lora(2)
+    _move_lora(backbone)
+    keras_bert.checkpoints.save_huggingface(backbone, None, str(tmp_path))
+    reloaded = keras_bert.BertBackbone.from_checkpoint(str(tmp_path))
+    inputs = backbone_inputs()
+    _assert_close(_outputs(reloaded, inputs), _outputs(backbone, inputs), 1e-6)
