@@ -38,17 +38,24 @@ class LoraDense(keras.layers.Dense):
     dense.build((None, 8))
     dense.enable_lora(2)
     [w.name for w in dense.trainable_weights]
-    # ['lora_kernel_a', 'lora_kernel_b']
+    # ['bias', 'lora_kernel_a', 'lora_kernel_b'] (Keras freezes the kernel
+    # only; `BertBackbone.enable_lora` freezes the biases too)
     ```
 
     References:
         - [Hu et al., 2021](https://arxiv.org/abs/2106.09685)
     """
 
+    @property
+    def base_kernel(self):
+        """The kernel variable itself, frozen under LoRA (`kernel` adds the
+        LoRA update to it)."""
+        require_keras_internals(self, ["_kernel"])
+        return self._kernel
+
     def _lora_variables(self):
         """The variables a LoRA weight file holds, in its order."""
-        require_keras_internals(self, ["_kernel"])
-        variables = [self._kernel]
+        variables = [self.base_kernel]
         if self.bias is not None:
             variables.append(self.bias)
         if not self.lora_enabled:
@@ -61,7 +68,7 @@ class LoraDense(keras.layers.Dense):
         Unlike `kernel`, not cast to the compute dtype: under a mixed
         policy this is the float32 value a plain `Dense` would hold.
         """
-        kernel = self._lora_variables()[0]
+        kernel = self.base_kernel
         if not self.lora_enabled:
             return ops.convert_to_tensor(kernel)
         update = ops.matmul(self.lora_kernel_a, self.lora_kernel_b)

@@ -47,9 +47,7 @@ def merge_lora(model):
     for block in backbone.transformer_layers:
         for name in backbone.lora_target_layer_names:
             dense = getattr(block, name)
-            merged_kernels[id(dense._lora_variables()[0])] = (
-                dense.merged_kernel()
-            )
+            merged_kernels[id(dense.base_kernel)] = dense.merged_kernel()
             lora_weights.update(
                 (id(dense.lora_kernel_a), id(dense.lora_kernel_b))
             )

@@ -223,7 +223,7 @@ def test_mixed_precision():
             keras_bert.layers.LoraDense,
             lambda ns: (
                 [w.name for w in ns["dense"].trainable_weights]
-                == ["lora_kernel_a", "lora_kernel_b"]
+                == ["bias", "lora_kernel_a", "lora_kernel_b"]
             ),
         ),
         (merge_lora, lambda ns: ns["merged"].backbone.lora_rank is None),
