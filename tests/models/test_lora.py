@@ -261,3 +261,35 @@ def test_a_hugging_face_checkpoint_holds_the_merged_kernels(tmp_path):
     reloaded = keras_bert.BertBackbone.from_checkpoint(str(tmp_path))
     inputs = backbone_inputs()
     _assert_close(_outputs(reloaded, inputs), _outputs(backbone, inputs), 1e-6)
+
+
+def test_the_export_serves_the_merged_model(tmp_path):
+    """No LoRA weights in the SavedModel; its answers are the merged
+    model's, which are the LoRA model's."""
+    from keras_bert.serving import export_saved_model
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "dog"]
+    vocabulary += ["the", "fox", "quick", "lazy"]
+    texts = ["the quick fox", "a lazy dog", "a dog", "the the fox"]
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=8
+    )
+    model = _model("classifier", vocabulary_size=len(vocabulary))
+    model.backbone.enable_lora(2)
+    _move_lora(model.backbone)
+    path = export_saved_model(model, preprocessor, str(tmp_path))
+    loaded = tf.saved_model.load(path)
+    assert loaded.variables and not any(
+        "lora" in v.name for v in loaded.variables
+    )
+    served = loaded.signatures["serving_default"](text=tf.constant(texts))
+    features = preprocessor(tf.constant(texts))
+    merged_logits = _outputs(merge_lora(model), features)
+    np.testing.assert_allclose(
+        merged_logits, _outputs(model, features), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        served["probabilities"].numpy(),
+        keras.ops.convert_to_numpy(keras.ops.softmax(merged_logits)),
+        atol=1e-6,
+    )

@@ -281,6 +281,7 @@ def test_a_resuming_worker_gets_the_chiefs_best_weights_so_far(tmp_path):
     assert (run_dir / "backup" / "chief" / "state").read_text() == "step"
 
 
+@pytest.mark.slow
 def test_lora_trains_lora_and_head_only_and_exports_them_merged(tmp_path):
     """`lora_rank`: enabled after the checkpoint, before compiling; the
     frozen weights stay, the export's answers are the merged model's."""
