@@ -155,7 +155,7 @@ def run_fine_tuning(
             model's backbone once the checkpoint is loaded, before
             compiling (`BertBackbone.enable_lora`): only the LoRA weights
             and the head train, and the export serves them merged. LoRA
-            usually wants a higher `learning_rate` (e.g. `5e-4`); this
+            usually wants a higher `learning_rate` (`5e-4` to `1e-3`); this
             does not change it. Defaults to `0`: every weight trains.
 
     Returns:

@@ -104,7 +104,7 @@ def define_training_flags(
         "If > 0, fine-tune with LoRA of this rank: the backbone is frozen "
         "and rank-r updates of its blocks' q|k|v projections train, with "
         "the head. LoRA usually wants a higher --learning_rate than full "
-        "fine-tuning (e.g. 5e-4; docs/fine_tuning.md). 0 = off.",
+        "fine-tuning (e.g. 1e-3; docs/fine_tuning.md). 0 = off.",
     )
 
 
