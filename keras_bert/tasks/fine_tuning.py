@@ -36,6 +36,7 @@ SHARED_RESULTS = (
     "monitor",
     "epochs",
     "num_train_examples",
+    "trainable_parameters",
     "resumed_from_epoch",
     "export_dir",
     "config",
