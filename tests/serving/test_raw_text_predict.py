@@ -14,6 +14,9 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.serving import export_saved_model
+from tests.checkpoints.test_docstring_examples import (
+    test_example_runs as run_docstring_example,
+)
 from tests.helpers import tiny_backbone_config
 
 VOCABULARY = [
@@ -262,3 +265,16 @@ def test_bad_token_classification_inputs(ner_model):
     ids = ner_model.preprocessor(["john"])
     with pytest.raises(TypeError, match=r"\['stride'\].*raw text only"):
         ner_model.predict(ids, stride=3)
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        keras_bert.BertQuestionAnswerer.predict,
+        keras_bert.BertTokenClassifier.predict,
+    ],
+    ids=lambda method: method.__qualname__,
+)
+def test_docstring_examples_run(method, tmp_path, monkeypatch):
+    """Each example runs and prints what its `# value` comments say."""
+    run_docstring_example(method, tmp_path, monkeypatch)
