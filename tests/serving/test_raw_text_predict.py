@@ -207,6 +207,17 @@ def test_arrays_tensors_and_no_texts(ner_model):
     assert empty["entity"].shape == (0, 0)
 
 
+def test_a_reloaded_model_predicts_the_same(ner_model, tmp_path):
+    """Predict's traced function stays out of the `.keras` file; the
+    preprocessor comes back with the model."""
+    before = ner_model.predict(TEXTS, verbose=0, **NER_OPTIONS)
+    path = str(tmp_path / "tagger.keras")
+    ner_model.save(path)
+    reloaded = keras.saving.load_model(path)
+    after = reloaded.predict(TEXTS, verbose=0, **NER_OPTIONS)
+    assert_same_outputs(after, before)
+
+
 def test_ids_give_keras_predict_logits(qa_model, ner_model):
     """Ids input is `keras.Model.predict`, preprocessor or not."""
     ids = qa_model.preprocessor((["who jumped"], ["the fox jumped"]))
