@@ -233,7 +233,9 @@ def main(argv):
         f"with a fresh head (seed {FLAGS.seed}), batches of "
         f"{FLAGS.batch_size}, both sides asked the same batches; equal = "
         "every output identical (QA: answer, start, end, score; NER: each "
-        "entity's text, type, offsets, score).\n\n"
+        "entity's text, type, offsets, score). The times are one run's "
+        "wall clock, end to end (tracing included), not a speed "
+        f"comparison: load average {os.getloadavg()[0]:.1f} at the end.\n\n"
         "| task | data | examples | equal | max \\|score diff\\| | predict "
         "| SavedModel |\n|---|---|---|---|---|---|---|\n"
         + "\n".join(rows)
