@@ -147,6 +147,11 @@ def ner_model():
     return tagger()
 
 
+@pytest.fixture(scope="module")
+def models_without_preprocessor():
+    return question_answerer(False), tagger(False)
+
+
 def test_question_answerer_predict_is_the_exports_answers(qa_model, tmp_path):
     inputs = {"question": QUESTIONS, "context": CONTEXTS}
     predicted = qa_model.predict(
@@ -207,6 +212,7 @@ def test_arrays_tensors_and_no_texts(ner_model):
     assert empty["entity"].shape == (0, 0)
 
 
+@pytest.mark.slow
 def test_a_reloaded_model_predicts_the_same(ner_model, tmp_path):
     """Predict's traced function stays out of the `.keras` file; the
     preprocessor comes back with the model."""
@@ -218,30 +224,36 @@ def test_a_reloaded_model_predicts_the_same(ner_model, tmp_path):
     assert_same_outputs(after, before)
 
 
-def test_ids_give_keras_predict_logits(qa_model, ner_model):
+def test_ids_give_keras_predict_logits(
+    qa_model, ner_model, models_without_preprocessor
+):
     """Ids input is `keras.Model.predict`, preprocessor or not."""
+    qa_without, ner_without = models_without_preprocessor
     ids = qa_model.preprocessor((["who jumped"], ["the fox jumped"]))
     ids = {name: value.numpy() for name, value in ids.items()}
-    for model in (qa_model, question_answerer(with_preprocessor=False)):
+    for model in (qa_model, qa_without):
         outputs = model.predict(ids, batch_size=1, verbose=0)
         expected = keras.Model.predict(model, ids, verbose=0)
         for name in ("start_logits", "end_logits"):
             np.testing.assert_array_equal(outputs[name], expected[name])
     ids = ner_model.preprocessor(["john lives in paris"])
     ids = {name: value.numpy() for name, value in ids.items()}
-    for model in (ner_model, tagger(with_preprocessor=False)):
+    for model in (ner_model, ner_without):
         np.testing.assert_array_equal(
             model.predict(ids, verbose=0),
             keras.Model.predict(model, ids, verbose=0),
         )
 
 
-def test_raw_text_without_a_preprocessor_names_the_fix():
+def test_raw_text_without_a_preprocessor_names_the_fix(
+    models_without_preprocessor,
+):
+    qa_without, ner_without = models_without_preprocessor
     qa_inputs = {"question": ["Who?"], "context": ["The fox."]}
     with pytest.raises(ValueError, match="no preprocessor.*`preprocessor=`"):
-        question_answerer(with_preprocessor=False).predict(qa_inputs)
+        qa_without.predict(qa_inputs)
     with pytest.raises(ValueError, match="no preprocessor.*`preprocessor=`"):
-        tagger(with_preprocessor=False).predict(["John lives in Paris."])
+        ner_without.predict(["John lives in Paris."])
 
 
 @pytest.mark.parametrize(
