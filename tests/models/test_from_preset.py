@@ -278,6 +278,8 @@ def test_bad_names_say_what_to_pass():
         "mean 'bert_base_en_uncased'?",
     ):
         BertClassifier.from_preset("bert_base_en_uncase", num_classes=2)
+    with pytest.raises(FileNotFoundError, match="Did you mean 'bert_tiny'"):
+        BertBackbone.from_checkpoint("bert_tine")  # no such directory
     with pytest.raises(ValueError, match=r"keras\.models\.load_model"):
         BertClassifier.from_preset("clf.keras", load_weights=False)
     with pytest.raises(ValueError, match="architecture is fixed"):
