@@ -71,6 +71,8 @@ class BertQuestionAnswerer(Task):
     """
 
     TASK_NAME = "question_answering"
+    # A question and its context window: run_squad.py's max_seq_length.
+    DEFAULT_SEQUENCE_LENGTH = 384
 
     def __init__(self, backbone, **kwargs):
         # === Layers ===
