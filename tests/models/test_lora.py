@@ -293,3 +293,16 @@ def test_the_export_serves_the_merged_model(tmp_path):
         keras.ops.convert_to_numpy(keras.ops.softmax(merged_logits)),
         atol=1e-6,
     )
+
+
+def test_from_checkpoint_enables_lora_after_loading(tmp_path):
+    backbone = keras_bert.BertBackbone(**tiny_backbone_config())
+    keras_bert.checkpoints.save_huggingface(backbone, None, str(tmp_path))
+    classifier = keras_bert.BertClassifier.from_checkpoint(
+        str(tmp_path), num_classes=2, lora_rank=2
+    )
+    assert classifier.backbone.lora_rank == 2
+    inputs = backbone_inputs()
+    _assert_close(
+        _outputs(classifier.backbone, inputs), _outputs(backbone, inputs), 1e-6
+    )
