@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
+from keras_bert.keras_workarounds import global_random_state_restored
 from keras_bert.serving import export_saved_model
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
@@ -36,6 +37,7 @@ SHARED_RESULTS = (
     "monitor",
     "epochs",
     "num_train_examples",
+    "trainable_parameters",
     "resumed_from_epoch",
     "export_dir",
     "config",
@@ -77,6 +79,7 @@ def _restores_dtype_policy(function):
 
 
 @_restores_dtype_policy
+@global_random_state_restored()
 def run_fine_tuning(
     task,
     model_dir,
@@ -91,6 +94,7 @@ def run_fine_tuning(
     export_dir=None,
     config=None,
     adam_epsilon_hat=True,
+    lora_rank=0,
 ):
     """Fine-tunes a task's model, keeps its best epoch, writes its results.
 
@@ -134,7 +138,9 @@ def run_fine_tuning(
         learning_rate: float. Peak learning rate. Defaults to `2e-5`.
         warmup_fraction: float. Share of the steps spent warming up.
             Defaults to `0.1`.
-        seed: int. Seed of initialisation, dropout and data order.
+        seed: int. Seed of initialisation, dropout and data order. The
+            process's global random state (Python's, NumPy's,
+            TensorFlow's, Keras') is as it was when this returns.
         strategy: str or `tf.distribute.Strategy`. A name for
             `keras_bert.training.create_strategy`, or a strategy created
             before any other TensorFlow work. Defaults to `"one_device"`.
@@ -150,6 +156,12 @@ def run_fine_tuning(
             and Hugging Face do, after the bias correction (see
             `keras_bert.training.AdamW`); the default is Keras' "epsilon
             hat". Defaults to `True`.
+        lora_rank: int. If > 0, LoRA of this rank is enabled on the
+            model's backbone once the checkpoint is loaded, before
+            compiling (`BertBackbone.enable_lora`): only the LoRA weights
+            and the head train, and the export serves them merged. LoRA
+            usually wants a higher `learning_rate` (`5e-4` to `1e-3`); this
+            does not change it. Defaults to `0`: every weight trains.
 
     Returns:
         A `FineTuningResult`.
@@ -179,11 +191,14 @@ def run_fine_tuning(
             "mixed_precision": mixed_precision,
             "export_dir": export_dir,
             "adam_epsilon_hat": adam_epsilon_hat,
+            "lora_rank": lora_rank,
         }
     tf.io.gfile.makedirs(model_dir)
     logging.info(
         "Resolved configuration:\n%s", json.dumps(config, indent=2, default=str)
     )
+    # Seeds the process for this run only: `global_random_state_restored`
+    # puts the caller's random state back when the run returns.
     keras.utils.set_random_seed(seed)
     if mixed_precision and mixed_precision != "none":
         keras.mixed_precision.set_global_policy(mixed_precision)
@@ -197,6 +212,14 @@ def run_fine_tuning(
         _copy_resume_state(model_dir, run_dir)
     with strategy.scope():
         model, preprocessor = task.build_model()
+        if lora_rank:
+            # After the checkpoint's weights, before compiling: the
+            # optimizer is built for the LoRA weights and the head only.
+            model.backbone.enable_lora(lora_rank)
+    trainable_parameters = sum(
+        int(math.prod(w.shape)) for w in model.trainable_weights
+    )
+    logging.info("Trainable parameters: %d", trainable_parameters)
     # Counted after build_model: a task may count rows it makes with the
     # preprocessor (e.g. SQuAD's windows).
     num_train_examples = int(task.num_train_examples)
@@ -280,6 +303,7 @@ def run_fine_tuning(
         "monitor": evaluation.monitor,
         "epochs": evaluation.epochs,
         "num_train_examples": num_train_examples,
+        "trainable_parameters": trainable_parameters,
         "resumed_from_epoch": (history or {}).get("last_epoch"),
     }
     for extras in (task.results_extras(), outputs):

@@ -24,7 +24,9 @@ def main(argv):
 from absl import app
 from absl import flags
 
+from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
+from keras_bert.models.presets import suggest_preset
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.training.strategies import STRATEGIES
 
@@ -97,6 +99,46 @@ def define_training_flags(
         "'epsilon hat'); --noadam_epsilon_hat adds it as PyTorch and "
         "Hugging Face do, which trains like them step for step.",
     )
+    # --- LoRA (BertBackbone.enable_lora) ---
+    flags.DEFINE_integer(
+        "lora_rank",
+        0,
+        "If > 0, fine-tune with LoRA of this rank: the backbone is frozen "
+        "and rank-r updates of its blocks' q|k|v projections train, with "
+        "the head. LoRA usually wants a higher --learning_rate than full "
+        "fine-tuning (e.g. 1e-3; docs/fine_tuning.md). 0 = off.",
+    )
+
+
+def check_architecture_preset(name):
+    """Raises `app.UsageError` unless `--preset=name` is an architecture.
+
+    `--preset` builds random weights (`bert_tiny` ... `bert_large`); a
+    trained preset name is a checkpoint, for `--init_checkpoint`. Every
+    recipe with `--preset` (the fine-tuning ones and `pretrain.py`) checks
+    it here.
+
+    Example:
+    ```python
+    check_architecture_preset("bert_tiny")  # fine
+    check_architecture_preset("bert_base_en_uncased")  # app.UsageError
+    ```
+    """
+    architectures = ", ".join(BACKBONE_PRESETS)
+    if preset_hub_id(name):
+        raise app.UsageError(
+            f"--preset={name} names trained weights; --preset builds random "
+            f"ones. Pass --init_checkpoint={name} to start from its weights "
+            "(its vocabulary comes with it), or an architecture for random "
+            f"weights: --preset={{{architectures}}}."
+        )
+    if name not in BACKBONE_PRESETS:
+        raise app.UsageError(
+            f"Unknown --preset={name}.{suggest_preset(name)} --preset takes "
+            f"an architecture (random weights): {architectures}; pass "
+            "trained weights (a preset name, Hub id or directory) as "
+            "--init_checkpoint."
+        )
 
 
 def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
@@ -113,12 +155,8 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             f"--preset (random weights). Received: init_checkpoint="
             f"{get('init_checkpoint')!r}, preset={get('preset')!r}"
         )
-    if preset_hub_id(get("preset")):
-        raise app.UsageError(
-            f"--preset={get('preset')} names trained weights; --preset "
-            "builds random ones. Pass --init_checkpoint="
-            f"{get('preset')} (its vocabulary comes with it)."
-        )
+    if get("preset"):
+        check_architecture_preset(get("preset"))
     if get("preset") and not get("vocabulary"):
         raise app.UsageError(
             f"--preset={get('preset')} has no vocabulary; pass "
@@ -129,6 +167,11 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             raise app.UsageError(
                 f"--{name} must be positive. Received: {get(name)}"
             )
+    if (get("lora_rank") or 0) < 0:
+        raise app.UsageError(
+            "--lora_rank must be 0 (off) or a positive LoRA rank. Received: "
+            f"{get('lora_rank')}"
+        )
     if not 0 <= get("warmup_fraction") <= 1:
         raise app.UsageError(
             "--warmup_fraction must be in [0, 1]. Received: "
@@ -158,6 +201,7 @@ def training_arguments(values):
             "mixed_precision",
             "export_dir",
             "adam_epsilon_hat",
+            "lora_rank",
         )
     }
 
