@@ -9,6 +9,9 @@ from keras_bert.training.distribution import with_auto_shard_policy
 from keras_bert.training.distribution import write_directory
 from keras_bert.training.epoch_evaluation import EpochEvaluation
 from keras_bert.training.fault_tolerance import PreemptionCheckpoint
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
@@ -38,6 +41,7 @@ __all__ = [
     "ProgressLogger",
     "WarmupLinearDecay",
     "check_fit_support",
+    "check_gradient_accumulation_steps",
     "create_adamw",
     "create_lamb",
     "create_optimizer",
