@@ -42,8 +42,10 @@ What follows from accumulating inside the step:
   the example-weighted mean of the micro-batches' means: equal to the
   whole batch's when each micro-batch holds its share of the labels, close
   otherwise (Hugging Face's Trainer before 4.46 averaged the same way);
-- a batch smaller than `K` examples runs in as many micro-batches as it
-  has examples; micro-batches differ in size by at most one example;
+- a batch of fewer than `K` examples runs one micro-batch per example;
+  micro-batches differ in size by at most one example;
+- a variable the loss gives no gradient (a head's unused pooler) is left
+  alone, as Keras' own step leaves it;
 - the graph holds `K` copies of the forward and backward pass (trace time
   and graph size grow with `K`); XLA (`jit_compile=True`) may reorder the
   micro-batches and lose the memory saving.
@@ -106,10 +108,11 @@ def accumulating_train_step(model, data, steps):
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     first = next(t for t in tree.flatten(x) if t is not None)
     batch = tf.shape(first)[0]
-    # At most one micro-batch per example: none is empty.
+    # A batch of fewer examples than steps runs one micro-batch per example
+    # (the steps past them are empty and count for nothing).
     count = tf.minimum(batch, steps)
     variables = model.trainable_weights
-    summed = [tf.zeros_like(v) for v in variables]
+    summed = None  # per variable; `None` where the loss has no gradient
     logs = None
     for step in range(steps):
         begin = step * batch // count
@@ -117,7 +120,8 @@ def accumulating_train_step(model, data, steps):
         size = end - begin
         # The next micro-batch starts once this one's gradients exist, so
         # only one micro-batch's activations are alive at a time.
-        with tf.control_dependencies(summed):
+        previous = [g for g in summed or () if g is not None]
+        with tf.control_dependencies(previous):
             micro_x, micro_y, micro_weight = tree.map_structure(
                 lambda t: None if t is None else t[begin:end],
                 (x, y, sample_weight),
@@ -143,22 +147,35 @@ def accumulating_train_step(model, data, steps):
                 loss = model.optimizer.scale_loss(loss)
         gradients = tape.gradient(loss, variables)
         share = tf.cast(size, "float32") / tf.cast(batch, "float32")
-        summed = [
-            total
-            if gradient is None
-            else total
-            + tf.where(
-                size > 0,
-                tf.convert_to_tensor(gradient) * tf.cast(share, total.dtype),
-                tf.zeros_like(total),
-            )
-            for total, gradient in zip(summed, gradients)
+        weighted = [
+            None if gradient is None else _weighted(gradient, share, size)
+            for gradient in gradients
         ]
+        summed = (
+            weighted
+            if summed is None
+            else [
+                None if total is None else total + part
+                for total, part in zip(summed, weighted)
+            ]
+        )
         logs = model.compute_metrics(
             micro_x, micro_y, y_pred, sample_weight=micro_weight
         )
     model.optimizer.apply_gradients(zip(summed, variables))
     return logs
+
+
+def _weighted(gradient, share, size):
+    """A micro-batch's gradient times its share of the batch (dense: an
+    embedding's `IndexedSlices` are summed into rows, as the optimizer
+    would), 0 for an empty micro-batch (whose gradient is NaN)."""
+    gradient = tf.convert_to_tensor(gradient)
+    return tf.where(
+        size > 0,
+        gradient * tf.cast(share, gradient.dtype),
+        tf.zeros_like(gradient),
+    )
 
 
 def _unscaled_for_distribution(loss):
