@@ -32,9 +32,11 @@ Flags:
     --train_batch_size, --eval_batch_size: global batch sizes (training:
         per micro-batch with --gradient_accumulation_steps).
     --gradient_accumulation_steps: run each update's batch as this many
-        micro-batches of --train_batch_size, one after the other: trains
-        as --train_batch_size times this (the same weights) in the
-        activation memory of --train_batch_size. Steps count updates.
+        micro-batches of --train_batch_size, one after the other: the
+        batches, updates and schedule of --train_batch_size times this, in
+        the activation memory of --train_batch_size (the masked-LM mean is
+        then taken per micro-batch; docs/fine_tuning.md). Steps count
+        updates.
     --num_train_steps: total update steps (a multiple of
         --save_checkpoints_steps).
     --num_warmup_steps: linear warmup steps.
@@ -145,7 +147,7 @@ flags.DEFINE_integer(
     "gradient_accumulation_steps",
     1,
     "Micro-batches of --train_batch_size per update, run one after the "
-    "other (trains as a batch this many times larger).",
+    "other (the batches and updates of a batch this many times larger).",
 )
 flags.mark_flags_as_required(["input_file", "model_dir", "vocab_file"])
 

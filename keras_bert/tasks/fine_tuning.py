@@ -167,9 +167,11 @@ def run_fine_tuning(
             of this many micro-batches of `batch_size`, run one after the
             other (see `keras_bert.models.Task.compile`): the run trains
             as with `batch_size * gradient_accumulation_steps` (same
-            batches, updates, schedule and weights, to float rounding) in
-            the activation memory of `batch_size`. Steps, epochs, warmup
-            and checkpoints count updates. Defaults to `1`.
+            batches, updates and schedule; same weights to float rounding
+            for a loss that is a mean over examples, as the classifier's
+            and span head's) in the activation memory of `batch_size`.
+            Steps, epochs, warmup and checkpoints count updates. Defaults
+            to `1`.
 
     Returns:
         A `FineTuningResult`.

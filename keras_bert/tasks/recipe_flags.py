@@ -118,8 +118,9 @@ def define_training_flags(task_name, batch_unit="examples"):
         "gradient_accumulation_steps",
         1,
         "Run each update's batch as this many micro-batches of "
-        "--batch_size, one after the other: trains as --batch_size times "
-        "this (same weights) in the activation memory of --batch_size.",
+        "--batch_size, one after the other: the batches and updates of "
+        "--batch_size times this (the same weights for sentence and span "
+        "heads) in the activation memory of --batch_size.",
     )
 
 
