@@ -233,6 +233,7 @@ def test_resumes_after_a_crash_as_if_uninterrupted(tmp_path):
         assert mine["loss"] == pytest.approx(theirs["loss"], abs=1e-6)
 
 
+@pytest.mark.slow  # two runs of two epochs (~10 s of CPU)
 def test_accumulated_micro_batches_train_as_their_whole_batches(tmp_path):
     """`batch_size=2, gradient_accumulation_steps=2` trains on the batches
     of `batch_size=4` (the same data order, updates and schedule) and
