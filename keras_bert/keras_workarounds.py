@@ -21,15 +21,21 @@ The workarounds:
 - `keras_tf_trainer()`: Keras' TensorFlow trainer module, whose
   `reduce_per_replica` `training.trace_per_shape` and
   `support_distributed_fit` use.
+- `global_random_state_restored()`: `keras.utils.set_random_seed` seeds
+  the whole process and Keras offers no way to read the seeds back; this
+  saves and restores them around a function that seeds (fine-tuning).
 
 This module sits at the bottom floor (it imports only Keras and
 TensorFlow), so that any layer of the package may use it.
 """
 
+import contextlib
+import random
 import threading
 import types
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 # The Keras releases keras_bert is tested with: setup.cfg's requirement
@@ -84,6 +90,69 @@ def keras_tf_trainer():
         trainer, ["reduce_per_replica", "_collective_all_reduce_multi_worker"]
     )
     return trainer
+
+
+@contextlib.contextmanager
+def global_random_state_restored():
+    """Puts the process's global random state back as it was, on exit.
+
+    Workaround: `keras.utils.set_random_seed(seed)` seeds Python's
+    `random`, NumPy's global generator, TensorFlow's global seed and Keras'
+    global `SeedGenerator` for the whole process, with no public way to
+    read them back. A library function that seeds itself for
+    reproducibility (`run_fine_tuning(seed=...)`) would leave the caller's
+    process seeded. This saves all four (the states, not just the seeds:
+    `random.getstate()`, `np.random.get_state()`, TensorFlow's global seed
+    and the position of its op-seed sequence, Keras' seed and generator)
+    and restores them when the block or decorated function exits,
+    normally or by an exception. What runs inside is unchanged.
+
+    Example:
+    ```python
+    @global_random_state_restored()
+    def train(seed):
+        keras.utils.set_random_seed(seed)
+        ...
+
+    state = random.getstate()
+    train(0)
+    random.getstate() == state  # True
+    ```
+    """
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
+    from keras.src.utils import rng_utils
+    from tensorflow.python.eager import context
+
+    require_keras_internals(rng_utils, ["GLOBAL_RANDOM_SEED"])
+    require_keras_internals(seed_generator, ["GLOBAL_SEED_GENERATOR"])
+    require_keras_internals(
+        global_state, ["get_global_attribute", "set_global_attribute"]
+    )
+    keras_names = (
+        rng_utils.GLOBAL_RANDOM_SEED,
+        seed_generator.GLOBAL_SEED_GENERATOR,
+    )
+    keras_state = {
+        name: global_state.get_global_attribute(name) for name in keras_names
+    }
+    python_state = random.getstate()
+    numpy_state = np.random.get_state()
+    tf_context = context.context()
+    require_keras_internals(tf_context, ["_seed"])
+    tf_seed = tf_context._seed
+    tf_rng = getattr(tf_context, "_rng", None)
+    tf_rng_state = tf_rng.getstate() if tf_seed is not None else None
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+        for name, value in keras_state.items():
+            global_state.set_global_attribute(name, value)
+        tf.random.set_seed(tf_seed)
+        if tf_rng_state is not None:
+            tf_context._rng.setstate(tf_rng_state)
 
 
 # ----------------------------------------------------------------------------

@@ -81,3 +81,19 @@ def check_ids_in_range(ids, upper, name):
             f"vocabulary/config (size {upper}), or build the model with a "
             f"larger size."
         )
+
+
+def check_text_only_options(method, options):
+    """Raises `TypeError` if `options` (a `predict`'s export options, e.g.
+    `doc_stride`) were given for ids, where they mean nothing.
+
+    Args:
+        method: str. The method, e.g. `"BertQuestionAnswerer.predict"`.
+        options: dict of the keyword arguments received.
+    """
+    if options:
+        raise TypeError(
+            f"{method} got the keyword arguments {sorted(options)}, which "
+            "apply to raw text only (the export's options); received ids. "
+            "Drop them, or pass raw text."
+        )

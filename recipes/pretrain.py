@@ -21,7 +21,9 @@ Flags:
     --export_dir: where the final model + vocab go (model_dir/export).
     --vocab_file: WordPiece vocab.txt (also exported).
     --do_lower_case: lower-case text (text inputs and export).
-    --preset: architecture with random weights, e.g. bert_tiny.
+    --preset: architecture with random weights, e.g. bert_tiny (a trained
+        name such as bert_base_en_uncased is a usage error: pass it as
+        --init_checkpoint).
     --bert_config_file: JSON of BertBackbone arguments, instead of --preset.
     --init_checkpoint: start from a checkpoint instead: a directory, a
         Hugging Face Hub id (google-bert/bert-base-uncased) or a trained
@@ -79,6 +81,7 @@ import keras_bert
 from keras_bert import BertTokenizer
 from keras_bert import data
 from keras_bert import training
+from keras_bert.tasks import recipe_flags
 
 FLAGS = flags.FLAGS
 
@@ -155,7 +158,10 @@ flags.mark_flags_as_required(["input_file", "model_dir", "vocab_file"])
 def _build_model(vocabulary_size):
     if FLAGS.init_checkpoint:
         logging.info("Starting from checkpoint %s.", FLAGS.init_checkpoint)
-        model = keras_bert.BertMaskedLM.from_checkpoint(FLAGS.init_checkpoint)
+        # The recipe reads its own data: no preprocessor is attached.
+        model = keras_bert.BertMaskedLM.from_checkpoint(
+            FLAGS.init_checkpoint, preprocessor=None
+        )
         backbone = model.backbone
     elif FLAGS.bert_config_file:
         config = keras_bert.files.read_json(FLAGS.bert_config_file)
@@ -248,6 +254,9 @@ def main(argv):
         name="--gradient_accumulation_steps",
         error=app.UsageError,
     )
+    # A usage error comes before any work: --preset=bert_base_en_uncased
+    # names trained weights, which --init_checkpoint loads.
+    recipe_flags.check_architecture_preset(FLAGS.preset)
     # Before any other TensorFlow call: a multi-worker strategy configures
     # the runtime, which must not have started yet.
     strategy = training.create_strategy(FLAGS.strategy, tpu=FLAGS.tpu)

@@ -58,7 +58,8 @@ def add_to_hub_cache(
         if not os.path.exists(blob):
             with open(blob, "wb") as file:
                 file.write(data)
-        link = os.path.join(snapshot, name)
+        link = os.path.join(snapshot, name)  # may be in a folder
+        os.makedirs(os.path.dirname(link), exist_ok=True)
         if os.path.lexists(link):
             os.remove(link)
         os.symlink(os.path.relpath(blob, os.path.dirname(link)), link)

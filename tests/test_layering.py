@@ -1,4 +1,4 @@
-"""The package's import structure: floors, one façade, no cycles.
+"""The package's import structure: floors, two façades, no cycles.
 
 keras_bert is built in floors. A module may import from its own floor and
 the floors below it, never from a floor above:
@@ -18,9 +18,13 @@ the floors below it, never from a floor above:
 
 Recipes and benchmarks stand on top and may import anything.
 
-One façade goes up: `from_checkpoint` and `from_preset` on a model or the
-tokenizer may import `checkpoints` inside the method, as keras-hub's
-`from_preset` does, so that users find loading on the class they load.
+Two façades go up, each imported inside the method that is the façade:
+`from_checkpoint` and `from_preset` on a model or the tokenizer may import
+`checkpoints`, as keras-hub's `from_preset` does, so that users find
+loading on the class they load; and `predict` on a task model may import
+`serving`, so that `BertQuestionAnswerer.predict` and
+`BertTokenClassifier.predict` on raw text answer with the very function
+their exported SavedModel serves (`keras_bert.serving.text_predict`).
 
 Folders also must not import each other in a loop, even on one floor: a
 change to one folder would otherwise ripple through the loop. And no
@@ -47,8 +51,12 @@ FLOORS = {
     "serving": 4,
     "tasks": 5,
 }
-FACADE_FUNCTIONS = {"from_checkpoint", "from_preset"}
-FACADE_TARGET = "checkpoints"
+# Function name → the higher floor it may import, inside the function.
+FACADES = {
+    "from_checkpoint": "checkpoints",
+    "from_preset": "checkpoints",
+    "predict": "serving",
+}
 
 
 def _modules():
@@ -145,7 +153,7 @@ def test_no_private_names_are_imported_from_other_modules(
 
 
 def _is_facade(function, target):
-    return function in FACADE_FUNCTIONS and target == FACADE_TARGET
+    return function in FACADES and FACADES[function] == target
 
 
 def test_no_import_cycles_between_folders():
@@ -188,3 +196,7 @@ def test_the_checks_catch_what_they_forbid():
         ("keras_bert.files", None),
     ]
     assert imports[3][1] == ("_private",)
+    assert _is_facade("from_checkpoint", "checkpoints")
+    assert _is_facade("predict", "serving")
+    assert not _is_facade("predict", "checkpoints")
+    assert not _is_facade("other", "serving")

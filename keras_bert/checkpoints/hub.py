@@ -11,6 +11,13 @@ the Hugging Face Hub:
 - a trained preset name, `bert_base_en_uncased` (its Hub id; see
   `keras_bert.models.presets`).
 
+A repo may hold a `transformers` model (`config.json` with
+`model.safetensors`, `vocab.txt`) or a keras-hub preset, as keras-hub's
+own `from_preset("hf://keras/bert_base_en_uncased")` reads them
+(`config.json` that is a Keras config, `model.weights.h5`,
+`tokenizer.json`, `assets/tokenizer/vocabulary.txt`; see
+`keras_bert.checkpoints.keras_hub_files`): `config.json` tells which.
+
 `resolve_checkpoint` turns such a name into the snapshot directory of the
 model in `huggingface_hub`'s cache, downloading only the files keras_bert
 reads. The rest is `huggingface_hub`'s: the cache's location (`HF_HOME`,
@@ -28,9 +35,19 @@ import re
 from absl import logging
 
 from keras_bert import files
+from keras_bert.checkpoints.keras_hub_files import METADATA_FILE
+from keras_bert.checkpoints.keras_hub_files import TASK_FILE
+from keras_bert.checkpoints.keras_hub_files import TASK_WEIGHTS_FILE
+from keras_bert.checkpoints.keras_hub_files import TOKENIZER_FILE
+from keras_bert.checkpoints.keras_hub_files import (
+    VOCABULARY_FILE as KERAS_HUB_VOCABULARY_FILE,
+)
+from keras_bert.checkpoints.keras_hub_files import WEIGHTS_FILE
+from keras_bert.checkpoints.keras_hub_files import is_keras_hub_preset
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import PRESETS
 from keras_bert.models.presets import preset_hub_id
+from keras_bert.models.presets import suggest_preset
 from keras_bert.version import __version__
 
 HUB_SCHEME = "hf://"
@@ -46,6 +63,13 @@ WEIGHT_FILES = (
 VOCABULARY_FILE = "vocab.txt"
 # Where `vocabulary.read_casing` finds the casing, in repos that have them.
 CASING_FILES = ("tokenizer_config.json", "tokenizer.json")
+# A keras-hub preset's files (required, optional): its weights, with a
+# task's head where it has one, and its tokenizer.
+KERAS_HUB_WEIGHT_FILES = (
+    (WEIGHTS_FILE,),
+    (TASK_FILE, TASK_WEIGHTS_FILE, METADATA_FILE),
+)
+KERAS_HUB_TOKENIZER_FILES = ((TOKENIZER_FILE,), (KERAS_HUB_VOCABULARY_FILE,))
 
 # An `org/name` id without a scheme; `hf://` also takes a one-part name.
 # huggingface_hub validates ids fully; these only tell ids from paths.
@@ -103,23 +127,30 @@ def parse_hub_id(path):
     return None
 
 
-def resolve_checkpoint(path, weights=True, tokenizer=True):
+def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
     """The local checkpoint directory that `path` names.
 
     A Hub id (see the module docstring) is downloaded into
     `huggingface_hub`'s cache, or found there, and its snapshot directory
     returned; every other path is returned unchanged. Only the files
-    keras_bert reads are fetched: with `weights`, `config.json` and the
-    first of `model.safetensors`, a sharded safetensors index with its
-    shards, `pytorch_model.bin` (or its index) the repo has; with
+    keras_bert reads are fetched, all from one commit: `config.json` first
+    (it tells a `transformers` repo from a keras-hub preset); with
+    `weights`, the first of `model.safetensors`, a sharded safetensors
+    index with its shards, `pytorch_model.bin` (or its index) the repo has
+    (a keras-hub preset: `model.weights.h5`, and `task.json`,
+    `task.weights.h5`, `metadata.json` where it has them); with
     `tokenizer`, `vocab.txt` and, where the repo has them,
-    `tokenizer_config.json` and `tokenizer.json` (the casing). All come
-    from one commit.
+    `tokenizer_config.json` and `tokenizer.json` (the casing; a keras-hub
+    preset: `tokenizer.json` and `assets/tokenizer/vocabulary.txt`).
 
     Args:
         path: str or `os.PathLike`. A checkpoint directory or Hub id.
         weights: bool. Fetch the config and weights. Defaults to `True`.
         tokenizer: bool. Fetch the tokenizer's files. Defaults to `True`.
+        config: bool. Require `config.json` even without `weights` (to
+            build the architecture with random weights). Defaults to
+            `False`: without `weights` it is fetched only if the repo has
+            it.
 
     Returns:
         str: the snapshot directory for a Hub id, else `path` unchanged.
@@ -139,33 +170,54 @@ def resolve_checkpoint(path, weights=True, tokenizer=True):
     parsed = parse_hub_id(path)
     if parsed is None:
         return path
-    if not (weights or tokenizer):
+    if not (weights or tokenizer or config):
         raise ValueError(
             "resolve_checkpoint needs something to fetch. Received: "
-            "weights=False, tokenizer=False"
+            "weights=False, tokenizer=False, config=False"
         )
     hub = _HubModel(os.fspath(path), *parsed)
-    fetched = []
-    if weights:
-        fetched.append(hub.fetch(CONFIG_FILE))
-        fetched += hub.fetch_weights()
-    if tokenizer:
-        fetched.append(hub.fetch(VOCABULARY_FILE))
-        fetched += [hub.fetch(name, optional=True) for name in CASING_FILES]
-    directory = os.path.dirname(fetched[0])
+    config_path = hub.fetch(CONFIG_FILE, optional=not (weights or config))
+    fetched = [config_path]
+    if config_path and is_keras_hub_preset(os.path.dirname(config_path)):
+        hub.needed = [CONFIG_FILE] + [
+            name
+            for required, optional in (
+                KERAS_HUB_WEIGHT_FILES,
+                KERAS_HUB_TOKENIZER_FILES,
+            )
+            for name in required + optional
+        ]
+        groups = [weights and KERAS_HUB_WEIGHT_FILES]
+        groups.append(tokenizer and KERAS_HUB_TOKENIZER_FILES)
+        for group in groups:
+            if group:
+                required, optional = group
+                fetched += [hub.fetch(name) for name in required]
+                fetched += [hub.fetch(n, optional=True) for n in optional]
+    else:
+        if weights:
+            fetched += hub.fetch_weights()
+        if tokenizer:
+            fetched.append(hub.fetch(VOCABULARY_FILE))
+            fetched += [hub.fetch(n, optional=True) for n in CASING_FILES]
+    local = [f for f in fetched if f]
+    # The first file is config.json, vocab.txt or tokenizer.json: each at
+    # the top of the snapshot.
+    directory = os.path.dirname(local[0])
     logging.info(
         "Hugging Face Hub model %s at commit %s: %s (%s)",
         hub.repo_id,
         hub.commit,
         directory,
-        ", ".join(os.path.basename(f) for f in fetched if f),
+        ", ".join(os.path.relpath(f, directory) for f in local),
     )
     return directory
 
 
 def preset_hint(path):
     """A sentence for errors about a missing `path` that is a preset name
-    without weights or a one-part Hub name; else `""`.
+    without weights or a one-part Hub name (with the closest preset name,
+    if one is close); else `""`.
 
     Example:
     ```python
@@ -187,7 +239,10 @@ def preset_hint(path):
             f"{trained or sorted(n for n in PRESETS if PRESETS[n]['hub_id'])}."
         )
     if re.fullmatch(_PART, path):
-        return f" For a Hub model with a one-part id write hf://{path}."
+        return (
+            f"{suggest_preset(path)} For a Hub model with a one-part id "
+            f"write hf://{path}."
+        )
     return ""
 
 

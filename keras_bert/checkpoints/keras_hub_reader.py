@@ -146,6 +146,37 @@ def read_keras_hub_preset(path):
     )
 
 
+def read_keras_hub_config(path):
+    """The `BertBackbone` arguments of a keras-hub preset, without weights.
+
+    keras-hub builds its backbone from `config.json` (random weights; no
+    `model.weights.h5` needed), whose layers say what `read_keras_hub_preset`
+    would give: `activation="gelu_approximate"` and its LayerNorm epsilon.
+
+    Args:
+        path: str. The preset directory.
+
+    Returns `(backbone_config, config_path)`.
+
+    Example:
+    ```python
+    import keras_hub
+    keras_hub.models.BertBackbone(
+        vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=4,
+        intermediate_dim=8, max_sequence_length=8,
+    ).save_to_preset("tiny_preset")
+    read_keras_hub_config("tiny_preset")[0]["num_layers"]  # 1
+    ```
+    """
+    path = os.fspath(path)
+    config_path = files.join(path, CONFIG_FILE)
+    config = read_config_file(config_path)
+    _check_backbone_class(config, config_path, path)
+    import_keras_hub(f"Reading the keras-hub preset {path}")
+    backbone = _deserialize(_float32(config), config_path)
+    return _backbone_config(backbone, config_path), config_path
+
+
 def _check_backbone_class(config, config_path, path):
     name = config.get("registered_name")
     if name in BERT_BACKBONES:

@@ -10,10 +10,13 @@ from absl import logging
 from keras_bert.checkpoints.heads import checkpoint_head
 from keras_bert.checkpoints.heads import registered_heads
 from keras_bert.checkpoints.read_checkpoint import read_checkpoint
+from keras_bert.checkpoints.read_checkpoint import read_checkpoint_config
 from keras_bert.checkpoints.weight_map import group_prefixes
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.task import Task
+from keras_bert.text.bert_preprocessor import BertPreprocessor
+from keras_bert.text.bert_tokenizer import BertTokenizer
 
 # Tied copies PyTorch may save beside the tensors they duplicate.
 _TIED = {
@@ -32,9 +35,16 @@ _POOLER_DESCRIPTION = (
 _BACKBONE_ARGUMENTS = frozenset(
     inspect.signature(BertBackbone.__init__).parameters
 ) | {"dtype"}
+# Arguments of every task model that choose its preprocessor.
+PREPROCESSOR_ARGUMENTS = frozenset({"preprocessor", "sequence_length"})
+# `preprocessor` not given: build the checkpoint's (`preprocessor=None`
+# attaches none).
+_DEFAULT = object()
 
 
-def load_checkpoint(path, model_class=BertBackbone, **kwargs):
+def load_checkpoint(
+    path, model_class=BertBackbone, load_weights=True, **kwargs
+):
     """Builds `model_class` from a checkpoint directory and loads its weights.
 
     The architecture comes from the checkpoint's config (see
@@ -56,6 +66,13 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
     with the names as spelled in the files and both shapes; no variable is
     assigned unless all checks pass.
 
+    A task model gets the checkpoint's tokenizer as its `preprocessor`
+    (see `Task.from_checkpoint`): a `BertPreprocessor` of
+    `BertTokenizer.from_checkpoint(path)` (vocabulary and casing from the
+    checkpoint) with `model_class.DEFAULT_SEQUENCE_LENGTH` tokens, unless
+    `sequence_length` or `preprocessor` is given. A checkpoint without a
+    vocabulary gets none, with a logged warning saying why.
+
     Args:
         path: str. A Hugging Face or Google BERT checkpoint directory.
         model_class: `BertBackbone` or a task model class
@@ -70,7 +87,12 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
             `config_from_checkpoint` says what the checkpoint supplies) and
             overrides of the backbone config (e.g. `dropout=0.0`,
             `dtype="mixed_bfloat16"`). A name that is both (`dropout`)
-            goes to both.
+            goes to both. A task model also takes `sequence_length` (of
+            the preprocessor built from the checkpoint) or `preprocessor`
+            (its own, or `None` for none).
+        load_weights: bool. `False` reads the config alone and leaves the
+            weights as initialised (random); a Hub id then fetches the
+            config and vocabulary, not the weights. Defaults to `True`.
 
     Returns the model, with weights loaded.
 
@@ -87,9 +109,48 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
     )
     ```
     """
-    checkpoint = read_checkpoint(path)
+    if load_weights:
+        checkpoint = read_checkpoint(path)
+    else:
+        checkpoint = read_checkpoint_config(path)
     if model_class == "auto":
         model_class = _detect_model_class(checkpoint)
+    backbone_kwargs, head_kwargs, preprocessor_kwargs = split_arguments(
+        model_class, kwargs, "from_checkpoint"
+    )
+    backbone_config = {**checkpoint.backbone_config, **backbone_kwargs}
+    if issubclass(model_class, BertBackbone):
+        model = model_class(**backbone_config)
+    else:
+        head_config = checkpoint_head(model_class).config_from_checkpoint(
+            checkpoint, backbone_config, **head_kwargs
+        )
+        preprocessor = checkpoint_preprocessor(
+            path, model_class, backbone_config, **preprocessor_kwargs
+        )
+        model = model_class(
+            BertBackbone(**backbone_config),
+            preprocessor=preprocessor,
+            **head_config,
+        )
+    if load_weights:
+        assign_checkpoint(model, checkpoint)
+    return model
+
+
+def split_arguments(model_class, kwargs, method):
+    """Splits the keyword arguments of `model_class.<method>` three ways.
+
+    Returns `(backbone, head, preprocessor)` dicts: overrides of the
+    backbone config, the head's constructor arguments and, for a task
+    model, `preprocessor` / `sequence_length`. A name that is both a
+    backbone and a head argument (`dropout`) goes to both.
+
+    Raises:
+        TypeError: `model_class` is no keras_bert model class.
+        ValueError: an argument `model_class` does not take, naming who
+            takes it.
+    """
     if not isinstance(model_class, type) or not issubclass(
         model_class, (BertBackbone, Task)
     ):
@@ -98,13 +159,28 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
             "class (BertMaskedLM, BertClassifier, ...) or 'auto'. Received: "
             f"model_class={model_class!r}"
         )
-    head_arguments = set()
+    head_arguments, task_arguments = set(), set()
     if issubclass(model_class, Task):
-        head = checkpoint_head(model_class)
+        checkpoint_head(model_class)  # fails early for an unregistered head
         head_arguments = set(
             inspect.signature(model_class.__init__).parameters
         ) - {"self", "backbone", "kwargs"}
-    unknown = sorted(set(kwargs) - head_arguments - _BACKBONE_ARGUMENTS)
+        task_arguments = PREPROCESSOR_ARGUMENTS
+    name = f"{model_class.__name__}.{method}"
+    if issubclass(model_class, BertBackbone) and (
+        set(kwargs) & PREPROCESSOR_ARGUMENTS
+    ):
+        given = sorted(set(kwargs) & PREPROCESSOR_ARGUMENTS)
+        raise ValueError(
+            f"{name} received {', '.join(f'{n}=...' for n in given)}, "
+            "but BertBackbone has no preprocessor: it takes token ids (as "
+            "keras-hub's backbone does). Load a task model, which attaches "
+            "one, or build one yourself: "
+            "`keras_bert.BertPreprocessor(keras_bert.BertTokenizer."
+            "from_checkpoint(path), sequence_length=...)`."
+        )
+    allowed = head_arguments | task_arguments | _BACKBONE_ARGUMENTS
+    unknown = sorted(set(kwargs) - allowed)
     if unknown:
         owners = {
             name: [
@@ -120,29 +196,87 @@ def load_checkpoint(path, model_class=BertBackbone, **kwargs):
             else f"`{name}` is no argument of any keras_bert model"
             for name in unknown
         ]
+        own = sorted(head_arguments | task_arguments)
         raise ValueError(
-            f"{model_class.__name__}.from_checkpoint received "
+            f"{name} received "
             f"{', '.join(f'{n}={kwargs[n]!r}' for n in unknown)}: "
             f"{'; '.join(problems)}. It takes "
-            f"{model_class.__name__}'s own arguments "
-            f"({sorted(head_arguments)}) and BertBackbone overrides "
+            f"{model_class.__name__}'s own arguments ({own}) and "
+            "BertBackbone overrides "
             f"({sorted(_BACKBONE_ARGUMENTS - {'self', 'kwargs'})})."
         )
-    backbone_config = {
-        **checkpoint.backbone_config,
-        **{k: v for k, v in kwargs.items() if k in _BACKBONE_ARGUMENTS},
-    }
-    if issubclass(model_class, BertBackbone):
-        model = model_class(**backbone_config)
-    else:
-        head_config = head.config_from_checkpoint(
-            checkpoint,
-            backbone_config,
-            **{k: v for k, v in kwargs.items() if k in head_arguments},
+    return (
+        {k: v for k, v in kwargs.items() if k in _BACKBONE_ARGUMENTS},
+        {k: v for k, v in kwargs.items() if k in head_arguments},
+        {k: v for k, v in kwargs.items() if k in task_arguments},
+    )
+
+
+def checkpoint_preprocessor(
+    source,
+    model_class,
+    backbone_config,
+    preprocessor=_DEFAULT,
+    sequence_length=None,
+):
+    """The preprocessor a task model loaded from `path` gets.
+
+    Args:
+        source: str or `keras_bert.BertTokenizer`. What
+            `BertTokenizer.from_checkpoint` takes, or the tokenizer.
+        model_class: the task model class; its `DEFAULT_SEQUENCE_LENGTH`
+            (or the backbone's positions, if fewer) is the preprocessor's
+            length unless `sequence_length` is given.
+        backbone_config: dict. The backbone's arguments (its positions
+            bound `sequence_length`).
+        preprocessor: a `keras_bert.BertPreprocessor` or `None`, returned
+            as it is. Defaults to the checkpoint's tokenizer's.
+        sequence_length: int or `None`. Tokens per example.
+
+    Returns a `keras_bert.BertPreprocessor`, or `None` where `source` has
+    no vocabulary (a logged warning says so).
+    """
+    if preprocessor is not _DEFAULT:
+        if sequence_length is not None:
+            raise ValueError(
+                "Pass `sequence_length` (of the preprocessor built from the "
+                "checkpoint's vocabulary) or `preprocessor` (your own), not "
+                f"both. Received: sequence_length={sequence_length!r}, "
+                f"preprocessor={preprocessor!r}"
+            )
+        return preprocessor
+    positions = backbone_config["max_sequence_length"]
+    if sequence_length is None:
+        # A model with fewer positions reads as many as it has.
+        sequence_length = min(model_class.DEFAULT_SEQUENCE_LENGTH, positions)
+    elif isinstance(sequence_length, int) and sequence_length > positions:
+        raise ValueError(
+            f"sequence_length={sequence_length} exceeds the model's "
+            f"{positions} positions. Use a sequence length of at most "
+            f"{positions}."
         )
-        model = model_class(BertBackbone(**backbone_config), **head_config)
-    assign_checkpoint(model, checkpoint)
-    return model
+    if isinstance(source, BertTokenizer):
+        return BertPreprocessor(source, sequence_length=sequence_length)
+    path = source
+    try:
+        tokenizer = BertTokenizer.from_checkpoint(path)
+    except FileNotFoundError as error:
+        logging.warning(
+            "%s: no preprocessor attached, because the checkpoint's "
+            "vocabulary cannot be read (%s). The model takes token ids; "
+            "for raw text pass `preprocessor=keras_bert.BertPreprocessor("
+            "keras_bert.BertTokenizer(vocabulary), sequence_length=...)`.",
+            path,
+            error,
+        )
+        return None
+    logging.info(
+        "Attached a BertPreprocessor of %s: sequence_length=%d, lowercase=%s.",
+        path,
+        sequence_length,
+        tokenizer.lowercase,
+    )
+    return BertPreprocessor(tokenizer, sequence_length=sequence_length)
 
 
 def assign_checkpoint(model, checkpoint):

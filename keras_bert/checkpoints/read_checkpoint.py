@@ -5,6 +5,11 @@ import os
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.checkpoints.checkpoint import Checkpoint
+from keras_bert.checkpoints.checkpoint_config import (
+    backbone_config_from_checkpoint_config,
+)
+from keras_bert.checkpoints.checkpoint_config import read_config_file
 from keras_bert.checkpoints.google_reader import CONFIG_FILE as GOOGLE_CONFIG
 from keras_bert.checkpoints.google_reader import find_google_checkpoint
 from keras_bert.checkpoints.google_reader import read_google_checkpoint
@@ -13,8 +18,10 @@ from keras_bert.checkpoints.hub import resolve_checkpoint
 from keras_bert.checkpoints.huggingface_reader import (
     read_huggingface_checkpoint,
 )
+from keras_bert.checkpoints.keras_hub_files import CONFIG_FILE
 from keras_bert.checkpoints.keras_hub_files import is_keras_hub_preset
 from keras_bert.checkpoints.keras_hub_files import resolve_kaggle_handle
+from keras_bert.checkpoints.keras_hub_reader import read_keras_hub_config
 from keras_bert.checkpoints.keras_hub_reader import read_keras_hub_preset
 
 
@@ -63,6 +70,75 @@ def read_checkpoint(path):
     path = resolve_kaggle_handle(path)
     if not files.isdir(path) and files.exists(path + ".index"):
         return read_google_checkpoint(os.path.dirname(path), prefix=path)
+    _check_directory(path)
+    if files.exists(files.join(path, CONFIG_FILE)):
+        if is_keras_hub_preset(path):
+            return read_keras_hub_preset(path)
+        return read_huggingface_checkpoint(path)
+    if files.exists(files.join(path, GOOGLE_CONFIG)):
+        return read_google_checkpoint(path)
+    _no_checkpoint(path)
+
+
+def read_checkpoint_config(path):
+    """Reads a checkpoint's architecture only: its config, no weights.
+
+    What `from_preset(..., load_weights=False)` builds: the sources are
+    those of `read_checkpoint`, but only the config file is read (a Hub id
+    or `kaggle://` handle fetches the config, not the weights; the weight
+    files need not exist). A keras-hub preset's architecture is read
+    through keras-hub, as `read_keras_hub_preset` reads it.
+
+    Args:
+        path: str or `os.PathLike`. What `read_checkpoint` takes.
+
+    Returns a `keras_bert.checkpoints.Checkpoint` without tensors.
+
+    Example:
+    ```python
+    keras_bert.checkpoints.save_huggingface(
+        keras_bert.BertBackbone.from_preset("bert_tiny"), None, "tiny_bert"
+    )
+    checkpoint = read_checkpoint_config("tiny_bert")
+    checkpoint.backbone_config["num_layers"], checkpoint.tensors  # 2, {}
+    ```
+    """
+    path = os.fspath(
+        resolve_checkpoint(path, weights=False, tokenizer=False, config=True)
+    )
+    path = resolve_kaggle_handle(path, names=())
+    if not files.isdir(path) and files.exists(path + ".index"):
+        path = os.path.dirname(path)  # a Google checkpoint's prefix
+    _check_directory(path)
+    if files.exists(files.join(path, CONFIG_FILE)):
+        if is_keras_hub_preset(path):
+            backbone_config, config_path = read_keras_hub_config(path)
+            return _config_only(path, "keras_hub", config_path, backbone_config)
+        source, config_path = "huggingface", files.join(path, CONFIG_FILE)
+    elif files.exists(files.join(path, GOOGLE_CONFIG)):
+        source, config_path = "google", files.join(path, GOOGLE_CONFIG)
+    else:
+        _no_checkpoint(path)
+    backbone_config = backbone_config_from_checkpoint_config(
+        read_config_file(config_path), source, config_path
+    )
+    return _config_only(path, source, config_path, backbone_config)
+
+
+def _config_only(path, source, config_path, backbone_config):
+    return Checkpoint(
+        path=path,
+        format=source,
+        config_path=config_path,
+        backbone_config=backbone_config,
+        tensors={},
+        source_names={},
+        transposed=set(),
+        name_in_source=lambda name: (name, False),
+    )
+
+
+def _check_directory(path):
     if not files.isdir(path):
         raise FileNotFoundError(
             f"Checkpoint path {path!r} is not a directory. Pass the directory "
@@ -70,12 +146,9 @@ def read_checkpoint(path):
             "(Google), or a Hugging Face Hub id (org/name, or "
             f"hf://name).{preset_hint(path)}"
         )
-    if files.exists(files.join(path, "config.json")):
-        if is_keras_hub_preset(path):
-            return read_keras_hub_preset(path)
-        return read_huggingface_checkpoint(path)
-    if files.exists(files.join(path, GOOGLE_CONFIG)):
-        return read_google_checkpoint(path)
+
+
+def _no_checkpoint(path):
     found = sorted(tf.io.gfile.listdir(path))[:10]
     hint = ""
     if find_google_checkpoint(path):

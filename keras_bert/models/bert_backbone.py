@@ -7,8 +7,6 @@ from keras_bert.layers.bert_embedding import BertEmbedding
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.optimizations import validate_optimizations
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
-from keras_bert.models.presets import get_preset_config
-from keras_bert.models.presets import preset_hub_id
 from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 from keras_bert.validation import check_positive_int
 
@@ -313,7 +311,7 @@ class BertBackbone(keras.Model):
         return cls(**config)
 
     @classmethod
-    def from_preset(cls, name, **kwargs):
+    def from_preset(cls, name, load_weights=True, **kwargs):
         """Builds a preset: random weights, or a trained checkpoint's.
 
         The name says which (the table is in `keras_bert.models.presets`
@@ -326,12 +324,27 @@ class BertBackbone(keras.Model):
           `bert_base_multi`, `all_minilm_l6_v2_en`, ... (keras-hub's
           names): *trained* weights, loaded from the checkpoint's Hugging
           Face Hub id as `from_checkpoint(name)` does.
+        - anything `from_checkpoint` takes: a Hub id, `hf://` (keras-hub
+          presets hosted there too: `hf://keras/bert_base_en_uncased`), a
+          Hugging Face, Google or keras-hub directory, `kaggle://`.
+
+        The backbone takes token ids and has no preprocessor (as
+        keras-hub's `BertBackbone`); a task model's `from_preset` attaches
+        one (`keras_bert.models.Task.from_preset`).
 
         Args:
-            name: str. A preset name.
+            name: str. A preset name, Hub id or checkpoint path.
+            load_weights: bool. `False` builds the checkpoint's
+                architecture with random weights, fetching its config only.
+                Architecture-only names always have random weights.
+                Defaults to `True`.
             **kwargs: for an architecture, overrides of its config, e.g.
                 `dropout=0.0` or `vocabulary_size=...`; for trained weights,
                 what `from_checkpoint` takes (`dropout`, `dtype`).
+
+        Raises:
+            ValueError: an unknown preset name (naming the closest one), or
+                a `.keras` file (which `keras.models.load_model` loads).
 
         Example:
         ```python
@@ -339,19 +352,9 @@ class BertBackbone(keras.Model):
         backbone.count_params()  # 4385920
         ```
         """
-        hub_id = preset_hub_id(name)
-        if hub_id is None:
-            return cls(**{**get_preset_config(name), **kwargs})
-        fixed = sorted(set(kwargs) & set(get_preset_config(name)))
-        if fixed:
-            raise ValueError(
-                f"Preset {name!r} loads trained weights, whose architecture "
-                "is fixed. Received: "
-                f"{', '.join(f'{k}={kwargs[k]!r}' for k in fixed)}. For "
-                "random weights of another size use an architecture-only "
-                "preset (bert_tiny ... bert_large)."
-            )
-        return cls.from_checkpoint("hf://" + hub_id, **kwargs)
+        from keras_bert.checkpoints import load_preset
+
+        return load_preset(name, cls, load_weights, **kwargs)
 
     @classmethod
     def from_checkpoint(cls, path, **kwargs):

@@ -1,5 +1,7 @@
 """BERT for extractive question answering: start and end logits per token."""
 
+from collections.abc import Mapping
+
 import keras
 from keras import ops
 
@@ -7,6 +9,7 @@ from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.training.optimizers import training_defaults
+from keras_bert.validation import check_text_only_options
 
 # The logit of a position that cannot hold an answer: its probability is 0
 # in float32, while a loss on it (a bad label) stays finite.
@@ -68,6 +71,8 @@ class BertQuestionAnswerer(Task):
     """
 
     TASK_NAME = "question_answering"
+    # A question and its context window: run_squad.py's max_seq_length.
+    DEFAULT_SEQUENCE_LENGTH = 384
 
     def __init__(self, backbone, **kwargs):
         # === Layers ===
@@ -97,6 +102,99 @@ class BertQuestionAnswerer(Task):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         self.compile()
+
+    def predict(
+        self,
+        x,
+        batch_size=None,
+        verbose="auto",
+        steps=None,
+        callbacks=None,
+        **options,
+    ):
+        """Logits for ids; answers, as the exported model gives, for text.
+
+        On the ids dict this is `keras.Model.predict`: `start_logits` and
+        `end_logits`. On raw text — a dict of `question` and `context`
+        strings, one question per context — it needs the model's
+        `preprocessor` and returns what the model's SavedModel
+        `serving_default` returns (`keras_bert.serving.export_saved_model`
+        with this preprocessor and `options`), computed by the same
+        function (`keras_bert.serving.question_answerer`): contexts of any
+        length are read in overlapping windows of
+        `preprocessor.sequence_length` tokens, and each answer is the best
+        span over its windows.
+
+        Args:
+            x: the ids dict (`token_ids`, `segment_ids`, `padding_mask`),
+                or a dict of `question` and `context`: lists, arrays or
+                tensors of strings, of one length.
+            batch_size: int or `None`. Examples per batch (on text:
+                questions, however many windows their contexts make).
+                Defaults to 32.
+            verbose: `"auto"`, 0 or 1. Progress bar.
+            steps, callbacks: as `keras.Model.predict`; ids only.
+            **options: on text only, the export's options, with its
+                defaults: `doc_stride` (128), `max_query_length` (64),
+                `max_answer_length` (30), `n_best_size` (20),
+                `version_2_with_negative` (`False`),
+                `null_score_diff_threshold` (0.0); see
+                `keras_bert.serving.question_answerer`.
+
+        Returns:
+            On ids, a dict of float32 `start_logits` and `end_logits`
+            `(num_examples, sequence_length)`. On text, a dict of numpy
+            arrays `(num_questions,)`: `answer` (str), its `start` and `end`
+            in the context in Unicode code points (int32;
+            `context[start:end] == answer`) and `score` (float32, the
+            span's start + end logit; `-1e9`, answer `""`, when the context
+            has no possible span).
+
+        Example:
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who",
+                      "jumped", "the", "fox", "over", "dog", "?", "."]
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+            hidden_dim=8, intermediate_dim=32, max_sequence_length=16,
+        )
+        preprocessor = keras_bert.BertPreprocessor(
+            keras_bert.BertTokenizer(vocabulary), sequence_length=16
+        )
+        model = keras_bert.BertQuestionAnswerer(
+            backbone, preprocessor=preprocessor
+        )
+        questions = ["Who jumped?", "Who jumped?"]
+        contexts = ["The fox jumped.", "The dog jumped over the fox. " * 4]
+        answers = model.predict(  # the long context: several windows
+            {"question": questions, "context": contexts},
+            doc_stride=4, max_query_length=4, verbose=0,
+        )
+        sorted(answers)  # ['answer', 'end', 'score', 'start']
+        answers["answer"].shape  # (2,)
+        ```
+        """
+        if not _is_question_and_context(x):
+            check_text_only_options(f"{type(self).__name__}.predict", options)
+            return super().predict(
+                x,
+                batch_size=batch_size,
+                verbose=verbose,
+                steps=steps,
+                callbacks=callbacks,
+            )
+        # The façade up to serving: the exported model's own code answers.
+        from keras_bert.serving.text_predict import predict_text
+
+        return predict_text(
+            self,
+            x,
+            batch_size=batch_size,
+            verbose=verbose,
+            steps=steps,
+            callbacks=callbacks,
+            **options,
+        )
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Configures training; `"auto"` gives BERT's SQuAD setup.
@@ -132,6 +230,12 @@ class BertQuestionAnswerer(Task):
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
+
+
+def _is_question_and_context(x):
+    """Whether `predict`'s `x` is raw text: a dict naming `question` or
+    `context` (and then checked to hold both)."""
+    return isinstance(x, Mapping) and ("question" in x or "context" in x)
 
 
 def answer_positions(segment_ids, padding_mask):

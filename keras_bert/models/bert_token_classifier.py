@@ -1,6 +1,7 @@
 """BERT with a classification head on every token (tagging, NER)."""
 
 import keras
+import numpy as np
 
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.models.bert_backbone import keras_inputs
@@ -12,6 +13,7 @@ from keras_bert.training.metrics import MaskedLMAccuracy
 from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
+from keras_bert.validation import check_text_only_options
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -135,6 +137,101 @@ class BertTokenClassifier(Task):
             return list(self.labels)
         return [f"LABEL_{i}" for i in range(self.num_classes)]
 
+    def predict(
+        self,
+        x,
+        batch_size=None,
+        verbose="auto",
+        steps=None,
+        callbacks=None,
+        **options,
+    ):
+        """Logits for ids; entities, as the exported model gives, for text.
+
+        On the ids dict this is `keras.Model.predict`: the logits. On raw
+        text — a list, array or tensor of strings — it needs the model's
+        `preprocessor` and returns what the model's SavedModel
+        `serving_default` returns (`keras_bert.serving.export_saved_model`
+        with this preprocessor and `options`), computed by the same
+        function (`keras_bert.serving.token_classifier`): texts of any
+        length are read in overlapping windows of
+        `preprocessor.sequence_length` positions, each word is tagged on
+        its first sub-token, and the entities are the tags' chunks.
+
+        Args:
+            x: the ids dict (`token_ids`, `segment_ids`, `padding_mask`),
+                or raw text: a list, array or tensor of strings.
+            batch_size: int or `None`. Examples per batch (on text: texts,
+                however many windows they make). Defaults to 32.
+            verbose: `"auto"`, 0 or 1. Progress bar.
+            steps, callbacks: as `keras.Model.predict`; ids only.
+            **options: on text only, the export's options, with its
+                defaults: `labels` (the tag of each class; defaults to the
+                model's `labels`) and `stride` (tokens between window
+                starts; defaults to half a window); see
+                `keras_bert.serving.token_classifier`.
+
+        Returns:
+            On ids, float32 logits `(num_examples, sequence_length,
+            num_classes)`. On text, a dict of numpy arrays, the entities of
+            each text padded to the most any text has: `entity` and
+            `entity_type` (str), `start` and `end` (int32, Unicode code
+            points, `text[start:end] == entity`), `score` (float32, the
+            mean of its words' probabilities), all `(num_texts,
+            max_entities)` (padding: `""`, `-1`, `0.0`), and
+            `num_entities` int32 `(num_texts,)`.
+
+        Example:
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john",
+                      "lives", "in", "paris", "."]
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+            hidden_dim=8, intermediate_dim=32, max_sequence_length=16,
+        )
+        preprocessor = keras_bert.BertPreprocessor(
+            keras_bert.BertTokenizer(vocabulary), sequence_length=8
+        )
+        model = keras_bert.BertTokenClassifier(
+            backbone, num_classes=3, labels=["O", "B-PER", "I-PER"],
+            preprocessor=preprocessor,
+        )
+        entities = model.predict(
+            ["John lives in Paris.", "John lives in Paris. " * 5], verbose=0
+        )
+        entities["num_entities"].shape  # (2,)
+        entities["entity"].shape == entities["score"].shape  # True
+        ```
+        """
+        if not _is_text(x):
+            check_text_only_options(f"{type(self).__name__}.predict", options)
+            return super().predict(
+                x,
+                batch_size=batch_size,
+                verbose=verbose,
+                steps=steps,
+                callbacks=callbacks,
+            )
+        # The façade up to serving: the exported model's own code tags.
+        from keras_bert.serving.text_predict import predict_text
+        from keras_bert.serving.token_classifier import ENTITY_PADDING
+
+        if isinstance(x, (str, bytes)):
+            raise ValueError(
+                f"{type(self).__name__}.predict takes a list of texts; "
+                f"received one string: x={x!r}. Wrap it in a list."
+            )
+        return predict_text(
+            self,
+            {"text": x},
+            batch_size=batch_size,
+            verbose=verbose,
+            steps=steps,
+            callbacks=callbacks,
+            padding=ENTITY_PADDING,
+            **options,
+        )
+
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Configures training; `"auto"` gives BERT's tagging setup.
 
@@ -170,3 +267,18 @@ class BertTokenClassifier(Task):
             "dropout": self.dropout,
             "labels": self.labels,
         }
+
+
+def _is_text(x):
+    """Whether `predict`'s `x` is raw text: a str, or a list, tuple, array
+    or tensor of strings."""
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return all(isinstance(value, (str, bytes)) for value in x)
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "SU" or (
+            x.dtype == object
+            and all(isinstance(value, (str, bytes)) for value in x.flat)
+        )
+    return keras.ops.is_tensor(x) and x.dtype.name == "string"

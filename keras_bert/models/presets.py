@@ -42,7 +42,12 @@ README.md's preset table gives every name's architecture, source, licence
 and parameter count. `tests/models/test_presets.py` asserts the counts by
 building each architecture (no download) and checks that table and this
 list against `PRESETS`; MiniLM's architecture against its real config.
+
+`suggest_preset(name)` gives the closest names to a misspelt one, for
+errors (`difflib`).
 """
+
+import difflib
 
 _COMMON = {
     "vocabulary_size": 30522,
@@ -144,14 +149,30 @@ def preset_hub_id(name):
     return preset["hub_id"] if preset else None
 
 
+def suggest_preset(name):
+    """A sentence naming the preset closest to `name`, or `""`.
+
+    Example:
+    ```python
+    suggest_preset("bert_base_en_uncase")
+    # " Did you mean 'bert_base_en_uncased'?"
+    suggest_preset("xyz")  # ""
+    ```
+    """
+    close = difflib.get_close_matches(str(name), PRESETS, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def get_preset_config(name):
     """Returns a copy of the backbone config of preset `name`."""
     if name not in PRESETS:
         raise ValueError(
-            f"Unknown preset {name!r}. Architecture-only presets (random "
+            f"Unknown preset {name!r}.{suggest_preset(name)} "
+            "Architecture-only presets (random "
             f"weights): {', '.join(BACKBONE_PRESETS)}. Trained checkpoints: "
             f"{', '.join(n for n in PRESETS if n not in BACKBONE_PRESETS)}. "
-            "To load trained weights from a directory or a Hugging Face Hub "
-            "id use `from_checkpoint(path)` instead."
+            "`from_preset` and `from_checkpoint` also take a checkpoint "
+            "directory or a Hugging Face Hub id (org/name, or hf://name for "
+            "a one-part id)."
         )
     return dict(PRESETS[name]["config"])

@@ -5,7 +5,8 @@ compile defaults and docstring. What the subclasses share is here:
 serialising the backbone with the model, restoring the compile settings
 of a saved model, listing the backbone as one layer, the registry of task
 classes the recipes' flags offer (`TASK_NAME`, `Task.by_name()`) and
-`from_checkpoint`, the façade that hands loading to `keras_bert.checkpoints`.
+`from_checkpoint` / `from_preset`, the façades that hand loading (with the
+preprocessor the model gets) to `keras_bert.checkpoints`.
 
 How a checkpoint format names a head's tensors, which `transformers` class
 it is and what it adds to a `config.json` is declared beside the loaders,
@@ -40,9 +41,16 @@ class Task(keras.Model):
     Class attributes a subclass sets:
         TASK_NAME: str. The head's name in the recipes' flags (e.g.
             `"classifier"`); `None` keeps the class out of them.
+        DEFAULT_SEQUENCE_LENGTH: int. Tokens per example of the
+            preprocessor `from_preset` and `from_checkpoint` attach.
+            Defaults to `128`.
     """
 
     TASK_NAME = None
+    # The recipes' defaults: 128 as glue.py, ner.py (its windows) and
+    # keras-hub's GLUE examples; BertQuestionAnswerer sets 384, as
+    # squad.py and Google's run_squad.py.
+    DEFAULT_SEQUENCE_LENGTH = 128
 
     # Every task class, in definition order (keras_bert's own first).
     registry = []
@@ -116,13 +124,31 @@ class Task(keras.Model):
         Hugging Face `id2label` gives a `BertTokenClassifier` its
         `labels`); `dropout` defaults to the checkpoint's.
 
+        The model's `preprocessor` is the checkpoint's tokenizer
+        (`BertTokenizer.from_checkpoint(path)`: its vocabulary, and its
+        casing as that reads it) in a `BertPreprocessor` of
+        `DEFAULT_SEQUENCE_LENGTH` tokens, the recipes' defaults:
+
+        | model                  | `sequence_length` | as                  |
+        |------------------------|-------------------|---------------------|
+        | `BertClassifier`       | 128               | `recipes/glue.py`   |
+        | `BertMaskedLM`         | 128               | `pretrain.py`       |
+        | `BertQuestionAnswerer` | 384               | `squad.py` (windows)|
+        | `BertTokenClassifier`  | 128               | `ner.py` (windows)  |
+
+        `sequence_length=` sets another length, `preprocessor=` gives your
+        own, `preprocessor=None` attaches none. A checkpoint without a
+        vocabulary gets none, and a logged warning says why. It is saved
+        with the model (`.keras`).
+
         Args:
             path: str. A Hugging Face or Google BERT checkpoint directory, a
                 Hugging Face Hub id, a trained preset name or a keras-hub
                 preset (as `BertBackbone.from_checkpoint` takes).
             **kwargs: the head's constructor arguments (e.g.
-                `num_classes`, `dropout`, `labels`) and overrides of the
-                backbone config (e.g. `dtype="mixed_bfloat16"`).
+                `num_classes`, `dropout`, `labels`), overrides of the
+                backbone config (e.g. `dtype="mixed_bfloat16"`), and
+                `sequence_length` or `preprocessor`.
 
         Example:
         ```python
@@ -142,6 +168,58 @@ class Task(keras.Model):
         from keras_bert.checkpoints import load_checkpoint
 
         return load_checkpoint(path, cls, **kwargs)
+
+    @classmethod
+    def from_preset(cls, name, load_weights=True, **kwargs):
+        """Builds the model from a preset, with its preprocessor attached.
+
+        keras-hub's `from_preset`, on every task model. `name` is:
+
+        - a trained preset (`bert_base_en_uncased`, `all_minilm_l6_v2_en`,
+          ...; README.md's table) or anything `from_checkpoint` takes: a
+          Hugging Face Hub id, `hf://org/name[@revision]` (keras-hub
+          presets hosted there too, `hf://keras/bert_base_en_uncased`), a
+          Hugging Face, Google or keras-hub directory, a `kaggle://`
+          handle. The model and its preprocessor are what
+          `from_checkpoint(name, **kwargs)` gives (the sequence lengths
+          are in its table). `load_weights=False` builds the same
+          architecture with random weights and the same preprocessor,
+          reading the config and vocabulary but not the weights.
+        - an architecture-only preset (`bert_tiny` ... `bert_large`):
+          random weights, and a preprocessor only when `vocabulary=` (a
+          `vocab.txt` path or a list of tokens; the embedding table then
+          fits it) is given, since such a name has none. `lowercase=`
+          (default `True`) sets its casing.
+
+        An unknown name fails naming the closest preset; a `.keras` file
+        fails naming `keras.models.load_model`, which loads it.
+
+        Args:
+            name: str. A preset name, Hub id or checkpoint path.
+            load_weights: bool. Load the checkpoint's weights. Defaults to
+                `True`.
+            **kwargs: what `from_checkpoint` takes (head arguments such as
+                `num_classes`, backbone overrides, `sequence_length`,
+                `preprocessor`); with an architecture-only name, also
+                `vocabulary` and `lowercase`.
+
+        Example:
+        ```python
+        classifier = keras_bert.BertClassifier.from_preset(
+            "bert_tiny", num_classes=2
+        )
+        classifier.preprocessor  # None: an architecture has no vocabulary
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "movie"]
+        answerer = keras_bert.BertQuestionAnswerer.from_preset(
+            "bert_tiny", vocabulary=vocabulary
+        )
+        answerer.preprocessor.sequence_length  # 384
+        answerer.backbone.vocabulary_size  # 6
+        ```
+        """
+        from keras_bert.checkpoints import load_preset
+
+        return load_preset(name, cls, load_weights, **kwargs)
 
     # --- Training ------------------------------------------------------------
 

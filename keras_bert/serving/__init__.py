@@ -7,6 +7,9 @@
 - `backbone`, `classifier`, `question_answerer`, `token_classifier`: the
   endpoints of each keras_bert model, raw text in (`signatures`: what they
   share).
+- `text_predict`: `predict_text`, a model's `serving_default` run in
+  Python (what `BertQuestionAnswerer.predict` and
+  `BertTokenClassifier.predict` return on raw text).
 - `ops`, `rest`: the ops a SavedModel holds; TF Serving's REST API.
 """
 
@@ -18,11 +21,13 @@ from keras_bert.serving.ops import TF_SERVING_TEXT_OPS
 from keras_bert.serving.ops import saved_model_op_types
 from keras_bert.serving.rest import BadRequest
 from keras_bert.serving.rest import rest_predict
+from keras_bert.serving.text_predict import predict_text
 
 __all__ = [
     "TF_SERVING_TEXT_OPS",
     "export_saved_model",
     "BadRequest",
+    "predict_text",
     "register_endpoints",
     "rest_predict",
     "saved_model_op_types",

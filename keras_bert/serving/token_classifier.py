@@ -34,6 +34,15 @@ from keras_bert.text.token_windows import window_tokens
 _O, _B, _I, _E, _S = range(5)
 _PREFIXES = {"B": _B, "I": _I, "E": _E, "S": _S}
 
+# What pads the `serving_default` entity outputs past a text's last entity.
+ENTITY_PADDING = {
+    "entity": "",
+    "entity_type": "",
+    "start": -1,
+    "end": -1,
+    "score": 0.0,
+}
+
 
 def label_codes(labels):
     """Each label's prefix code and type, checked.
@@ -286,18 +295,18 @@ def entities_from_windows(
         maxlength=tf.cast(batch, tf.int32),
     )
 
-    def padded(values, default):
+    def padded(name, values):
         ragged = tf.RaggedTensor.from_value_rowids(
             values, entity_row, nrows=batch
         )
-        return ragged.to_tensor(default_value=default)
+        return ragged.to_tensor(default_value=ENTITY_PADDING[name])
 
     return {
-        "entity": padded(entity_text, ""),
-        "entity_type": padded(tf.gather(entity_type, first), ""),
-        "start": padded(tf.cast(start, tf.int32), -1),
-        "end": padded(tf.cast(end, tf.int32), -1),
-        "score": padded(tf.cast(mean_score, tf.float32), 0.0),
+        "entity": padded("entity", entity_text),
+        "entity_type": padded("entity_type", tf.gather(entity_type, first)),
+        "start": padded("start", tf.cast(start, tf.int32)),
+        "end": padded("end", tf.cast(end, tf.int32)),
+        "score": padded("score", tf.cast(mean_score, tf.float32)),
         "num_entities": num_entities,
     }
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
+from keras_bert.keras_workarounds import global_random_state_restored
 from keras_bert.serving import export_saved_model
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
@@ -84,6 +85,7 @@ def _restores_dtype_policy(function):
 
 
 @_restores_dtype_policy
+@global_random_state_restored()
 def run_fine_tuning(
     task,
     model_dir,
@@ -147,7 +149,9 @@ def run_fine_tuning(
             for a classifier, `5e-5` for question answering).
         warmup_fraction: float. Share of the update steps spent warming
             up. Defaults to `0.1`.
-        seed: int. Seed of initialisation, dropout and data order.
+        seed: int. Seed of initialisation, dropout and data order. The
+            process's global random state (Python's, NumPy's,
+            TensorFlow's, Keras') is as it was when this returns.
         strategy: str or `tf.distribute.Strategy`. A name for
             `keras_bert.training.create_strategy`, or a strategy created
             before any other TensorFlow work. Defaults to `"one_device"`.
@@ -208,6 +212,8 @@ def run_fine_tuning(
     logging.info(
         "Resolved configuration:\n%s", json.dumps(config, indent=2, default=str)
     )
+    # Seeds the process for this run only: `global_random_state_restored`
+    # puts the caller's random state back when the run returns.
     keras.utils.set_random_seed(seed)
     if mixed_precision and mixed_precision != "none":
         keras.mixed_precision.set_global_policy(mixed_precision)

@@ -25,7 +25,9 @@ def main(argv):
 from absl import app
 from absl import flags
 
+from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
+from keras_bert.models.presets import suggest_preset
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.training.gradient_accumulation import (
     check_gradient_accumulation_steps,
@@ -124,6 +126,37 @@ def define_training_flags(task_name, batch_unit="examples"):
     )
 
 
+def check_architecture_preset(name):
+    """Raises `app.UsageError` unless `--preset=name` is an architecture.
+
+    `--preset` builds random weights (`bert_tiny` ... `bert_large`); a
+    trained preset name is a checkpoint, for `--init_checkpoint`. Every
+    recipe with `--preset` (the fine-tuning ones and `pretrain.py`) checks
+    it here.
+
+    Example:
+    ```python
+    check_architecture_preset("bert_tiny")  # fine
+    check_architecture_preset("bert_base_en_uncased")  # app.UsageError
+    ```
+    """
+    architectures = ", ".join(BACKBONE_PRESETS)
+    if preset_hub_id(name):
+        raise app.UsageError(
+            f"--preset={name} names trained weights; --preset builds random "
+            f"ones. Pass --init_checkpoint={name} to start from its weights "
+            "(its vocabulary comes with it), or an architecture for random "
+            f"weights: --preset={{{architectures}}}."
+        )
+    if name not in BACKBONE_PRESETS:
+        raise app.UsageError(
+            f"Unknown --preset={name}.{suggest_preset(name)} --preset takes "
+            f"an architecture (random weights): {architectures}; pass "
+            "trained weights (a preset name, Hub id or directory) as "
+            "--init_checkpoint."
+        )
+
+
 def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
     """Raises `app.UsageError` naming a bad model-source or training flag.
 
@@ -138,12 +171,8 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             f"--preset (random weights). Received: init_checkpoint="
             f"{get('init_checkpoint')!r}, preset={get('preset')!r}"
         )
-    if preset_hub_id(get("preset")):
-        raise app.UsageError(
-            f"--preset={get('preset')} names trained weights; --preset "
-            "builds random ones. Pass --init_checkpoint="
-            f"{get('preset')} (its vocabulary comes with it)."
-        )
+    if get("preset"):
+        check_architecture_preset(get("preset"))
     if get("preset") and not get("vocabulary"):
         raise app.UsageError(
             f"--preset={get('preset')} has no vocabulary; pass "

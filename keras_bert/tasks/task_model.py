@@ -59,7 +59,11 @@ def load_task_model(
         )
     if init_checkpoint:
         tokenizer = BertTokenizer.from_checkpoint(init_checkpoint)
-        model = model_class.from_checkpoint(init_checkpoint, **head_kwargs)
+        # The recipes build their own preprocessors: none is attached, so
+        # their models and `.keras` files stay as before.
+        model = model_class.from_checkpoint(
+            init_checkpoint, preprocessor=None, **head_kwargs
+        )
     else:
         if preset_hub_id(preset):
             raise ValueError(

@@ -40,6 +40,12 @@ DOCUMENTED = [
     keras_hub_weights.keras_hub_table,
     keras_bert.BertBackbone.from_checkpoint,
     keras_bert.models.Task.from_checkpoint,
+    keras_bert.checkpoints.read_checkpoint_config,
+    keras_bert.checkpoints.load_preset,
+    keras_hub_reader.read_keras_hub_config,
+    keras_bert.BertBackbone.from_preset,
+    keras_bert.models.Task.from_preset,
+    keras_bert.models.presets.suggest_preset,
 ]
 
 

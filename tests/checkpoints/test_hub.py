@@ -160,10 +160,19 @@ def test_tokenizer_only_fetches_no_weights(monkeypatch, offline_warm):
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", recording)
     keras_bert.BertTokenizer.from_checkpoint(MINILM)
-    assert fetched == ["vocab.txt", "tokenizer_config.json", "tokenizer.json"]
+    # config.json tells a transformers repo from a keras-hub preset.
+    assert fetched == [
+        "config.json",
+        "vocab.txt",
+        "tokenizer_config.json",
+        "tokenizer.json",
+    ]
     fetched.clear()
     read_checkpoint(MINILM)
     assert fetched == ["config.json", "model.safetensors"]
+    fetched.clear()
+    keras_bert.checkpoints.read_checkpoint_config(MINILM)
+    assert fetched == ["config.json"]
 
 
 def test_cold_cache_offline_names_the_id_the_file_and_the_fix(

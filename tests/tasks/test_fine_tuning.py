@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 from unittest import mock
 
 import keras
@@ -321,3 +322,28 @@ def test_a_resuming_worker_gets_the_chiefs_best_weights_so_far(tmp_path):
     assert (run_dir / "best.weights.h5").read_bytes() == b"weights"
     assert (run_dir / "eval_history.json").read_text() == "[]"
     assert (run_dir / "backup" / "chief" / "state").read_text() == "step"
+
+
+def _global_draws():
+    """One draw from each global generator the seed touches."""
+    return (
+        random.random(),
+        float(np.random.rand()),
+        float(tf.random.uniform(())),
+        float(keras.random.uniform(())),
+    )
+
+
+def test_the_processs_global_random_state_is_left_as_it_was(tmp_path):
+    # The run seeds itself (seed=7; its results are as before, bit for
+    # bit), but the caller's generators go on as if it had not run:
+    # Python's, NumPy's, TensorFlow's and Keras' global ones.
+    keras.utils.set_random_seed(123)  # a seeded caller
+    python, numpy = random.getstate(), np.random.get_state()
+    run_fine_tuning(TinySentiment(), str(tmp_path), **ONE_STEP)
+    assert random.getstate() == python
+    after = np.random.get_state()
+    assert after[0] == numpy[0] and (after[1] == numpy[1]).all()
+    draws = _global_draws()
+    keras.utils.set_random_seed(123)
+    assert draws == _global_draws()
