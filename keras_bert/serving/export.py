@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.models.lora import merge_lora
 from keras_bert.serving.endpoints import serving_endpoints
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
@@ -48,6 +49,8 @@ def export_saved_model(
     Args:
         model: a `keras_bert.BertBackbone` or a task model with a serving
             signature (`BertClassifier`, `BertQuestionAnswerer`, ...).
+            With LoRA enabled, its copy with the updates merged into the
+            kernels is served (`keras_bert.models.merge_lora`).
         preprocessor: the `keras_bert.BertPreprocessor` the model was
             trained with.
         export_dir: str. The model's base directory (`.../<model_name>`).
@@ -75,6 +78,8 @@ def export_saved_model(
             "a keras_bert.BertPreprocessor. Received: "
             f"preprocessor={preprocessor!r}"
         )
+    # LoRA's updates are added into the kernels: one matmul per layer.
+    model = merge_lora(model)
     endpoints = serving_endpoints(model, preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 

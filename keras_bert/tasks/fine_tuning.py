@@ -41,6 +41,7 @@ SHARED_RESULTS = (
     "monitor",
     "epochs",
     "num_train_examples",
+    "trainable_parameters",
     "resumed_from_epoch",
     "export_dir",
     "config",
@@ -100,6 +101,7 @@ def run_fine_tuning(
     export_dir=None,
     config=None,
     adam_epsilon_hat=True,
+    lora_rank=0,
     gradient_accumulation_steps=1,
 ):
     """Fine-tunes a task's model, keeps its best epoch, writes its results.
@@ -167,6 +169,12 @@ def run_fine_tuning(
             and Hugging Face do, after the bias correction (see
             `keras_bert.training.AdamW`); the default is Keras' "epsilon
             hat". Defaults to `True`.
+        lora_rank: int. If > 0, LoRA of this rank is enabled on the
+            model's backbone once the checkpoint is loaded, before
+            compiling (`BertBackbone.enable_lora`): only the LoRA weights
+            and the head train, and the export serves them merged. LoRA
+            usually wants a higher `learning_rate` (`5e-4` to `1e-3`); this
+            does not change it. Defaults to `0`: every weight trains.
         gradient_accumulation_steps: int. Each update sums the gradients
             of this many micro-batches of `batch_size`, run one after the
             other (see `keras_bert.models.Task.compile`): the run trains
@@ -206,6 +214,7 @@ def run_fine_tuning(
             "mixed_precision": mixed_precision,
             "export_dir": export_dir,
             "adam_epsilon_hat": adam_epsilon_hat,
+            "lora_rank": lora_rank,
             "gradient_accumulation_steps": gradient_accumulation_steps,
         }
     tf.io.gfile.makedirs(model_dir)
@@ -227,6 +236,14 @@ def run_fine_tuning(
         _copy_resume_state(model_dir, run_dir)
     with strategy.scope():
         model, preprocessor = task.build_model()
+        if lora_rank:
+            # After the checkpoint's weights, before compiling: the
+            # optimizer is built for the LoRA weights and the head only.
+            model.backbone.enable_lora(lora_rank)
+    trainable_parameters = sum(
+        int(math.prod(w.shape)) for w in model.trainable_weights
+    )
+    logging.info("Trainable parameters: %d", trainable_parameters)
     # Counted after build_model: a task may count rows it makes with the
     # preprocessor (e.g. SQuAD's windows).
     num_train_examples = int(task.num_train_examples)
@@ -326,6 +343,7 @@ def run_fine_tuning(
         "monitor": evaluation.monitor,
         "epochs": evaluation.epochs,
         "num_train_examples": num_train_examples,
+        "trainable_parameters": trainable_parameters,
         "resumed_from_epoch": (history or {}).get("last_epoch"),
     }
     for extras in (task.results_extras(), outputs):

@@ -124,6 +124,15 @@ def define_training_flags(task_name, batch_unit="examples"):
         "--batch_size times this (the same weights for sentence and span "
         "heads) in the activation memory of --batch_size.",
     )
+    # --- LoRA (BertBackbone.enable_lora) ---
+    flags.DEFINE_integer(
+        "lora_rank",
+        0,
+        "If > 0, fine-tune with LoRA of this rank: the backbone is frozen "
+        "and rank-r updates of its blocks' q|k|v projections train, with "
+        "the head. LoRA usually wants a higher --learning_rate than full "
+        "fine-tuning (e.g. 1e-3; docs/fine_tuning.md). 0 = off.",
+    )
 
 
 def check_architecture_preset(name):
@@ -183,6 +192,11 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             raise app.UsageError(
                 f"--{name} must be positive. Received: {get(name)}"
             )
+    if (get("lora_rank") or 0) < 0:
+        raise app.UsageError(
+            "--lora_rank must be 0 (off) or a positive LoRA rank. Received: "
+            f"{get('lora_rank')}"
+        )
     if not 0 <= get("warmup_fraction") <= 1:
         raise app.UsageError(
             "--warmup_fraction must be in [0, 1]. Received: "
@@ -218,6 +232,7 @@ def training_arguments(values):
             "mixed_precision",
             "export_dir",
             "adam_epsilon_hat",
+            "lora_rank",
             "gradient_accumulation_steps",
         )
     }

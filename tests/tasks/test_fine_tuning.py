@@ -324,6 +324,74 @@ def test_a_resuming_worker_gets_the_chiefs_best_weights_so_far(tmp_path):
     assert (run_dir / "backup" / "chief" / "state").read_text() == "step"
 
 
+@pytest.mark.slow
+def test_lora_trains_lora_and_head_only_and_exports_them_merged(tmp_path):
+    """`lora_rank`: enabled after the checkpoint, before compiling; the
+    frozen weights stay, the export's answers are the merged model's."""
+    from keras_bert.models import merge_lora
+
+    task = TinySentiment()
+    result = run_fine_tuning(
+        task,
+        str(tmp_path / "run"),
+        export_dir=str(tmp_path / "export"),
+        lora_rank=2,
+        **ONE_STEP,
+    )
+    model = result.model
+    backbone = model.backbone
+    assert backbone.lora_rank == 2
+    # LoRA A and B of the one block, the classifier's kernel and bias.
+    assert result.results["trainable_parameters"] == (8 * 2 + 2 * 24) + (
+        8 * 2 + 2
+    )
+    assert result.results["config"]["lora_rank"] == 2
+    lora_b = backbone.transformer_layers[0].qkv_dense.lora_kernel_b
+    assert np.any(lora_b.numpy() != 0)  # trained, and reloaded as trained
+
+    loaded = tf.saved_model.load(result.results["export_dir"])
+    assert not any("lora" in v.name for v in loaded.variables)
+    served = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
+    merged = merge_lora(model)
+    expected = keras.ops.softmax(merged.predict(task.features, verbose=0))
+    np.testing.assert_allclose(
+        served["probabilities"].numpy(), expected, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        merged.predict(task.features, verbose=0),
+        model.predict(task.features, verbose=0),
+        atol=1e-6,
+    )
+
+
+@pytest.mark.slow
+def test_a_lora_run_resumes_as_if_uninterrupted(tmp_path):
+    """Keras' own `Dense` saves LoRA merged and zeroes it on loading, after
+    which it cannot train: the backup keeps LoRA's weights as they are."""
+    training = {**TRAINING, "epochs": 2, "lora_rank": 2}
+    reference = run_fine_tuning(
+        TinySentiment(), str(tmp_path / "reference"), **training
+    )
+    original = keras.callbacks.BackupAndRestore.on_epoch_end
+
+    def crash_after_epoch_one(self, epoch, logs=None):
+        original(self, epoch, logs)
+        if epoch == 0:
+            raise RuntimeError("simulated crash")
+
+    run_dir = str(tmp_path / "run")
+    with mock.patch.object(
+        keras.callbacks.BackupAndRestore, "on_epoch_end", crash_after_epoch_one
+    ):
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run_fine_tuning(TinySentiment(), run_dir, **training)
+    resumed = run_fine_tuning(TinySentiment(), run_dir, **training)
+    assert resumed.results["resumed_from_epoch"] == 1
+    assert_same_weights(
+        resumed.model.get_weights(), reference.model.get_weights()
+    )
+
+
 def _global_draws():
     """One draw from each global generator the seed touches."""
     return (
