@@ -75,7 +75,8 @@ flags.DEFINE_bool(
     True,
     "Batch examples of like length together (far less padding).",
 )
-recipe_flags.define_training_flags(batch_size=32, learning_rate=2e-5, epochs=3)
+# Defaults: keras_bert.training.TRAINING_DEFAULTS["classifier"].
+recipe_flags.define_training_flags("classifier")
 flags.mark_flags_as_required(["task", "model_dir"])
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.

@@ -73,7 +73,8 @@ flags.DEFINE_bool(
     True,
     "Batch windows of like length together (far less padding).",
 )
-recipe_flags.define_training_flags(learning_rate=5e-5, batch_unit="windows")
+# Defaults: keras_bert.training.TRAINING_DEFAULTS["token_classification"].
+recipe_flags.define_training_flags("token_classification", batch_unit="windows")
 flags.mark_flags_as_required(["train_file", "validation_file", "model_dir"])
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.

@@ -31,10 +31,19 @@ Flags:
     --max_seq_length, --max_predictions_per_seq: as the data was made.
     --masked_lm_prob, --do_whole_word_mask, --short_seq_prob,
         --dupe_factor: instance creation for text inputs.
-    --train_batch_size, --eval_batch_size: global batch sizes.
-    --num_train_steps: total steps (multiple of --save_checkpoints_steps).
+    --train_batch_size, --eval_batch_size: global batch sizes (training:
+        per micro-batch with --gradient_accumulation_steps).
+    --gradient_accumulation_steps: run each update's batch as this many
+        micro-batches of --train_batch_size, one after the other: the
+        batches, updates and schedule of --train_batch_size times this, in
+        the activation memory of --train_batch_size (the masked-LM mean is
+        then taken per micro-batch; docs/fine_tuning.md). Steps count
+        updates.
+    --num_train_steps: total update steps (a multiple of
+        --save_checkpoints_steps).
     --num_warmup_steps: linear warmup steps.
-    --learning_rate: peak learning rate.
+    --learning_rate: peak learning rate (defaults, like --weight_decay and
+        --clipnorm, from keras_bert.training.TRAINING_DEFAULTS["masked_lm"]).
     --optimizer: "adamw" or "lamb".
     --weight_decay: decoupled decay (not on LayerNorm or biases).
     --clipnorm: global-norm gradient clipping.
@@ -102,14 +111,23 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Text inputs: mask fraction.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Text inputs: whole words.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Text inputs: short targets.")
 flags.DEFINE_integer("dupe_factor", 1, "Text inputs: samplings per pass.")
-flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+PRETRAINING = training.TRAINING_DEFAULTS["masked_lm"]
+flags.DEFINE_integer(
+    "train_batch_size",
+    PRETRAINING.batch_size,
+    "Global training batch size (per micro-batch).",
+)
 flags.DEFINE_integer("eval_batch_size", 32, "Global evaluation batch size.")
 flags.DEFINE_integer("num_train_steps", 1000, "Total training steps.")
 flags.DEFINE_integer("num_warmup_steps", 100, "Warmup steps.")
-flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+flags.DEFINE_float(
+    "learning_rate", PRETRAINING.learning_rate, "Peak learning rate."
+)
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
-flags.DEFINE_float("weight_decay", 0.01, "Weight decay.")
-flags.DEFINE_float("clipnorm", 1.0, "Global gradient-norm clipping.")
+flags.DEFINE_float("weight_decay", PRETRAINING.weight_decay, "Weight decay.")
+flags.DEFINE_float(
+    "clipnorm", PRETRAINING.global_clipnorm, "Global gradient-norm clipping."
+)
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint interval.")
 flags.DEFINE_enum(
     "strategy", "one_device", list(training.strategies.STRATEGIES),
@@ -127,6 +145,13 @@ flags.DEFINE_bool("jit_compile", False, "XLA-compile the train step.")
 flags.DEFINE_integer("seed", 12345, "Random seed.")
 flags.DEFINE_bool("deterministic_ops", False, "Deterministic TF ops.")
 flags.DEFINE_integer("verbose", 1, "Keras fit verbosity.")
+# --- Gradient accumulation ---
+flags.DEFINE_integer(
+    "gradient_accumulation_steps",
+    1,
+    "Micro-batches of --train_batch_size per update, run one after the "
+    "other (the batches and updates of a batch this many times larger).",
+)
 flags.mark_flags_as_required(["input_file", "model_dir", "vocab_file"])
 
 
@@ -175,7 +200,7 @@ def _datasets(tokenizer, strategy):
     if FLAGS.input_format == "tfrecord":
         train = data.pretraining_dataset_from_tfrecords(
             FLAGS.input_file,
-            FLAGS.train_batch_size,
+            _update_batch_size(),
             FLAGS.max_seq_length,
             FLAGS.max_predictions_per_seq,
             seed=seed,
@@ -194,7 +219,7 @@ def _datasets(tokenizer, strategy):
         train = data.pretraining_dataset_from_text(
             FLAGS.input_file,
             creator,
-            FLAGS.train_batch_size,
+            _update_batch_size(),
             input_format=FLAGS.input_format,
         )
     policy = _shard_policy(strategy)
@@ -217,8 +242,18 @@ def _datasets(tokenizer, strategy):
     return train, evaluation
 
 
+def _update_batch_size():
+    """Examples per update: the micro-batches of one update together."""
+    return FLAGS.train_batch_size * FLAGS.gradient_accumulation_steps
+
+
 def main(argv):
     del argv
+    training.check_gradient_accumulation_steps(
+        FLAGS.gradient_accumulation_steps,
+        name="--gradient_accumulation_steps",
+        error=app.UsageError,
+    )
     # A usage error comes before any work: --preset=bert_base_en_uncased
     # names trained weights, which --init_checkpoint loads.
     recipe_flags.check_architecture_preset(FLAGS.preset)
@@ -267,6 +302,7 @@ def main(argv):
             optimizer=optimizer,
             loss=training.pretraining_losses(),
             jit_compile=FLAGS.jit_compile,
+            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         )
 
     train, evaluation = _datasets(tokenizer, strategy)
@@ -290,7 +326,7 @@ def main(argv):
         ],
     )
     result["examples_per_second"] = (
-        result["steps_per_second"] * FLAGS.train_batch_size
+        result["steps_per_second"] * _update_batch_size()
     )
     if evaluation is not None:
         result["eval"] = model.evaluate(

@@ -64,9 +64,8 @@ flags.DEFINE_float(
     0.0,
     "v2.0: answer nothing when null score - best span score exceeds this.",
 )
-recipe_flags.define_training_flags(
-    batch_size=32, learning_rate=5e-5, epochs=2, batch_unit="windows"
-)
+# Defaults: keras_bert.training.TRAINING_DEFAULTS["question_answering"].
+recipe_flags.define_training_flags("question_answering", batch_unit="windows")
 flags.mark_flags_as_required(["train_file", "predict_file", "model_dir"])
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.

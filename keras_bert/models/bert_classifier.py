@@ -6,7 +6,7 @@ from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
-from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 
@@ -111,17 +111,20 @@ class BertClassifier(Task):
         """Configures training; `"auto"` gives BERT's fine-tuning setup.
 
         Args:
-            optimizer: `"auto"` for AdamW (2e-5, weight decay 0.01 except
-                LayerNorm and biases, global-norm clipping 1.0).
+            optimizer: `"auto"` for AdamW with
+                `keras_bert.training.TRAINING_DEFAULTS["classifier"]`
+                (2e-5, weight decay 0.01 except LayerNorm and biases,
+                global-norm clipping 1.0).
             loss: `"auto"` for cross-entropy on logits, or mean squared
                 error when `num_classes == 1`.
             metrics: `"auto"` for accuracy, or mean squared error for
                 regression.
-            **kwargs: passed to `keras.Model.compile`.
+            **kwargs: passed to `keras.Model.compile`, and
+                `gradient_accumulation_steps` (see `Task.compile`).
         """
         regression = self.num_classes == 1
         if optimizer == "auto":
-            optimizer = create_adamw(learning_rate=2e-5)
+            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
         if loss == "auto":
             loss = (
                 keras.losses.MeanSquaredError()

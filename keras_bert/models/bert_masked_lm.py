@@ -11,7 +11,7 @@ from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
-from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.optimizers import training_defaults
 
 MASKED_LM_INPUTS = BACKBONE_INPUTS + ("masked_positions",)
 
@@ -135,18 +135,20 @@ class BertMaskedLM(Task):
         """Configures training; `"auto"` gives BERT's pre-training setup.
 
         Args:
-            optimizer: `"auto"` for AdamW (learning rate 1e-4, weight decay
-                0.01 except LayerNorm and biases, global-norm clipping 1.0),
-                or any Keras optimizer.
+            optimizer: `"auto"` for AdamW with
+                `keras_bert.training.TRAINING_DEFAULTS["masked_lm"]`
+                (1e-4, weight decay 0.01 except LayerNorm and biases,
+                global-norm clipping 1.0), or any Keras optimizer.
             loss: `"auto"` for masked-LM cross-entropy averaged over real
                 prediction slots (label != 0) plus NSP cross-entropy, both
                 averaged over the global batch (see
                 `keras_bert.training.pretraining_losses`).
             metrics: `"auto"` for `mlm_accuracy` and `nsp_accuracy`.
-            **kwargs: passed to `keras.Model.compile` (e.g. `jit_compile`).
+            **kwargs: passed to `keras.Model.compile` (e.g. `jit_compile`),
+                and `gradient_accumulation_steps` (see `Task.compile`).
         """
         if optimizer == "auto":
-            optimizer = create_adamw(learning_rate=1e-4)
+            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
         if loss == "auto":
             # Means over the global batch: the same numbers on one device
             # and under any tf.distribute strategy.

@@ -8,7 +8,7 @@ from keras import ops
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
-from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_text_only_options
 
 # The logit of a position that cannot hold an answer: its probability is 0
@@ -200,15 +200,18 @@ class BertQuestionAnswerer(Task):
         """Configures training; `"auto"` gives BERT's SQuAD setup.
 
         Args:
-            optimizer: `"auto"` for AdamW (5e-5, weight decay 0.01 except
-                LayerNorm and biases, global-norm clipping 1.0).
+            optimizer: `"auto"` for AdamW with `keras_bert.training.
+                TRAINING_DEFAULTS["question_answering"]` (5e-5, weight
+                decay 0.01 except LayerNorm and biases, global-norm
+                clipping 1.0).
             loss: `"auto"` for the mean of the start and end
                 cross-entropies on logits.
             metrics: `"auto"` for the accuracy of each position.
-            **kwargs: passed to `keras.Model.compile`.
+            **kwargs: passed to `keras.Model.compile`, and
+                `gradient_accumulation_steps` (see `Task.compile`).
         """
         if optimizer == "auto":
-            optimizer = create_adamw(learning_rate=5e-5)
+            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
         if loss == "auto":
             loss = {
                 name: keras.losses.SparseCategoricalCrossentropy(

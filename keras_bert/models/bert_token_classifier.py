@@ -10,7 +10,7 @@ from keras_bert.models.task import logits_dense
 from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.metrics import MaskedLMAccuracy
-from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 from keras_bert.validation import check_text_only_options
@@ -236,15 +236,18 @@ class BertTokenClassifier(Task):
         """Configures training; `"auto"` gives BERT's tagging setup.
 
         Args:
-            optimizer: `"auto"` for AdamW (5e-5, weight decay 0.01 except
-                LayerNorm and biases, global-norm clipping 1.0).
+            optimizer: `"auto"` for AdamW with `keras_bert.training.
+                TRAINING_DEFAULTS["token_classification"]` (5e-5, weight
+                decay 0.01 except LayerNorm and biases, global-norm
+                clipping 1.0).
             loss: `"auto"` for cross-entropy on logits over the positions
                 whose label is not `-100`, averaged over the global batch.
             metrics: `"auto"` for the accuracy over the same positions.
-            **kwargs: passed to `keras.Model.compile`.
+            **kwargs: passed to `keras.Model.compile`, and
+                `gradient_accumulation_steps` (see `Task.compile`).
         """
         if optimizer == "auto":
-            optimizer = create_adamw(learning_rate=5e-5)
+            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
         if loss == "auto":
             loss = GlobalBatchCrossEntropy(
                 ignore_class=IGNORED_LABEL, name="token_cross_entropy"

@@ -28,6 +28,10 @@ from keras_bert.keras_workarounds import list_layer_as_one_operation
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models import text_inputs
 from keras_bert.text.bert_preprocessor import BertPreprocessor
+from keras_bert.training.gradient_accumulation import accumulating_train_step
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
 
 
 class Task(keras.Model):
@@ -244,6 +248,48 @@ class Task(keras.Model):
         from keras_bert.checkpoints import load_preset
 
         return load_preset(name, cls, load_weights, **kwargs)
+
+    # --- Training ------------------------------------------------------------
+
+    def compile(self, *args, gradient_accumulation_steps=1, **kwargs):
+        """`keras.Model.compile`, plus gradient accumulation.
+
+        Subclasses fill in their `"auto"` defaults and call this.
+
+        Args:
+            *args, **kwargs: those of `keras.Model.compile`.
+            gradient_accumulation_steps: int. Runs each training batch as
+                this many micro-batches, one after the other, and updates
+                once with their summed gradients: batches of `B * K` with
+                `K` steps train as batches of `B * K` (same weights to
+                float rounding for a loss that is a mean over examples;
+                not for the token classifier's and masked LM's means over
+                labels) in the activation memory of batches of `B`. See
+                `keras_bert.training.gradient_accumulation`.
+                Defaults to `1` (the batch runs whole).
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone.from_preset("bert_tiny")
+        classifier = keras_bert.BertClassifier(backbone, num_classes=2)
+        # Batches of 64 in four micro-batches of 16.
+        classifier.compile(gradient_accumulation_steps=4)
+        ```
+        """
+        check_gradient_accumulation_steps(gradient_accumulation_steps)
+        super().compile(*args, **kwargs)
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+        if gradient_accumulation_steps > 1:
+            # Saved with the compile settings, so a `.keras` file keeps it.
+            self._compile_config.config["gradient_accumulation_steps"] = (
+                gradient_accumulation_steps
+            )
+
+    def train_step(self, data):
+        steps = getattr(self, "gradient_accumulation_steps", 1)
+        if steps > 1:
+            return accumulating_train_step(self, data, steps)
+        return super().train_step(data)
 
     # --- Raw text ------------------------------------------------------------
 

@@ -19,7 +19,11 @@ from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.distribution import write_directory
 from keras_bert.training.epoch_evaluation import EpochEvaluation
-from keras_bert.training.optimizers import create_adamw
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
+from keras_bert.training.optimizers import TRAINING_DEFAULTS
+from keras_bert.training.optimizers import training_defaults
 from keras_bert.training.progress_logger import ProgressLogger
 from keras_bert.training.static_shapes import trace_per_shape
 from keras_bert.training.strategies import check_fit_support
@@ -44,6 +48,9 @@ SHARED_RESULTS = (
     "wall_time_seconds",
     "versions",
 )
+
+# What a head without defaults of its own trains with.
+_DEFAULTS = TRAINING_DEFAULTS["fine_tuning"]
 
 
 @dataclasses.dataclass
@@ -83,10 +90,10 @@ def _restores_dtype_policy(function):
 def run_fine_tuning(
     task,
     model_dir,
-    epochs=3,
-    batch_size=32,
-    learning_rate=2e-5,
-    warmup_fraction=0.1,
+    epochs=_DEFAULTS.epochs,
+    batch_size=_DEFAULTS.batch_size,
+    learning_rate=None,
+    warmup_fraction=_DEFAULTS.warmup_fraction,
     seed=0,
     strategy="one_device",
     tpu=None,
@@ -95,18 +102,21 @@ def run_fine_tuning(
     config=None,
     adam_epsilon_hat=True,
     lora_rank=0,
+    gradient_accumulation_steps=1,
 ):
     """Fine-tunes a task's model, keeps its best epoch, writes its results.
 
     Creates the `tf.distribute` strategy before any other TensorFlow work,
     reads the task's data, builds and compiles its model in the
-    strategy's scope (AdamW, linear warmup then linear decay, as BERT
-    fine-tunes) and trains it, evaluating it after every epoch with
-    `task.evaluate` on whole eval sets. The best epoch by `task.monitor`
-    is kept and its weights restored at the end; then the task writes its
-    own files (`task.write_outputs`) and, with `export_dir`, the model is
-    exported with its preprocessor for serving. Keras' global dtype policy
-    is set for the run and put back when it returns.
+    strategy's scope (AdamW with the model's
+    `keras_bert.training.TRAINING_DEFAULTS`, linear warmup then linear
+    decay, as BERT fine-tunes) and trains it, evaluating it after every
+    epoch with `task.evaluate` on whole eval sets. The best epoch by
+    `task.monitor` is kept and its weights restored at the end; then the
+    task writes its own files (`task.write_outputs`) and, with
+    `export_dir`, the model is exported with its preprocessor for serving.
+    Keras' global dtype policy is set for the run and put back when it
+    returns.
 
     Files in `model_dir`:
 
@@ -134,10 +144,13 @@ def run_fine_tuning(
         model_dir: str. The run's directory (any path `tf.io.gfile`
             accepts); resumes from it.
         epochs: int. Training epochs. Defaults to `3`.
-        batch_size: int. Global training batch size. Defaults to `32`.
-        learning_rate: float. Peak learning rate. Defaults to `2e-5`.
-        warmup_fraction: float. Share of the steps spent warming up.
-            Defaults to `0.1`.
+        batch_size: int. Global training batch size, per micro-batch
+            with `gradient_accumulation_steps`. Defaults to `32`.
+        learning_rate: float or `None`. Peak learning rate; `None` takes
+            the model's (`TRAINING_DEFAULTS[model.TASK_NAME]`, e.g. `2e-5`
+            for a classifier, `5e-5` for question answering).
+        warmup_fraction: float. Share of the update steps spent warming
+            up. Defaults to `0.1`.
         seed: int. Seed of initialisation, dropout and data order. The
             process's global random state (Python's, NumPy's,
             TensorFlow's, Keras') is as it was when this returns.
@@ -162,6 +175,15 @@ def run_fine_tuning(
             and the head train, and the export serves them merged. LoRA
             usually wants a higher `learning_rate` (`5e-4` to `1e-3`); this
             does not change it. Defaults to `0`: every weight trains.
+        gradient_accumulation_steps: int. Each update sums the gradients
+            of this many micro-batches of `batch_size`, run one after the
+            other (see `keras_bert.models.Task.compile`): the run trains
+            as with `batch_size * gradient_accumulation_steps` (same
+            batches, updates and schedule; same weights to float rounding
+            for a loss that is a mean over examples, as the classifier's
+            and span head's) in the activation memory of `batch_size`.
+            Steps, epochs, warmup and checkpoints count updates. Defaults
+            to `1`.
 
     Returns:
         A `FineTuningResult`.
@@ -175,6 +197,7 @@ def run_fine_tuning(
     """
     start = time.time()
     _check_arguments(task, epochs, batch_size, warmup_fraction)
+    check_gradient_accumulation_steps(gradient_accumulation_steps)
     # The strategy comes before any other TensorFlow work: a multi-worker
     # strategy must configure collective ops at program start.
     if isinstance(strategy, str):
@@ -192,6 +215,7 @@ def run_fine_tuning(
             "export_dir": export_dir,
             "adam_epsilon_hat": adam_epsilon_hat,
             "lora_rank": lora_rank,
+            "gradient_accumulation_steps": gradient_accumulation_steps,
         }
     tf.io.gfile.makedirs(model_dir)
     logging.info(
@@ -223,18 +247,34 @@ def run_fine_tuning(
     # Counted after build_model: a task may count rows it makes with the
     # preprocessor (e.g. SQuAD's windows).
     num_train_examples = int(task.num_train_examples)
-    steps_per_epoch = math.ceil(num_train_examples / batch_size)
+    # A batch of `batch_size * gradient_accumulation_steps` is one update,
+    # run as micro-batches of `batch_size`.
+    update_batch_size = batch_size * gradient_accumulation_steps
+    steps_per_epoch = math.ceil(num_train_examples / update_batch_size)
     total_steps = steps_per_epoch * epochs
+    defaults = training_defaults(getattr(model, "TASK_NAME", None))
+    if learning_rate is None:
+        learning_rate = defaults.learning_rate
+        if config.get("learning_rate") is None:
+            config["learning_rate"] = learning_rate
+        logging.info("Learning rate (the model's default): %g", learning_rate)
     with strategy.scope():
         model.compile(
-            optimizer=create_adamw(
+            optimizer=defaults.create_optimizer(
                 WarmupLinearDecay(
                     learning_rate,
                     total_steps=total_steps,
                     warmup_steps=int(warmup_fraction * total_steps),
                 ),
                 epsilon_hat=adam_epsilon_hat,
-            )
+            ),
+            # Only a model that accumulates takes the argument (a task's
+            # own keras.Model need not).
+            **(
+                {"gradient_accumulation_steps": gradient_accumulation_steps}
+                if gradient_accumulation_steps > 1
+                else {}
+            ),
         )
     if task.static_batch_shapes:
         # One trace per batch shape (the last batch of an epoch is
@@ -262,7 +302,7 @@ def run_fine_tuning(
     backup = keras.callbacks.BackupAndRestore(paths["backup"])
     first_epoch = min(_backed_up_epochs(paths["backup"]), epochs - 1)
     model.fit(
-        task.train_dataset(batch_size, seed, first_epoch, epochs),
+        task.train_dataset(update_batch_size, seed, first_epoch, epochs),
         steps_per_epoch=steps_per_epoch,
         epochs=epochs,
         callbacks=[

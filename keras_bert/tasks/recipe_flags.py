@@ -11,7 +11,8 @@ from absl import flags
 from keras_bert.tasks import recipe_flags
 
 recipe_flags.define_model_source_flags()
-recipe_flags.define_training_flags(learning_rate=5e-5)
+# Defaults from keras_bert.training.TRAINING_DEFAULTS["question_answering"].
+recipe_flags.define_training_flags("question_answering")
 FLAGS = flags.FLAGS
 
 def main(argv):
@@ -28,6 +29,10 @@ from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
 from keras_bert.models.presets import suggest_preset
 from keras_bert.text.bert_tokenizer import BertTokenizer
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
+from keras_bert.training.optimizers import training_defaults
 from keras_bert.training.strategies import STRATEGIES
 
 
@@ -54,23 +59,34 @@ def define_model_source_flags():
     flags.DEFINE_bool("lowercase", True, "Lowercase text (with --preset).")
 
 
-def define_training_flags(
-    batch_size=32, learning_rate=2e-5, epochs=3, batch_unit="examples"
-):
+def define_training_flags(task_name, batch_unit="examples"):
     """`--model_dir`, the optimisation flags, strategy, precision, export.
 
     Args:
-        batch_size, learning_rate, epochs: the recipe's defaults.
+        task_name: str. The task model's `TASK_NAME` (e.g. `"classifier"`):
+            `--batch_size`, `--learning_rate`, `--epochs` and
+            `--warmup_fraction` default to its
+            `keras_bert.training.TRAINING_DEFAULTS`.
         batch_unit: str. What a batch counts, for the help text.
     """
+    defaults = training_defaults(task_name)
     flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
     flags.DEFINE_integer(
-        "batch_size", batch_size, f"Training batch size ({batch_unit})."
+        "batch_size",
+        defaults.batch_size,
+        f"Training batch size ({batch_unit}); per micro-batch with "
+        "--gradient_accumulation_steps.",
     )
     flags.DEFINE_integer("eval_batch_size", 64, "Batch size to predict.")
-    flags.DEFINE_float("learning_rate", learning_rate, "Peak learning rate.")
-    flags.DEFINE_integer("epochs", epochs, "Training epochs.")
-    flags.DEFINE_float("warmup_fraction", 0.1, "Share of steps of warmup.")
+    flags.DEFINE_float(
+        "learning_rate", defaults.learning_rate, "Peak learning rate."
+    )
+    flags.DEFINE_integer("epochs", defaults.epochs, "Training epochs.")
+    flags.DEFINE_float(
+        "warmup_fraction",
+        defaults.warmup_fraction,
+        "Share of the update steps of warmup.",
+    )
     flags.DEFINE_integer("seed", 0, "Seed of initialisation, dropout, order.")
     flags.DEFINE_enum(
         "strategy",
@@ -98,6 +114,15 @@ def define_training_flags(
         "AdamW's epsilon as Keras adds it (before the bias correction, "
         "'epsilon hat'); --noadam_epsilon_hat adds it as PyTorch and "
         "Hugging Face do, which trains like them step for step.",
+    )
+    # --- Gradient accumulation ---
+    flags.DEFINE_integer(
+        "gradient_accumulation_steps",
+        1,
+        "Run each update's batch as this many micro-batches of "
+        "--batch_size, one after the other: the batches and updates of "
+        "--batch_size times this (the same weights for sentence and span "
+        "heads) in the activation memory of --batch_size.",
     )
     # --- LoRA (BertBackbone.enable_lora) ---
     flags.DEFINE_integer(
@@ -177,6 +202,12 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             "--warmup_fraction must be in [0, 1]. Received: "
             f"{get('warmup_fraction')}"
         )
+    if get("gradient_accumulation_steps") is not None:
+        check_gradient_accumulation_steps(
+            get("gradient_accumulation_steps"),
+            name="--gradient_accumulation_steps",
+            error=app.UsageError,
+        )
 
 
 def tokenizer_from_flags(values):
@@ -202,6 +233,7 @@ def training_arguments(values):
             "export_dir",
             "adam_epsilon_hat",
             "lora_rank",
+            "gradient_accumulation_steps",
         )
     }
 

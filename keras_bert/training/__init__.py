@@ -9,13 +9,19 @@ from keras_bert.training.distribution import with_auto_shard_policy
 from keras_bert.training.distribution import write_directory
 from keras_bert.training.epoch_evaluation import EpochEvaluation
 from keras_bert.training.fault_tolerance import PreemptionCheckpoint
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
+from keras_bert.training.optimizers import TRAINING_DEFAULTS
 from keras_bert.training.optimizers import AdamW
+from keras_bert.training.optimizers import TrainingDefaults
 from keras_bert.training.optimizers import create_adamw
 from keras_bert.training.optimizers import create_lamb
 from keras_bert.training.optimizers import create_optimizer
+from keras_bert.training.optimizers import training_defaults
 from keras_bert.training.pretraining import pretrain
 from keras_bert.training.progress_logger import ProgressLogger
 from keras_bert.training.static_shapes import trace_per_shape
@@ -26,6 +32,8 @@ from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 __all__ = [
     "AdamW",
+    "TRAINING_DEFAULTS",
+    "TrainingDefaults",
     "EpochEvaluation",
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
@@ -33,6 +41,7 @@ __all__ = [
     "ProgressLogger",
     "WarmupLinearDecay",
     "check_fit_support",
+    "check_gradient_accumulation_steps",
     "create_adamw",
     "create_lamb",
     "create_optimizer",
@@ -46,6 +55,7 @@ __all__ = [
     "skip_trained_steps",
     "support_distributed_fit",
     "trace_per_shape",
+    "training_defaults",
     "with_auto_shard_policy",
     "write_directory",
 ]

@@ -1,4 +1,12 @@
-"""BERT's optimizers: AdamW (and LAMB) without decay on LayerNorm or biases."""
+"""BERT's optimizers: AdamW (and LAMB) without decay on LayerNorm or biases.
+
+`TRAINING_DEFAULTS` is the one place the training defaults live: each
+task model's `compile(optimizer="auto")`, `run_fine_tuning` and the
+recipes' flag defaults read their learning rate, weight decay, AdamW
+constants, clipping, warmup, batch size and epochs from it.
+"""
+
+import dataclasses
 
 import keras
 
@@ -9,6 +17,84 @@ from keras_bert.keras_workarounds import require_keras_internals
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
 
 OPTIMIZERS = ("adamw", "lamb")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingDefaults:
+    """BERT's training defaults for one kind of model.
+
+    The values of Devlin et al. (2019) and Google's `run_classifier.py`,
+    `run_squad.py` and `run_pretraining.py`: AdamW with weight decay 0.01
+    on every weight but LayerNorm scales/offsets and biases, betas 0.9 and
+    0.999, epsilon 1e-6, gradients clipped to global norm 1.0, and a
+    learning rate that warms up linearly over the first tenth of the steps
+    and then decays linearly to 0. Only the learning rate, and a recipe's
+    batch size and epochs, differ between tasks (`TRAINING_DEFAULTS`).
+
+    Attributes:
+        learning_rate: float. Peak learning rate.
+        epochs: int. Fine-tuning epochs (the recipes' `--epochs`).
+        batch_size: int. Global training batch size (`--batch_size`).
+        warmup_fraction: float. Share of the update steps spent warming up.
+        weight_decay: float. Decoupled weight decay.
+        no_decay_names: tuple of str. Variable names without decay.
+        beta_1, beta_2, epsilon: Adam's constants.
+        global_clipnorm: float. Global gradient-norm clipping.
+
+    Example:
+    ```python
+    defaults = keras_bert.training.TRAINING_DEFAULTS["classifier"]
+    defaults.learning_rate  # 2e-05
+    optimizer = defaults.create_optimizer()
+    ```
+    """
+
+    learning_rate: float
+    epochs: int = 3
+    batch_size: int = 32
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    no_decay_names: tuple = NO_DECAY_NAMES
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    global_clipnorm: float = 1.0
+
+    def create_optimizer(self, learning_rate=None, epsilon_hat=True):
+        """AdamW with these defaults (see `create_adamw`).
+
+        Args:
+            learning_rate: float, schedule or `None` (this default's
+                `learning_rate`).
+            epsilon_hat: bool. See `AdamW`. Defaults to `True`.
+        """
+        return create_adamw(
+            self.learning_rate if learning_rate is None else learning_rate,
+            weight_decay=self.weight_decay,
+            beta_1=self.beta_1,
+            beta_2=self.beta_2,
+            epsilon=self.epsilon,
+            global_clipnorm=self.global_clipnorm,
+            epsilon_hat=epsilon_hat,
+            no_decay_names=self.no_decay_names,
+        )
+
+
+# Keyed by the task models' `TASK_NAME`; `"fine_tuning"` is the default of
+# `run_fine_tuning` for a head without its own.
+TRAINING_DEFAULTS = {
+    "fine_tuning": TrainingDefaults(learning_rate=2e-5),
+    "classifier": TrainingDefaults(learning_rate=2e-5),
+    "question_answering": TrainingDefaults(learning_rate=5e-5, epochs=2),
+    "token_classification": TrainingDefaults(learning_rate=5e-5),
+    "masked_lm": TrainingDefaults(learning_rate=1e-4),
+}
+
+
+def training_defaults(task_name):
+    """The `TrainingDefaults` of a task model's `TASK_NAME` (or of
+    `"fine_tuning"` for a name without its own)."""
+    return TRAINING_DEFAULTS.get(task_name, TRAINING_DEFAULTS["fine_tuning"])
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -187,27 +273,33 @@ def _tf_variable(variable):
 
 
 def create_adamw(
-    learning_rate=1e-4,
-    weight_decay=0.01,
-    beta_1=0.9,
-    beta_2=0.999,
-    epsilon=1e-6,
-    global_clipnorm=1.0,
+    learning_rate=TRAINING_DEFAULTS["masked_lm"].learning_rate,
+    weight_decay=TRAINING_DEFAULTS["masked_lm"].weight_decay,
+    beta_1=TRAINING_DEFAULTS["masked_lm"].beta_1,
+    beta_2=TRAINING_DEFAULTS["masked_lm"].beta_2,
+    epsilon=TRAINING_DEFAULTS["masked_lm"].epsilon,
+    global_clipnorm=TRAINING_DEFAULTS["masked_lm"].global_clipnorm,
     epsilon_hat=True,
+    no_decay_names=NO_DECAY_NAMES,
 ):
     """AdamW as BERT uses it.
 
     Weight decay is applied to every weight except LayerNorm scales/offsets
-    and biases; gradients are clipped to a global norm.
+    and biases; gradients are clipped to a global norm. The defaults are
+    `TRAINING_DEFAULTS["masked_lm"]`'s (pre-training's learning rate).
+    For gradient accumulation see `keras_bert.models.Task.compile`.
 
     Args:
-        learning_rate: float or a `keras.optimizers.schedules` schedule,
-            e.g. `keras_bert.training.WarmupLinearDecay`.
+        learning_rate: float or a `keras.optimizers.schedules` schedule
+            in update steps, e.g. `keras_bert.training.WarmupLinearDecay`.
+            Defaults to `1e-4`.
         weight_decay: float. Defaults to `0.01`.
         beta_1, beta_2, epsilon: Adam's constants (BERT: 0.9, 0.999, 1e-6).
         global_clipnorm: float or `None`. Defaults to `1.0`.
         epsilon_hat: bool. `False` adds `epsilon` as PyTorch's AdamW does
             (see `AdamW`). Defaults to `True`, Keras' epsilon hat.
+        no_decay_names: tuple of str. Variable names without weight decay.
+            Defaults to `NO_DECAY_NAMES` (LayerNorm and biases).
 
     Example:
     ```python
@@ -223,17 +315,17 @@ def create_adamw(
         global_clipnorm=global_clipnorm,
         epsilon_hat=epsilon_hat,
     )
-    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+    optimizer.exclude_from_weight_decay(var_names=list(no_decay_names))
     return optimizer
 
 
 def create_lamb(
     learning_rate=1e-3,
-    weight_decay=0.01,
-    beta_1=0.9,
-    beta_2=0.999,
-    epsilon=1e-6,
-    global_clipnorm=1.0,
+    weight_decay=TRAINING_DEFAULTS["masked_lm"].weight_decay,
+    beta_1=TRAINING_DEFAULTS["masked_lm"].beta_1,
+    beta_2=TRAINING_DEFAULTS["masked_lm"].beta_2,
+    epsilon=TRAINING_DEFAULTS["masked_lm"].epsilon,
+    global_clipnorm=TRAINING_DEFAULTS["masked_lm"].global_clipnorm,
 ):
     """LAMB (You et al., 2020), the layer-wise adaptive optimizer for large
     batches, with the same decay exclusions and clipping as `create_adamw`.

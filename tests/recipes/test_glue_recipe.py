@@ -260,6 +260,16 @@ def test_bad_flags_are_usage_errors(checkpoint, tmp_path):
         )
     with pytest.raises(app.UsageError, match="--task=mnli"):
         run_recipe(task="rte", demo=True, **tiny_flags(checkpoint, tmp_path))
+    with pytest.raises(
+        app.UsageError,
+        match="`--gradient_accumulation_steps`, expected a positive integer",
+    ):
+        run_recipe(
+            task="rte",
+            **tiny_flags(
+                checkpoint, tmp_path / "run", gradient_accumulation_steps=0
+            ),
+        )
 
 
 def test_unknown_task_lists_the_valid_ones(checkpoint, tmp_path):

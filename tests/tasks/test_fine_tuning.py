@@ -234,6 +234,48 @@ def test_resumes_after_a_crash_as_if_uninterrupted(tmp_path):
         assert mine["loss"] == pytest.approx(theirs["loss"], abs=1e-6)
 
 
+@pytest.mark.slow  # two runs of two epochs (~10 s of CPU)
+def test_accumulated_micro_batches_train_as_their_whole_batches(tmp_path):
+    """`batch_size=2, gradient_accumulation_steps=2` trains on the batches
+    of `batch_size=4` (the same data order, updates and schedule) and
+    ends with their weights; epochs and the schedule count updates."""
+    whole_task = TinySentiment()
+    run_fine_tuning(
+        whole_task, str(tmp_path / "whole"), **{**TRAINING, "epochs": 2}
+    )
+    task = TinySentiment()
+    accumulated = run_fine_tuning(
+        task,
+        str(tmp_path / "accumulated"),
+        **{**TRAINING, "epochs": 2, "batch_size": 2},
+        gradient_accumulation_steps=2,
+    )
+    assert len(task.evaluated_weights) == 2
+    assert accumulated.results["config"]["gradient_accumulation_steps"] == 2
+    for mine, theirs in zip(
+        task.evaluated_weights, whole_task.evaluated_weights
+    ):
+        assert_same_weights(mine, theirs, atol=1e-5)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps=0"):
+        run_fine_tuning(
+            TinySentiment(), str(tmp_path), gradient_accumulation_steps=0
+        )
+
+
+def test_the_learning_rate_defaults_to_the_models(tmp_path):
+    task = TinySentiment()
+    result = run_fine_tuning(
+        task, str(tmp_path / "run"), **{**ONE_STEP, "learning_rate": None}
+    )
+    classifier = keras_bert.training.TRAINING_DEFAULTS["classifier"]
+    assert result.results["config"]["learning_rate"] == classifier.learning_rate
+    optimizer = result.model.optimizer
+    schedule = optimizer.get_config()["learning_rate"]["config"]
+    assert schedule["learning_rate"] == classifier.learning_rate
+    assert optimizer.weight_decay == classifier.weight_decay
+    assert optimizer.global_clipnorm == classifier.global_clipnorm
+
+
 def test_every_file_goes_through_gfile():
     # `ram://` is TensorFlow's in-memory file system: only tf.io.gfile
     # (and Keras' file utilities, which use it) can write there.

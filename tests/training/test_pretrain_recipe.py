@@ -78,3 +78,38 @@ def test_sigkill_then_rerun_resumes_from_the_last_checkpoint(tmp_path):
     remaining_intervals = (TOTAL_STEPS - killed_at) // INTERVAL
     assert len(results["history"]["loss"]) == remaining_intervals
     assert {"config.json", "vocab.txt"} <= set(results["exported_files"])
+
+
+@pytest.mark.slow
+def test_gradient_accumulation_steps_count_updates(tmp_path):
+    """`--train_batch_size=2 --gradient_accumulation_steps=2`: batches of
+    4 in two micro-batches; steps, checkpoints and throughput count
+    updates of 4 examples. A bad value is a usage error naming the flag."""
+    files = pretraining_data.write_training_files(tmp_path)
+    model_dir = str(tmp_path / "run")
+    flags = [f for f in command(files, model_dir) if "steps=" not in f] + [
+        "--train_batch_size=2",
+        "--gradient_accumulation_steps=2",
+        "--num_train_steps=4",
+        "--num_warmup_steps=1",
+        "--save_checkpoints_steps=2",
+    ]
+    run = subprocess.run(flags, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    with open(os.path.join(model_dir, "results.json")) as f:
+        results = json.load(f)
+    assert results["final_step"] == 4
+    assert results["configuration"]["gradient_accumulation_steps"] == 2
+    assert results["examples_per_second"] == pytest.approx(
+        results["steps_per_second"] * 4
+    )
+    latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
+    assert latest.endswith("-4")  # numbered by update
+    bad = subprocess.run(
+        flags + ["--gradient_accumulation_steps=0"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert bad.returncode != 0
+    assert "`--gradient_accumulation_steps`, expected a positive" in bad.stderr
