@@ -140,6 +140,7 @@ def test_save_load_round_trip_keeps_weights_tied():
     assert len(restored.weights) == len(model.weights)
 
 
+@pytest.mark.slow
 def test_compile_settings_survive_saving(tmp_path):
     model = BertMaskedLM(BertBackbone(**tiny_backbone_config()))
     features, labels = _copy_task(n=8)

@@ -135,6 +135,7 @@ def test_fit_batches_like_the_recipes_seeded_by_seed():
     assert_weights_close(on_text, by_hand)
 
 
+@pytest.mark.slow
 def test_fit_on_a_dataset_and_validation_data_of_text():
     model = classifier()
     dataset = tf.data.Dataset.from_tensor_slices((TEXTS, LABELS)).batch(3)
@@ -174,7 +175,11 @@ def test_a_saved_model_reads_text_after_loading(model, tmp_path):
 
 @pytest.mark.parametrize(
     "num_classes, pair",
-    [(2, True), pytest.param(2, False, marks=SLOW), (1, False)],
+    [
+        pytest.param(2, True, marks=SLOW),
+        pytest.param(2, False, marks=SLOW),
+        (1, False),
+    ],
     ids=["pair", "single", "regression"],
 )
 def test_predict_on_text_equals_the_export_without_a_preprocessor_argument(

@@ -146,6 +146,7 @@ def test_ner_recipe_trains_scores_and_exports(tmp_path):
             assert texts[index][start:end] == served[j][0]
 
 
+@pytest.mark.slow
 def test_a_bad_line_fails_naming_file_and_line_before_training(tmp_path):
     lines = conll_text(TRAIN).split("\n")
     lines[5] = "Paris NNP I-LOC"  # three columns among four

@@ -193,6 +193,7 @@ def test_a_run_whose_every_score_is_nan_finishes(tmp_path):
     assert written["metrics"]["dev"]["accuracy"] is None
 
 
+@pytest.mark.slow
 def test_resumes_after_a_crash_as_if_uninterrupted(tmp_path):
     training = {**TRAINING, "epochs": 2}
     uninterrupted = TinySentiment()

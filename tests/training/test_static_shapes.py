@@ -48,7 +48,10 @@ def _classifier(strategy=None, seen=None):
 LENGTHS = [3, 2, 4, 1, 7, 5, 2, 6, 2, 2, 2, 3, 3]
 
 
-@pytest.mark.parametrize("strategy_name", ["one_device", "mirrored"])
+@pytest.mark.parametrize(
+    "strategy_name",
+    ["one_device", pytest.param("mirrored", marks=pytest.mark.slow)],
+)
 def test_each_batch_shape_traced_static_and_same_weights(strategy_name):
     """Every trace sees a fully static batch (one per distinct shape, the
     partial last batch included), and training reaches Keras' own
@@ -78,6 +81,7 @@ def test_each_batch_shape_traced_static_and_same_weights(strategy_name):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_too_many_shapes_fall_back_to_keras(caplog):
     """Unbucketed data: after `max_shapes` shapes, Keras' function runs the
     rest of the run, no batch is lost, and the run says why."""

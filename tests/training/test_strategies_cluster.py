@@ -69,6 +69,7 @@ def _parameter_server_child():
     sys.stdout.write("RESULT " + json.dumps(result) + "\n")
 
 
+@pytest.mark.slow
 def test_parameter_server_strategy_on_an_in_process_cluster():
     completed = subprocess.run(
         [sys.executable, "-m", "tests.training.test_strategies_cluster"],

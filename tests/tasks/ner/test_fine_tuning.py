@@ -157,6 +157,7 @@ def valid_sentences():
     return [sentence for document in VALID_DOCUMENTS for sentence in document]
 
 
+@pytest.mark.slow
 def test_trains_scores_and_writes_conll_predictions(files, tmp_path, caplog):
     caplog.set_level(logging.WARNING)
     test_file = tmp_path / "test.txt"
