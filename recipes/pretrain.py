@@ -36,9 +36,9 @@ Flags:
     --gradient_accumulation_steps: run each update's batch as this many
         micro-batches of --train_batch_size, one after the other: the
         batches, updates and schedule of --train_batch_size times this, in
-        the activation memory of --train_batch_size (the masked-LM mean is
-        then taken per micro-batch; docs/fine_tuning.md). Steps count
-        updates.
+        the activation memory of --train_batch_size (the same weights, the
+        masked-LM mean over the whole batch's masked tokens;
+        docs/fine_tuning.md). Steps count updates.
     --num_train_steps: total update steps (a multiple of
         --save_checkpoints_steps).
     --num_warmup_steps: linear warmup steps.

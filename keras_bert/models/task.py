@@ -261,10 +261,10 @@ class Task(keras.Model):
             gradient_accumulation_steps: int. Runs each training batch as
                 this many micro-batches, one after the other, and updates
                 once with their summed gradients: batches of `B * K` with
-                `K` steps train as batches of `B * K` (same weights to
-                float rounding for a loss that is a mean over examples;
-                not for the token classifier's and masked LM's means over
-                labels) in the activation memory of batches of `B`. See
+                `K` steps train as batches of `B * K` (the same weights,
+                to float rounding, for every task model's loss, means over
+                counted labels included) in the activation memory of
+                batches of `B`. See
                 `keras_bert.training.gradient_accumulation`.
                 Defaults to `1` (the batch runs whole).
 

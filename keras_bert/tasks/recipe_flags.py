@@ -121,8 +121,8 @@ def define_training_flags(task_name, batch_unit="examples"):
         1,
         "Run each update's batch as this many micro-batches of "
         "--batch_size, one after the other: the batches and updates of "
-        "--batch_size times this (the same weights for sentence and span "
-        "heads) in the activation memory of --batch_size.",
+        "--batch_size times this (the same weights, to float rounding) in "
+        "the activation memory of --batch_size.",
     )
     # --- LoRA (BertBackbone.enable_lora) ---
     flags.DEFINE_integer(

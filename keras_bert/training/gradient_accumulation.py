@@ -5,14 +5,34 @@ A model compiled with `gradient_accumulation_steps=K` (every
 `fit` as on one batch, but runs it as `K` micro-batches one after the
 other: the forward and backward pass of a micro-batch ends before the next
 one starts, so activations take the memory of a batch `K` times smaller.
-The micro-batches' gradients are summed, each weighted by its share of the
-batch's examples, and the optimizer updates once with that sum. For a loss
-that is a mean over the batch's examples (the classifier's and the span
-head's) this is the whole batch's gradient: batches of `B * K` with
-`K` steps give the weights of batches of `B * K` without, to float
-rounding (`tests/training/test_gradient_accumulation.py`). A recipe's
-`--batch_size=B --gradient_accumulation_steps=K` therefore trains as
-`--batch_size=B*K`, with micro-batches of `B`.
+The micro-batches' losses are summed, each weighted by its share of the
+batch's examples, and the optimizer updates once with the gradient of
+that sum. Batches of `B * K` with `K` steps give the weights of batches
+of `B * K` without, to float rounding
+(`tests/training/test_gradient_accumulation.py`), for both kinds of loss
+BERT's heads use:
+
+- a mean over the batch's examples (the classifier's and the span head's,
+  any Keras loss, regularization losses): the share-weighted sum of the
+  micro-batches' means is the whole batch's mean;
+- a mean over the labels that count, whose number varies per example
+  (`GlobalBatchCrossEntropy`: the token classifier's, leaving out
+  `IGNORED_LABEL`, and the masked LM's, leaving out unused slots): the
+  step tells the loss which batch its micro-batch belongs to
+  (`keras_bert.training.losses.micro_batch_of`), and the loss returns its
+  micro-batch's sum over the *whole* batch's count of labels (on all
+  replicas), divided by the micro-batch's share, so that the weighted sum
+  is again the whole batch's mean (as Hugging Face's Trainer since 4.46
+  divides by the accumulated batch's number of labels).
+
+Models that mix the two (`loss_weights` too) get each term right; `fit`'s
+loss is the whole batch's. A Keras loss that averages over labels itself
+(`SparseCategoricalCrossentropy(ignore_class=...)`,
+`reduction="mean_with_sample_weight"`) is still weighted by examples, the
+mean of its micro-batches' means (as Keras averages replicas' means):
+use `GlobalBatchCrossEntropy` for such a loss. A recipe's `--batch_size=B
+--gradient_accumulation_steps=K` therefore trains as `--batch_size=B*K`,
+with micro-batches of `B`.
 
 Why not Keras' own `Optimizer(gradient_accumulation_steps=K)`, which
 accumulates across `K` calls of `fit`'s step: it gives the same weights on
@@ -37,13 +57,6 @@ What follows from accumulating inside the step:
 - under a `tf.distribute` strategy each replica splits its share of the
   global batch into `K` micro-batches; the gradients cross replicas once
   per update;
-- a loss that is a mean over *labels* of varying number per example (the
-  token classifier's and masked LM's, which leave out ignored labels) gets
-  the example-weighted mean of the micro-batches' means (as Hugging Face's
-  Trainer before 4.46): the whole batch's only when each micro-batch holds
-  its share of the labels. Not equal otherwise: a tiny `BertMaskedLM` with
-  1 to 4 masked tokens per example, batches of 8 as 2 x 4, ends 10
-  updates 0.07 away (weights moved 0.1); 1.2e-7 with equal counts;
 - a batch of fewer than `K` examples runs one micro-batch per example;
   micro-batches differ in size by at most one example;
 - a variable the loss gives no gradient (a head's unused pooler) is left
@@ -58,6 +71,7 @@ import tensorflow as tf
 from keras import tree
 
 from keras_bert.keras_workarounds import require_keras_internals
+from keras_bert.training.losses import micro_batch_of
 
 
 def check_gradient_accumulation_steps(
@@ -85,9 +99,10 @@ def accumulating_train_step(model, data, steps):
     """`model.train_step` for one batch run in `steps` micro-batches.
 
     Computes each micro-batch's loss and gradients in turn, sums the
-    gradients weighted by each micro-batch's share of the examples, and
-    applies the sum with `model.optimizer` once. Metrics and the loss
-    tracker see every micro-batch, weighted by its examples.
+    gradients weighted by each micro-batch's share of the examples (a
+    `GlobalBatchCrossEntropy` scales its part to match), and applies the
+    sum with `model.optimizer` once. Metrics and the loss tracker see
+    every micro-batch, weighted by its examples.
 
     Args:
         model: a compiled `keras.Model` (TensorFlow backend).
@@ -133,13 +148,15 @@ def accumulating_train_step(model, data, steps):
                 y_pred = model(micro_x, training=True)
             else:
                 y_pred = model(micro_x)
-            loss = model._compute_loss(
-                x=micro_x,
-                y=micro_y,
-                y_pred=y_pred,
-                sample_weight=micro_weight,
-                training=True,
-            )
+            # A mean over counted labels needs the whole batch's count.
+            with micro_batch_of(y, micro_y):
+                loss = model._compute_loss(
+                    x=micro_x,
+                    y=micro_y,
+                    y_pred=y_pred,
+                    sample_weight=micro_weight,
+                    training=True,
+                )
             # An empty micro-batch's mean is NaN; it counts for nothing.
             model._loss_tracker.update_state(
                 tf.where(size > 0, _unscaled_for_distribution(loss), 0.0),

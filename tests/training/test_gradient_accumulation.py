@@ -1,7 +1,9 @@
 """Gradient accumulation (`compile(gradient_accumulation_steps=K)`):
 batches of `B * K` run in `K` micro-batches train the weights batches of
 `B * K` train whole, on one device, on two mirrored replicas, and through
-a checkpoint and resume.
+a checkpoint and resume: for the classifier's mean over examples, and for
+the token classifier's and masked LM's means over the labels that count
+(`GlobalBatchCrossEntropy`), with a different number of them per example.
 
 Two logical CPU devices must be set before TensorFlow starts, so the
 mirrored comparison runs in a child process
@@ -27,7 +29,13 @@ SEQUENCE_LENGTH = 8
 TOLERANCE = 1e-5
 
 
-def _data(num_examples, seed=0):
+NUM_PREDICTIONS = 4  # masked-LM slots per example
+
+
+def _data(num_examples, seed=0, kind="classifier"):
+    """Features and labels for `kind`: a class per example; a tag per
+    token, 1 to 8 of them counted (the others `IGNORED_LABEL`); 1 to 4
+    masked tokens (unused slots labelled 0) and a next-sentence label."""
     rng = np.random.default_rng(seed)
     shape = (num_examples, SEQUENCE_LENGTH)
     features = {
@@ -36,12 +44,33 @@ def _data(num_examples, seed=0):
         * np.ones(shape, "int32"),
         "padding_mask": np.ones(shape, "int32"),
     }
-    return features, rng.integers(0, 2, num_examples).astype("int32")
+    classes = rng.integers(0, 2, num_examples).astype("int32")
+    if kind == "classifier":
+        return features, classes
+    counted = rng.integers(1, shape[1] + 1, (num_examples, 1))
+    if kind == "token_classifier":
+        from keras_bert.training.losses import IGNORED_LABEL
+
+        tags = rng.integers(0, 3, shape).astype("int32")
+        ignored = np.argsort(rng.random(shape), axis=1) >= counted
+        return features, np.where(ignored, IGNORED_LABEL, tags)
+    slots = np.arange(NUM_PREDICTIONS)
+    masked = slots < rng.integers(1, NUM_PREDICTIONS + 1, (num_examples, 1))
+    features["masked_positions"] = np.where(
+        masked, rng.integers(1, SEQUENCE_LENGTH, masked.shape), 0
+    ).astype("int32")
+    tokens = rng.integers(1, VOCABULARY, masked.shape)
+    labels = {
+        "mlm_logits": np.where(masked, tokens, 0).astype("int32"),
+        "nsp_logits": classes,
+    }
+    return features, labels
 
 
-def _classifier(steps, strategy=None):
-    """A tiny classifier, dropout off, with BERT's warmup-decay schedule
-    over `UPDATES` updates (the schedule counts updates)."""
+def _classifier(steps, strategy=None, kind="classifier"):
+    """A tiny `kind` model (classifier, token classifier or masked LM),
+    dropout off, with BERT's warmup-decay schedule over `UPDATES` updates
+    (the schedule counts updates) and `kind`'s own loss."""
     import contextlib
 
     import keras
@@ -60,7 +89,12 @@ def _classifier(steps, strategy=None):
             max_sequence_length=SEQUENCE_LENGTH,
             dropout=0.0,
         )
-        model = keras_bert.BertClassifier(backbone, num_classes=2, dropout=0)
+        if kind == "classifier":
+            model = keras_bert.BertClassifier(backbone, 2, dropout=0)
+        elif kind == "token_classifier":
+            model = keras_bert.BertTokenClassifier(backbone, 3, dropout=0)
+        else:
+            model = keras_bert.BertMaskedLM(backbone)
         schedule = training.WarmupLinearDecay(
             1e-2, total_steps=UPDATES, warmup_steps=3
         )
@@ -72,11 +106,12 @@ def _classifier(steps, strategy=None):
     return model
 
 
-def _dataset(num_examples=MICRO_BATCH * STEPS * UPDATES):
+def _dataset(num_examples=MICRO_BATCH * STEPS * UPDATES, kind="classifier"):
     import tensorflow as tf
 
     batch = MICRO_BATCH * STEPS
-    return tf.data.Dataset.from_tensor_slices(_data(num_examples)).batch(batch)
+    data = _data(num_examples, kind=kind)
+    return tf.data.Dataset.from_tensor_slices(data).batch(batch)
 
 
 def _max_difference(a, b):
@@ -106,6 +141,92 @@ def test_accumulated_batches_train_as_whole_batches(whole_batches):
     assert history["loss"] == pytest.approx(whole_history["loss"], rel=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["token_classifier", "masked_lm"])
+def test_means_over_counted_labels_train_as_whole_batches(kind):
+    """The token classifier's and masked LM's losses average over the
+    labels that count, a different number per example (1 to 8 tags, 1 to
+    4 masked tokens): each micro-batch's part is its sum over the whole
+    batch's count (measured 1.2e-7 and 1.9e-8). Example-weighted means of
+    the micro-batches' own means ended 2.0e-2 and 1.6e-2 away."""
+    whole = _classifier(1, kind=kind)
+    whole_history = whole.fit(_dataset(kind=kind), verbose=0).history
+    accumulated = _classifier(STEPS, kind=kind)
+    history = accumulated.fit(_dataset(kind=kind), verbose=0).history
+    difference = _max_difference(accumulated, whole)
+    print(f"{kind}: max |accumulated - whole| = {difference:.2e}")
+    assert _max_difference(whole, _classifier(1, kind=kind)) > 1e-2
+    assert difference <= TOLERANCE
+    for name, values in whole_history.items():  # loss, mlm_loss, nsp_loss
+        if "loss" in name:
+            assert history[name] == pytest.approx(values, rel=1e-5), name
+
+
+def test_micro_batch_parts_sum_to_the_batch_mean():
+    """By hand: a batch of 2 examples with 1 and 3 counted labels, as 2
+    micro-batches of 1. Each part is its sum over the batch's 4 labels,
+    over its share (1/2) of the examples; outside accumulation the loss
+    is its own batch's mean, and labels it was not told of raise."""
+    import tensorflow as tf
+
+    from keras_bert.training.losses import GlobalBatchCrossEntropy
+    from keras_bert.training.losses import micro_batch_of
+
+    loss = GlobalBatchCrossEntropy(ignore_class=0)
+    labels = tf.constant([[1, 0, 0], [2, 1, 1]])
+    logits = tf.math.log(tf.constant([[0.5, 0.25, 0.25]] * 3))[None]
+    logits = tf.concat([logits, logits], axis=0)  # (2, 3, 3)
+    # -log of the probabilities of labels 1 and 2: log 4 each.
+    batch_mean = np.log(4.0)
+    assert float(loss(labels, logits)) == pytest.approx(batch_mean)
+    parts = []
+    for example in range(2):
+        micro_labels = labels[example : example + 1]
+        with micro_batch_of(labels, micro_labels):
+            parts.append(float(loss(micro_labels, logits[:1])))
+    assert parts == pytest.approx([2 * batch_mean / 4, 2 * 3 * batch_mean / 4])
+    assert 0.5 * parts[0] + 0.5 * parts[1] == pytest.approx(batch_mean)
+    with micro_batch_of(labels, labels[:1]):
+        with pytest.raises(ValueError, match="gradient_accumulation_steps=1"):
+            loss(labels[1:], logits[:1])
+
+
+@pytest.mark.slow  # two masked LMs trained (~10 s of CPU)
+def test_label_means_and_example_means_mixed_in_one_model():
+    """A masked LM whose next-sentence loss is Keras' own (a mean over
+    examples) beside the masked-LM `GlobalBatchCrossEntropy`, weighted
+    0.5, with a regularization loss: each term is combined as its kind
+    needs, and `fit`'s loss is the whole batch's."""
+    import keras
+
+    from keras_bert import training
+
+    def compiled(steps):
+        model = _classifier(steps, kind="masked_lm")
+        model.backbone.token_embedding.embeddings.regularizer = (
+            keras.regularizers.L2(1e-3)
+        )
+        model.compile(
+            optimizer=training.create_adamw(1e-2),
+            loss={
+                "mlm_logits": training.GlobalBatchCrossEntropy(0),
+                "nsp_logits": keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True
+                ),
+            },
+            loss_weights={"mlm_logits": 1.0, "nsp_logits": 0.5},
+            gradient_accumulation_steps=steps,
+        )
+        return model
+
+    dataset = _dataset(MICRO_BATCH * STEPS * 3, kind="masked_lm")
+    whole = compiled(1)
+    whole_loss = whole.fit(dataset, verbose=0).history["loss"]
+    accumulated = compiled(STEPS)
+    loss = accumulated.fit(dataset, verbose=0).history["loss"]
+    assert _max_difference(accumulated, whole) <= TOLERANCE
+    assert loss == pytest.approx(whole_loss, rel=1e-5)
+
+
 @pytest.mark.slow  # two more models trained (~10 s of CPU)
 def test_uneven_batches_weight_micro_batches_by_their_examples():
     """Batches of 7 in 3 micro-batches (3, 2, 2 examples) and a last batch
@@ -120,28 +241,31 @@ def test_uneven_batches_weight_micro_batches_by_their_examples():
     assert _max_difference(accumulated, whole) <= TOLERANCE
 
 
-@pytest.mark.slow  # two more models trained in float16 (~10 s of CPU)
-def test_mixed_float16_loss_scaling_scales_each_micro_batch():
+@pytest.mark.slow  # two more models trained in float16 (~10 s of CPU each)
+@pytest.mark.parametrize("kind", ["classifier", "masked_lm"])
+def test_mixed_float16_loss_scaling_scales_each_micro_batch(kind):
     """Under `mixed_float16` Keras wraps the optimizer in a
     `LossScaleOptimizer`; each micro-batch's loss is scaled and the sum
     unscaled once. The weights then differ only by float16 rounding of
-    activations computed in batches of another size: measured 3.5e-4, for
-    weights that moved by 3.9e-2."""
+    activations computed in batches of another size: measured 3.5e-4 for
+    the classifier, for weights that moved by 3.9e-2."""
     import keras
 
     policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy("mixed_float16")
     try:
-        whole = _classifier(1)
-        whole.fit(_dataset(), verbose=0)
-        accumulated = _classifier(STEPS)
-        accumulated.fit(_dataset(), verbose=0)
+        whole = _classifier(1, kind=kind)
+        whole.fit(_dataset(kind=kind), verbose=0)
+        accumulated = _classifier(STEPS, kind=kind)
+        accumulated.fit(_dataset(kind=kind), verbose=0)
     finally:
         keras.config.set_dtype_policy(policy)
     optimizer = accumulated.optimizer
     assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
     assert int(optimizer.iterations.numpy()) == UPDATES
-    assert _max_difference(accumulated, whole) <= 2e-3
+    difference = _max_difference(accumulated, whole)
+    print(f"mixed_float16 {kind}: {difference:.2e}")
+    assert difference <= 2e-3
 
 
 def test_resume_from_a_checkpoint_between_updates_equals_no_stop(
@@ -151,20 +275,33 @@ def test_resume_from_a_checkpoint_between_updates_equals_no_stop(
     with the weights of a run that did not stop. A checkpoint is always
     at an update boundary: one `fit` step is one update, so no
     accumulator needs saving."""
+    whole, _ = whole_batches
+    _check_resume(tmp_path, whole, "classifier")
+
+
+@pytest.mark.slow  # three masked LMs trained (~15 s of CPU)
+def test_masked_lm_resumed_between_updates_equals_whole_batches(tmp_path):
+    whole = _classifier(1, kind="masked_lm")
+    whole.fit(_dataset(kind="masked_lm"), verbose=0)
+    _check_resume(tmp_path, whole, "masked_lm")
+
+
+def _check_resume(tmp_path, whole, kind):
+    """Trains `kind` with accumulation for 4 updates, resumes it from its
+    checkpoint for the rest, and compares it with `whole`."""
     from keras_bert.training import PreemptionCheckpoint
 
-    whole, _ = whole_batches
     directory = str(tmp_path / "checkpoints")
-    first = _classifier(STEPS)
+    first = _classifier(STEPS, kind=kind)
     first.fit(
-        _dataset().take(4),
+        _dataset(kind=kind).take(4),
         callbacks=[PreemptionCheckpoint(directory, 4)],
         verbose=0,
     )
-    resumed = _classifier(STEPS)
+    resumed = _classifier(STEPS, kind=kind)
     checkpoint = PreemptionCheckpoint(directory, 4, final_step=UPDATES)
     assert checkpoint.restore(resumed) == 4
-    resumed.fit(_dataset().skip(4), callbacks=[checkpoint], verbose=0)
+    resumed.fit(_dataset(kind=kind).skip(4), callbacks=[checkpoint], verbose=0)
     assert int(resumed.optimizer.iterations) == UPDATES
     assert _max_difference(resumed, whole) <= TOLERANCE
 
@@ -186,7 +323,7 @@ def test_steps_saved_with_the_model(tmp_path):
     assert loaded.gradient_accumulation_steps == STEPS
 
 
-def _child():
+def _child(kinds):
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -195,38 +332,62 @@ def _child():
     )
     from keras_bert.training import create_strategy
 
-    whole = _classifier(1, create_strategy("one_device"))
-    whole.fit(_dataset(), verbose=0)
+    # One of each: a second MirroredStrategy in the process would number
+    # its collectives from where the first began, and fail.
+    one_device = create_strategy("one_device")
     mirrored = create_strategy("mirrored")
-    accumulated = _classifier(STEPS, mirrored)
-    accumulated.fit(_dataset(), verbose=0)
-    result = {
-        "replicas": mirrored.num_replicas_in_sync,
-        "updates": int(accumulated.optimizer.iterations.numpy()),
-        "difference": _max_difference(accumulated, whole),
-    }
-    sys.stdout.write("RESULT " + json.dumps(result) + "\n")
+    for kind in kinds:
+        whole = _classifier(1, one_device, kind)
+        whole.fit(_dataset(kind=kind), verbose=0)
+        accumulated = _classifier(STEPS, mirrored, kind)
+        accumulated.fit(_dataset(kind=kind), verbose=0)
+        result = {
+            "kind": kind,
+            "replicas": mirrored.num_replicas_in_sync,
+            "updates": int(accumulated.optimizer.iterations.numpy()),
+            "difference": _max_difference(accumulated, whole),
+        }
+        sys.stdout.write("RESULT " + json.dumps(result) + "\n")
 
 
-@pytest.mark.slow  # a child process that starts TensorFlow (~15 s)
-def test_mirrored_accumulated_batches_train_as_one_device_whole_batches():
+def _mirrored_results(*kinds):
+    """`_child(kinds)`'s measurements, from a child process."""
     completed = subprocess.run(
-        [sys.executable, "-m", "tests.training.test_gradient_accumulation"],
+        [sys.executable, "-m", "tests.training.test_gradient_accumulation"]
+        + list(kinds),
         cwd=REPO,
         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     lines = [
         line for line in completed.stdout.splitlines() if line[:7] == "RESULT "
     ]
-    assert completed.returncode == 0 and lines, completed.stderr[-3000:]
-    result = json.loads(lines[-1][7:])
+    assert completed.returncode == 0 and len(lines) == len(kinds), (
+        completed.stderr[-3000:]
+    )
+    return [json.loads(line[7:]) for line in lines]
+
+
+@pytest.mark.slow  # a child process that starts TensorFlow (~15 s)
+def test_mirrored_accumulated_batches_train_as_one_device_whole_batches():
+    (result,) = _mirrored_results("classifier")
     assert result["replicas"] == 2
     assert result["updates"] == UPDATES
     assert result["difference"] <= TOLERANCE
 
 
+@pytest.mark.slow  # a child process that trains four models (~30 s)
+def test_mirrored_means_over_counted_labels_train_as_whole_batches():
+    """Each replica's micro-batch divides its sum by the count over the
+    whole global batch (both replicas, all micro-batches)."""
+    for result in _mirrored_results("token_classifier", "masked_lm"):
+        print(f"mirrored {result['kind']}: {result['difference']:.2e}")
+        assert result["replicas"] == 2
+        assert result["updates"] == UPDATES
+        assert result["difference"] <= TOLERANCE
+
+
 if __name__ == "__main__":
-    _child()
+    _child(sys.argv[1:])
