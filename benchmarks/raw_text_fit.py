@@ -302,11 +302,14 @@ def summarize(tasks):
         "batches cut to their longest row; each job a fresh process, "
         "alternating. Examples/s over the training epoch. Equal metrics "
         "to every digit: with the same seed, `fit` trains on the recipe's "
-        "very batches. The recipe's epoch is the slower one in either "
-        "order; it runs under `OneDeviceStrategy` with the runner's "
-        "callbacks (backup, per-epoch evaluation, progress), which this "
-        "table does not ablate. Measured on a busy shared 2-core machine "
-        "(load 8-12), so the speeds are noisy.\n"
+        "very batches. The recipe runs under `OneDeviceStrategy` with the "
+        "runner's callbacks (backup, per-epoch evaluation, progress), "
+        "which this table does not ablate. The speed ratio depends on the "
+        "machine's load: SST-2 rounds 0-1 and the RTE and STS-B rounds ran "
+        "on a busy shared machine (load average 8-12, read with `uptime`), "
+        "where raw-text `fit` was the faster; SST-2 rounds 2-3 on a quiet "
+        "one (load average 1-2), where it was 0.78-0.84x the recipe. Trust "
+        "the quiet rounds.\n"
         f"{machine}\n\n{table}\n",
     )
 
