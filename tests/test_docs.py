@@ -416,8 +416,10 @@ def _run_in_fresh_process(document, sources, directory, variables):
 
 
 # Documents whose blocks train for longer than the default suite affords
-# (each pre-trains `bert_tiny`, 30,522-token vocabulary): `-m slow`.
-SLOW = {"docs/distributed.md", "docs/pretraining.md"}
+# (distributed and pre-training each pre-train `bert_tiny`, 30,522-token
+# vocabulary; fine_tuning's LoRA, accumulation and raw-text blocks take
+# ~15 s together): `-m slow`.
+SLOW = {"docs/distributed.md", "docs/pretraining.md", "docs/fine_tuning.md"}
 
 RUNNABLE = [
     pytest.param(d, marks=[pytest.mark.slow] if d in SLOW else [])

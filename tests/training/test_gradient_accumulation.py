@@ -268,6 +268,7 @@ def test_mixed_float16_loss_scaling_scales_each_micro_batch(kind):
     assert difference <= 2e-3
 
 
+@pytest.mark.slow
 def test_resume_from_a_checkpoint_between_updates_equals_no_stop(
     tmp_path, whole_batches
 ):
