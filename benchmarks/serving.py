@@ -90,6 +90,7 @@ OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "serving")
 GLUE_DIR = os.path.join(common.SHARED, "glue")
 CONTESTANTS = tuple(contestants.CONTESTANTS)
 OURS, OURS_INT8 = "ours_fp32", "ours_int8"
+SST2_DEV_SIZE = 872
 # The goals of issue 32: (ours, peer, at least this ratio of examples/s).
 GOALS = (
     (OURS, "onnxruntime_fp32", 1.0),
@@ -124,7 +125,7 @@ def define_flags():
     )
     flags.DEFINE_list("batch_sizes", ["1", "32"], "Request sizes.")
     flags.DEFINE_integer(
-        "sentences", 0, "Serve only the first N dev sentences (0: all 872)."
+        "sentences", 0, "Serve only the first N dev sentences (0: all)."
     )
     flags.DEFINE_integer("warmup", 3, "Untimed requests first, per batch size.")
     flags.DEFINE_integer("threads", os.cpu_count(), "Threads of every runtime.")
@@ -252,8 +253,8 @@ def run_worker():
 
 
 def code_version():
-    """HEAD and a digest of keras_bert's uncommitted changes: the exports
-    are rewritten when either changes."""
+    """The git tree of keras_bert at HEAD and a digest of its uncommitted
+    changes: the exports are rewritten when the package changes."""
 
     def git(*args):
         return subprocess.run(
@@ -262,7 +263,7 @@ def code_version():
 
     diff = git("diff", "HEAD", "--", "keras_bert")
     return {
-        "commit": git("rev-parse", "HEAD").strip(),
+        "keras_bert_tree": git("rev-parse", "HEAD:keras_bert").strip(),
         "diff_sha1": hashlib.sha1(diff.encode()).hexdigest(),
     }
 
@@ -506,23 +507,29 @@ def summary_markdown(records, contestant_names, manifest=None):
             )
             + "."
         )
+    classifier = (manifest or {}).get("key", {}).get("classifier", "DIR")
+    command = (
+        f"python benchmarks/serving.py --classifier={classifier} "
+        f"--rounds={len(rounds)}"
+        + (f" --sentences={sentences}" if sentences < SST2_DEV_SIZE else "")
+    )
+    cores = os.cpu_count()
     return f"""## Serving: our SavedModel against transformers, ONNX Runtime, keras-hub
 
-`python benchmarks/serving.py --classifier=/work/cache/sst2_minilm
---rounds={len(rounds)}` (what each contestant runs: the script's
-docstring). MiniLM-L6-H384 fine-tuned on SST-2 by `recipes/glue.py`, the
-same weights in every contestant (exported with keras-bert's own
-writers), the first {sentences} SST-2 dev sentences in file order; batch 1
-is one sequential client, batch 32 consecutive requests of 32; the
-tokenizer runs inside each timed request. Medians of {len(rounds)}
+`{command}` (what each contestant runs: the script's docstring).
+MiniLM-L6-H384 fine-tuned on SST-2 by `recipes/glue.py`, the same weights
+in every contestant (exported with keras-bert's own writers); the first
+{sentences} of the {SST2_DEV_SIZE} SST-2 dev sentences in file order.
+Batch 1 is one sequential client; batch 32, consecutive requests of 32.
+The tokenizer runs inside each timed request. Medians of {len(rounds)}
 rounds, each contestant's round a fresh process, the order rotated each
-round; `ours / it` is the median of the per-round paired ratios of
+round; `ours_fp32 / it` is the median of the per-round paired ratios of
 examples/s (>1: ours is faster).{fused}
 
 Machine: {machine}. Load average (1 min) at the start and end of the
-jobs: {min(loads):.2f}–{max(loads):.2f}; other engineers' jobs were running
-beside this one, so absolute figures are noisy and the paired ratios are
-the figures to read.
+jobs: {min(loads):.2f} to {max(loads):.2f}, on {cores} cores: above
+{cores}, other processes were competing for the cores, and the absolute
+figures, even the paired ratios, hold for a machine that busy only.
 
 {chr(10).join(rows)}
 

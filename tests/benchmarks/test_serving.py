@@ -116,7 +116,8 @@ def test_summary_table_ratios_goals_and_unavailable():
     assert "ours_int8 / onnxruntime_int8, batch 1: goal ≥1×, not measured" in (
         markdown
     )
-    assert "1.00–4.00" in markdown  # the load averages' range
+    assert "jobs: 1.00 to 4.00, on" in markdown  # the load averages' range
+    assert "--rounds=2 --sentences=4`" in markdown
 
 
 def test_an_unavailable_contestant_says_why():
