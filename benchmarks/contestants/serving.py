@@ -21,7 +21,7 @@ inside it, as a server does per request.
 
 ```python
 manifest = prepare(classifier, tokenizer, "/tmp/serving", 128)
-predict = load("onnxruntime_fp32", "/tmp/serving", 128, threads=2)
+predict = load("onnxruntime_fp32", manifest, 128, threads=2)
 predict(["a gripping film .", "dull ."])  # array([1, 0])
 ```
 """
