@@ -3,9 +3,9 @@
 Keras' own int8 `Dense` (`model.quantize("int8")`) quantizes the inputs
 per row and multiplies with `ops.matmul(int8, int8)`, which on TensorFlow
 becomes `BatchMatMulV3` int8 → int32: on a 2-core AMD EPYC with AVX-512
-VNNI that ran about 5x *slower* than the float32 matmul (for MiniLM's
-`(tokens, 384) @ (384, 1536)` and `(tokens, 1536) @ (384)`; measured
-with `benchmarks/int8.py --matmul_only`). TensorFlow's oneDNN kernel
+VNNI that ran 4 to 5.4x *slower* than the float32 matmul for MiniLM's
+dense shapes (`python benchmarks/int8.py --matmul_only`; a busy machine).
+TensorFlow's oneDNN kernel
 `QuantizedMatMulWithBiasAndDequantize` (uint8 inputs, int8 weights,
 float32 out) is the fast one, so this is where TensorFlow is the point,
 and the ops are TensorFlow's.

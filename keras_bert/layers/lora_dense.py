@@ -33,16 +33,19 @@ class LoraDense(keras.layers.Dense):
     int8 is Keras' too: `quantize("int8")` (what `model.quantize("int8")`
     calls; Keras' own `Dense.quantize` refuses subclasses) stores the
     kernel as int8 with one scale per output column (`kernel_scale`),
-    and the layer's dtype policy becomes `int8_from_<policy>`, so a saved
-    `.keras` file reloads quantized. What differs is inference on
-    TensorFlow: Keras multiplies int8 by int8 with `BatchMatMulV3`, about
-    5x slower than float32 on a 2-core AMD EPYC; this layer uses
-    TensorFlow's oneDNN int8 kernel instead (`layers.int8_matmul`, 2 to
-    2.7x faster than float32 at 4096 tokens there), with the inputs
-    quantized per call over their largest magnitude. It keeps
-    `kernel_column_sums` (saved with the kernel) for that kernel's input
-    shift. Training, LoRA on a quantized layer and a `quantization_config`
-    without an input quantizer (weights only) run Keras' own int8 call.
+    and the layer's dtype policy becomes `int8_from_<policy>`, so the
+    layer saved alone in a `.keras` file reloads quantized (a whole
+    `BertBackbone` does not: its config rebuilds float layers; export it
+    instead). What differs is inference on TensorFlow: Keras multiplies
+    int8 by int8 with `BatchMatMulV3`, 4 to 5.4x slower than float32 on
+    a 2-core AMD EPYC; this layer uses TensorFlow's oneDNN int8 kernel
+    instead (`layers.int8_matmul`: 1.8 to 3.0x faster than float32 at
+    4096 rows there, but 0.7 to 1.0x at 128 rows; `python
+    benchmarks/int8.py --matmul_only`), each input row quantized over its
+    own largest magnitude. It keeps `kernel_column_sums` (saved with the
+    kernel) for that kernel's input shift. Training, LoRA on a quantized
+    layer and a `quantization_config` without an input quantizer (weights
+    only) run Keras' own int8 call.
 
     Args:
         units: int. Output width.

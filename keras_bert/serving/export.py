@@ -71,8 +71,9 @@ def export_saved_model(
             int8 dense kernels and WordPiece table, about 4x smaller
             variables; `model` itself is unchanged), whose matmuls run on
             TensorFlow's oneDNN int8 kernel, a core TensorFlow op in the
-            Linux x86 builds (see the serving docs' "int8" section for
-            its accuracy, size and speed). Defaults to `None`: float
+            Linux x86 builds (README, "Serve", "int8": its accuracy,
+            size and speed; slower than float32 for single short
+            requests, faster for batches). Defaults to `None`: float
             weights.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
