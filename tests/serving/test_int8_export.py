@@ -135,6 +135,7 @@ def test_int8_export_keeps_the_op_allowlist(exports, tmp_path):
     assert not {"PyFunc", "PyFuncStateless", "EagerPyFunc"} & set(ops)
 
 
+@pytest.mark.slow
 def test_int8_export_serves_without_keras_bert(exports, tmp_path):
     _, paths = exports
     outputs = run_saved_model_outside_python(
@@ -173,6 +174,7 @@ def test_export_recipe_quantize_flag(tmp_path):
             f"--model={tmp_path / 'clf.keras'}",
             f"--vocab_file={vocab_file}",
             "--quantize=int8",
+            "--sequence_length=12",
             f"--export_dir={tmp_path / 'served'}",
         ],
         capture_output=True,
