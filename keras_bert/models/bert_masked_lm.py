@@ -41,7 +41,9 @@ class BertMaskedLM(Task):
     are where the texts' `[MASK]` tokens land, padded with position 0 to
     the most masks of a text (of all the texts given in a list; of each
     batch of a dataset), so `mlm_logits` has one slot per mask. `fit`
-    and `evaluate` take ids.
+    and `evaluate` take ids. `fill_mask(texts, top_k)` gives the
+    likeliest tokens at each mask and their probabilities, as the
+    model's SavedModel does (`transformers`' fill-mask pipeline).
 
     Args:
         backbone: `keras_bert.BertBackbone`.
