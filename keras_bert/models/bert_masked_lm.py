@@ -181,8 +181,8 @@ class BertMaskedLM(Task):
         default).
 
         Args:
-            texts: list, array or tensor of str, with `[MASK]` where a
-                token is to be guessed (as the tokenizer splits text: for
+            texts: list, array or tensor of str (or one str: a batch of
+                one), with `[MASK]` where a token is to be guessed (as the tokenizer splits text: for
                 a vocabulary of single letters, such as a protein model's,
                 letters separated by spaces).
             top_k: int. Tokens per mask, from 1 to the vocabulary size.
@@ -235,6 +235,8 @@ class BertMaskedLM(Task):
         from keras_bert.serving.text_predict import predict_text
 
         check_top_k(top_k, self.backbone.vocabulary_size)
+        if isinstance(texts, (str, bytes)):
+            texts = [texts]
         outputs = predict_text(
             self,
             {"text": texts},

@@ -93,7 +93,8 @@ def test_fill_mask_is_the_top_k_of_the_softmax_at_each_mask(model):
 
 
 def test_top_k_up_to_the_whole_vocabulary(model):
-    outputs = model.fill_mask(["[MASK]"], top_k=len(VOCABULARY), verbose=0)
+    outputs = model.fill_mask("[MASK]", top_k=len(VOCABULARY), verbose=0)
+    assert outputs["token_id"].shape == (1, 1, len(VOCABULARY))  # one str
     assert sorted(outputs["token_id"][0, 0]) == list(range(len(VOCABULARY)))
     np.testing.assert_allclose(outputs["score"][0, 0].sum(), 1.0, atol=1e-6)
 
