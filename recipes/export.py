@@ -30,8 +30,9 @@ Google or keras-hub preset directory, a Hugging Face Hub id
 `--task` chooses the head to load and serve: `embeddings` (the backbone:
 pooled and mean-pooled vectors; also for masked-LM checkpoints), the
 `TASK_NAME` of any task model with a serving signature (`classifier`,
-`question_answering`, `token_classification`, ...), or `auto` (the head
-the checkpoint holds).
+`question_answering`, `token_classification`, `masked_lm` (fill-mask:
+`--export_options='{"top_k": 5}'`), ...), or `auto` (the head the
+checkpoint holds; a masked-LM head exports its backbone's embeddings).
 
 See saved_models/README.md for serving the result.
 """
@@ -223,10 +224,10 @@ def _load_checkpoint(checkpoint):
     if FLAGS.num_classes is not None:
         options["num_classes"] = FLAGS.num_classes
     model = load_checkpoint(checkpoint, model_class, **options)
-    if isinstance(model, keras_bert.BertMaskedLM):
+    if isinstance(model, keras_bert.BertMaskedLM) and FLAGS.task == "auto":
         logging.info(
             "%s holds a masked-LM model; exporting its backbone's "
-            "embeddings (a masked LM has no serving signature).",
+            "embeddings (--task=masked_lm exports fill-mask).",
             FLAGS.checkpoint,
         )
         model = model.backbone

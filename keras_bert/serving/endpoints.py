@@ -28,11 +28,13 @@ strings.
 
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
 from keras_bert.models.task import Task
 from keras_bert.serving.backbone import backbone_endpoints
 from keras_bert.serving.classifier import classifier_endpoints
+from keras_bert.serving.masked_lm import masked_lm_endpoints
 from keras_bert.serving.question_answerer import question_answering_endpoints
 from keras_bert.serving.token_classifier import token_classification_endpoints
 
@@ -40,6 +42,7 @@ from keras_bert.serving.token_classifier import token_classification_endpoints
 _BUILDERS = {
     BertBackbone: backbone_endpoints,
     BertClassifier: classifier_endpoints,
+    BertMaskedLM: masked_lm_endpoints,
     BertQuestionAnswerer: question_answering_endpoints,
     BertTokenClassifier: token_classification_endpoints,
 }

@@ -46,6 +46,11 @@ def export_saved_model(
           tokens), float32 `(batch, hidden)`.
         - `embed_ids`: ids in → the same plus `sequence_output`.
 
+    Signatures of a `BertMaskedLM` (option `top_k`, default 5): fill-mask,
+    `serving_default` on `text` with `[MASK]` → `token`, `token_id`,
+    `score` `(batch, masks, top_k)` and `num_masks` `(batch,)`;
+    `fill_mask_ids` on ids (see `keras_bert.serving.masked_lm`).
+
     Versions are numbered directories, as TF Serving expects. An existing
     version is never overwritten, and TF Serving never loads a half-written
     one: it is written to a hidden directory beside the versions, then
