@@ -153,7 +153,7 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
     `tokenizer`, `vocab.txt` and, where the repo has them,
     `tokenizer_config.json` and `tokenizer.json` (the casing; a keras-hub
     preset: `tokenizer.json` and `assets/tokenizer/vocabulary.txt`). With
-    `config.json`, a sentence-transformers repo's `modules.json`,
+    `weights` or `config`, a sentence-transformers repo's `modules.json`,
     `sentence_bert_config.json` and the modules' own `config.json` files
     (e.g. `1_Pooling/config.json`), where it has them: how
     `BertTextEmbedder` pools (see
@@ -211,7 +211,7 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
                 fetched += [hub.fetch(name) for name in required]
                 fetched += [hub.fetch(n, optional=True) for n in optional]
     else:
-        if config_path:
+        if config_path and (weights or config):  # a model is built
             fetched += hub.fetch_sentence_transformers_files()
         if weights:
             fetched += hub.fetch_weights()
