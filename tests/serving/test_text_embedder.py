@@ -2,10 +2,16 @@
 
 Checked on a tiny model: `serving_default` takes `text` (string `[batch]`)
 and returns `embedding` (float32 `[batch, hidden]`, unit norm when the
-model normalises) equal to the Keras model's (`predict`'s), in this process and in one with
-only TensorFlow and tensorflow-text; `embed_ids` equals the model on ids;
-labels and pairs are refused; `recipes/export.py --task` offers it.
+model normalises) equal to the Keras model's, in this process and in one
+with only TensorFlow and tensorflow-text; `embed_ids` equals the model on
+ids; labels and pairs are refused; `recipes/export.py --task=text_embedder`
+exports a sentence-transformers checkpoint pooled and truncated as its
+files say.
 """
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +25,11 @@ from tests.helpers import backbone_inputs
 from tests.helpers import run_saved_model_outside_python
 from tests.helpers import tiny_backbone_config
 from tests.models.test_bert_text_embedder import VOCABULARY
+from tests.models.test_bert_text_embedder import pooling_config
+from tests.models.test_bert_text_embedder import save_checkpoint
+from tests.models.test_bert_text_embedder import st_modules
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 TEXTS = [
     "a good film",
@@ -100,3 +111,31 @@ def test_labels_and_pairs_are_refused(exported, options, message):
 
 def test_export_recipe_offers_it():
     assert servable_task_names()["text_embedder"] is keras_bert.BertTextEmbedder
+
+
+@pytest.mark.slow  # a recipe process of its own
+def test_export_recipe_exports_a_sentence_transformers_checkpoint(tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    save_checkpoint(checkpoint, st_modules(True), pooling_config("max"), 6)
+    export_dir = tmp_path / "served"
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "export.py"),
+            f"--checkpoint={checkpoint}",
+            "--task=text_embedder",
+            f"--export_dir={export_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    serve = tf.saved_model.load(str(export_dir / "1"))
+    served = serve.signatures["serving_default"](text=tf.constant(TEXTS))
+    model = keras_bert.BertTextEmbedder.from_checkpoint(str(checkpoint))
+    assert (model.pooling, model.preprocessor.sequence_length) == ("max", 6)
+    expected = model(model.preprocessor(TEXTS))
+    np.testing.assert_allclose(
+        served["embedding"], expected, rtol=1e-5, atol=1e-6
+    )
