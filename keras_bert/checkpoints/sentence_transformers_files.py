@@ -141,8 +141,11 @@ def _read_pooling(path, module):
             "the whole sentence-transformers model, or pass `pooling=`."
         )
     config = files.read_json(config_path)
-    if "pooling_mode" in config and isinstance(config["pooling_mode"], str):
-        modes = [config["pooling_mode"]]  # newer spelling of the same
+    mode = config.get("pooling_mode")  # newer versions: a name or names
+    if isinstance(mode, str):
+        modes = [mode]
+    elif isinstance(mode, (list, tuple)):
+        modes = list(mode)
     else:
         modes = [
             key
