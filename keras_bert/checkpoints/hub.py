@@ -326,7 +326,8 @@ class _HubModel:
         """The local paths of the sentence-transformers files the repo has
         (none for a plain `transformers` repo); those found join the files
         an offline error tells to download."""
-        names = list(SENTENCE_TRANSFORMERS_FILES)
+        # tokenizer_config.json: where version 6 keeps max_seq_length.
+        names = list(SENTENCE_TRANSFORMERS_FILES) + [CASING_FILES[0]]
         modules_path = self.fetch(MODULES_FILE, optional=True)
         if modules_path is None:
             return []
