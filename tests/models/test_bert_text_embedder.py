@@ -81,6 +81,7 @@ def test_float32_under_mixed_precision():
     assert model(backbone_inputs()).dtype == "float32"
 
 
+@pytest.mark.slow  # predict's tf.data pipeline: about 14 s on a busy CPU
 def test_predict_on_raw_text_equals_ids():
     preprocessor = keras_bert.BertPreprocessor(
         keras_bert.BertTokenizer(VOCABULARY), sequence_length=12
