@@ -51,6 +51,12 @@ def export_saved_model(
     `score` `(batch, masks, top_k)` and `num_masks` `(batch,)`;
     `fill_mask_ids` on ids (see `keras_bert.serving.masked_lm`).
 
+    Signatures of a `BertTextEmbedder` (see
+    `keras_bert.serving.text_embedder`):
+        - `serving_default`: `text` string `(batch,)` → `embedding`
+          float32 `(batch, hidden)`, L2-normalised if the model normalises.
+        - `embed_ids`: ids in → the same.
+
     Versions are numbered directories, as TF Serving expects. An existing
     version is never overwritten, and TF Serving never loads a half-written
     one: it is written to a hidden directory beside the versions, then
