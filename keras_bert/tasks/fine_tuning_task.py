@@ -155,6 +155,14 @@ class FineTuningTask:
         """
         return {}
 
+    def serving_model(self, model):
+        """The model to export: `model` itself by default.
+
+        A task that trains a wrapper (e.g. embeddings' `PairEmbeddingModel`
+        around the embedder it trains) returns what serves.
+        """
+        return model
+
     def results_extras(self):
         """Task facts added to `results.json`, e.g. eval set sizes."""
         return {}
