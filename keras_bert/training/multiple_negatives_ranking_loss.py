@@ -115,4 +115,8 @@ class MultipleNegativesRankingLoss(keras.losses.Loss):
         return ops.logsumexp(scores, axis=-1) - positive_scores  # (batch,)
 
     def get_config(self):
-        return {**super().get_config(), "scale": self.scale}
+        return {
+            **super().get_config(),
+            "scale": self.scale,
+            "dtype": self.dtype,
+        }

@@ -11,9 +11,7 @@ from keras_bert.tasks.embeddings.fine_tuning import EmbeddingFineTuning
 from keras_bert.tasks.embeddings.fine_tuning import encode_texts
 from keras_bert.tasks.embeddings.metrics import retrieval_metrics
 from keras_bert.tasks.embeddings.metrics import sts_spearman
-from keras_bert.tasks.embeddings.pair_embedding_model import (
-    PairEmbeddingModel,
-)
+from keras_bert.tasks.embeddings.pair_embedding_model import PairEmbeddingModel
 from keras_bert.tasks.embeddings.pairs import read_pairs
 from keras_bert.tasks.embeddings.pairs import read_sts
 from keras_bert.tasks.embeddings.squad_pairs import (

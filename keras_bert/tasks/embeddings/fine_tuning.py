@@ -109,9 +109,7 @@ class EmbeddingFineTuning(FineTuningTask):
         self.sts_file = sts_file
         self.eval_batch_size = eval_batch_size
         self.preprocessor = None
-        self.monitor = (
-            "retrieval/mrr@10" if retrieval_file else "sts/spearman"
-        )
+        self.monitor = "retrieval/mrr@10" if retrieval_file else "sts/spearman"
 
     def load_data(self):
         self.train = read_pairs(self.train_file)

@@ -73,8 +73,7 @@ class PairEmbeddingModel(keras.Model):
                 f"keys {sorted(inputs)}."
             )
         embeddings = [
-            self.embedder(inputs[key], training=training)
-            for key in PAIR_INPUTS
+            self.embedder(inputs[key], training=training) for key in PAIR_INPUTS
         ]  # each (batch, hidden)
         return ops.stack(embeddings, axis=1)  # (batch, 2, hidden)
 
