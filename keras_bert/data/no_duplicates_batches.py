@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.shuffled_epochs import _EPOCH_SEED_STRIDE
+from keras_bert.data.shuffled_epochs import EPOCH_SEED_STRIDE
 
 
 def no_duplicates_batches(texts, batch_size, seed=0):
@@ -117,7 +117,7 @@ def no_duplicates_epochs(
     base_seed = 0 if seed is None else int(seed)
     batches = []
     for epoch in range(first_epoch, num_epochs):
-        epoch_seed = base_seed * _EPOCH_SEED_STRIDE + epoch
+        epoch_seed = base_seed * EPOCH_SEED_STRIDE + epoch
         batches += no_duplicates_batches(texts, batch_size, epoch_seed)[:steps]
     indices = tf.ragged.constant(batches, dtype=tf.int64)
     features = tf.nest.map_structure(tf.convert_to_tensor, features)

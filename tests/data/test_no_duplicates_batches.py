@@ -45,6 +45,7 @@ def test_the_same_seed_the_same_batches():
     )
 
 
+@pytest.mark.slow
 def test_equals_sentence_transformers_sampler_on_the_same_shuffle(monkeypatch):
     """Given the same shuffled order, sentence-transformers'
     `NoDuplicatesBatchSampler` makes the same batches."""

@@ -24,6 +24,8 @@ def _sentence_transformers_loss(embeddings, scale):
     return loss.compute_loss_from_embeddings(columns, None).item()
 
 
+# Importing sentence-transformers takes seconds.
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [2, 3])
 @pytest.mark.parametrize("scale", [20.0, 5.0])
 def test_equals_sentence_transformers_on_random_embeddings(columns, scale):
@@ -56,6 +58,7 @@ def test_hand_computed_value():
     )
 
 
+@pytest.mark.slow
 def test_in_batch_negatives_are_the_batch_it_is_given():
     """The loss of two halves is not the loss of the whole: each replica
     of a `tf.distribute` strategy sees its own half's negatives, and

@@ -103,6 +103,7 @@ def test_trains_and_writes_retrieval_and_sts_results(tmp_path, monkeypatch):
     assert metrics == pytest.approx(results["metrics"]["retrieval"])
 
 
+@pytest.mark.slow
 def test_train_batches_hold_no_passage_twice(tmp_path):
     vocabulary, pairs = _files(tmp_path)
     task = _task(tmp_path, vocabulary, sts_file=str(tmp_path / "sts.tsv"))
@@ -119,6 +120,7 @@ def test_train_batches_hold_no_passage_twice(tmp_path):
         assert inputs["anchor"]["token_ids"].shape[1] < 12
 
 
+@pytest.mark.slow
 def test_encode_texts_keeps_the_order_of_the_texts(tmp_path):
     vocabulary, pairs = _files(tmp_path)
     task = _task(tmp_path, vocabulary, sts_file=str(tmp_path / "sts.tsv"))

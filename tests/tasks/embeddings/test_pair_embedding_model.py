@@ -42,6 +42,7 @@ def test_stacks_the_embedders_outputs():
     assert model.backbone is model.embedder.backbone
 
 
+@pytest.mark.slow
 def test_compiles_with_the_in_batch_negatives_loss_and_trains():
     model = _model(scale=5.0)
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
