@@ -119,6 +119,12 @@ flags.DEFINE_integer(
     "limit_train", None, "Train on the first N pairs (both sides)."
 )
 flags.DEFINE_integer("core", None, "With --contestant: the core it runs on.")
+flags.DEFINE_string(
+    "steady_from_log",
+    None,
+    "Recompute keras_bert_round<--round>.json's steady speed from this "
+    "saved recipe log.",
+)
 FLAGS = flags.FLAGS
 
 
@@ -227,30 +233,54 @@ def run_keras_bert(run_dir, train_path, dev_path):
     with open(os.path.join(run_dir, "results.json")) as f:
         results = json.load(f)
     epoch = results["epochs"][0]
-    # The recipe's progress lines: "epoch 1 step S/N: loss L, X steps/s",
-    # every `window` steps. The steps after the first window (which holds
-    # the tracing of the training step) give the steady speed.
-    windows = re.findall(
-        r"epoch 1 step (\d+)/(\d+): loss \S+, ([\d.]+) steps/s", run.stdout
-    )
-    steady = None
-    if len(windows) > 1:
-        window = int(windows[0][0])
-        steady = {
-            "steps": window * (len(windows) - 1),
-            "seconds": sum(
-                window / float(speed) for _, _, speed in windows[1:]
-            ),
-        }
+    with open(os.path.join(run_dir, "recipe.log"), "w") as f:
+        f.write(run.stdout)
     return {
         "before": before,
         "after": results["metrics"]["retrieval"],
         "train_seconds": epoch["train_seconds"],
-        "steady": steady,
+        "steady": steady_from_recipe_log(run.stdout),
         "eval_seconds": eval_seconds,
         "process_seconds": wall_seconds,
         "command": command,
     }
+
+
+def steady_from_recipe_log(text):
+    """The steady speed of the recipe's log: its progress lines
+    ("epoch 1 step S/N: ...", every `window` steps, absl-timestamped);
+    the steps after the first window (which holds the tracing of the
+    training step), timed by the lines' timestamps."""
+    lines = re.findall(
+        r"^I\d{4} (\d\d):(\d\d):([\d.]+) .*epoch 1 step (\d+)/\d+:",
+        text,
+        re.M,
+    )
+    if len(lines) < 2:
+        return None
+    times = [3600 * int(h) + 60 * int(m) + float(sec) for h, m, sec, _ in lines]
+    return {
+        "steps": int(lines[-1][3]) - int(lines[0][3]),
+        "seconds": times[-1] - times[0],
+    }
+
+
+def restore_steady(log_path):
+    """Recomputes a keras_bert record's steady speed from the recipe's
+    saved log (`--steady_from_log`), e.g. for a record written before
+    the speed was timed by the log's timestamps."""
+    path = os.path.join(FLAGS.output_dir, f"keras_bert_round{FLAGS.round}.json")
+    record = common.read_record(path)
+    with open(log_path) as f:
+        record["steady"] = steady_from_recipe_log(f.read())
+    record["steady_examples_per_second"] = (
+        record["steady"]["steps"]
+        * SETTINGS["batch_size"]
+        / record["steady"]["seconds"]
+    )
+    record["steady_source"] = log_path
+    common.write_record(path, record)
+    print(json.dumps(record["steady"]))
 
 
 def run_sentence_transformers(run_dir, train_path, dev_path):
@@ -534,7 +564,9 @@ def summarize():
 
 def main(argv):
     del argv
-    if FLAGS.summarize:
+    if FLAGS.steady_from_log:
+        restore_steady(FLAGS.steady_from_log)
+    elif FLAGS.summarize:
         summarize()
     elif FLAGS.run:
         os.makedirs(FLAGS.run_dir, exist_ok=True)
