@@ -13,6 +13,11 @@ TensorFlow and tensorflow-text at serving time.
     python recipes/export.py --checkpoint=path/to/bert \
         --export_dir=saved_models/bert_embeddings
 
+    # A sentence-transformers model: text -> its (normalised) embedding,
+    # pooled as its modules.json says:
+    python recipes/export.py --checkpoint=all_minilm_l6_v2_en \
+        --task=text_embedder --export_dir=saved_models/minilm_embedder
+
     # A classifier fine-tuned by someone else, from the Hugging Face Hub
     # (labels from its config.json id2label, when it names them):
     python recipes/export.py --checkpoint=textattack/bert-base-uncased-SST-2 \
@@ -26,8 +31,8 @@ Google or keras-hub preset directory, a Hugging Face Hub id
 `--task` chooses the head to load and serve: `embeddings` (the backbone:
 pooled and mean-pooled vectors; also for masked-LM checkpoints), the
 `TASK_NAME` of any task model with a serving signature (`classifier`,
-`question_answering`, `token_classification`, ...), or `auto` (the head
-the checkpoint holds).
+`question_answering`, `token_classification`, `text_embedder`, ...), or
+`auto` (the head the checkpoint holds).
 
 See saved_models/README.md for serving the result.
 """
@@ -91,7 +96,8 @@ flags.DEFINE_integer(
     "sequence_length",
     128,
     "Tokens per example (a --model's own preprocessor keeps its length "
-    "unless this is given).",
+    "unless this is given; --task=text_embedder from --checkpoint defaults "
+    "to the checkpoint's sentence-transformers max_seq_length).",
 )
 flags.DEFINE_string("export_dir", None, "Base directory of the export.")
 flags.DEFINE_integer("version", None, "Version number; next free by default.")
@@ -193,8 +199,22 @@ def _preprocessor(model, checkpoint):
             "its vocabulary."
         )
     return keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.sequence_length
+        tokenizer, sequence_length=_sequence_length(model)
     )
+
+
+def _sequence_length(model):
+    """--sequence_length; for a text embedder from --checkpoint without
+    it, the length its checkpoint declares (sentence-transformers'
+    max_seq_length, which `BertTextEmbedder.from_checkpoint` read)."""
+    attached = getattr(model, "preprocessor", None)
+    if (
+        isinstance(model, keras_bert.BertTextEmbedder)
+        and attached is not None
+        and not FLAGS["sequence_length"].present
+    ):
+        return attached.sequence_length
+    return FLAGS.sequence_length
 
 
 def _load_checkpoint(checkpoint):

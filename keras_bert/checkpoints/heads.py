@@ -383,7 +383,7 @@ def _text_embedder_config(checkpoint, backbone_config, **kwargs):
     given = {k: kwargs[k] for k in ("pooling", "normalize") if k in kwargs}
     try:
         found = read_sentence_transformers_config(checkpoint.path)
-    except ValueError:
+    except (ValueError, FileNotFoundError):
         if "pooling" not in given:
             raise
         found = {**EMBEDDER_DEFAULTS, "max_seq_length": None}
@@ -408,7 +408,7 @@ def _text_embedder_config(checkpoint, backbone_config, **kwargs):
 def _text_embedder_sequence_length(checkpoint):
     try:
         found = read_sentence_transformers_config(checkpoint.path)
-    except ValueError:
+    except (ValueError, FileNotFoundError):
         return None
     return found and found["max_seq_length"]
 

@@ -153,7 +153,7 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
     `tokenizer`, `vocab.txt` and, where the repo has them,
     `tokenizer_config.json` and `tokenizer.json` (the casing; a keras-hub
     preset: `tokenizer.json` and `assets/tokenizer/vocabulary.txt`). With
-    `config.json`, a sentence-transformers repo's `modules.json`,
+    `weights` or `config`, a sentence-transformers repo's `modules.json`,
     `sentence_bert_config.json` and the modules' own `config.json` files
     (e.g. `1_Pooling/config.json`), where it has them: how
     `BertTextEmbedder` pools (see
@@ -211,7 +211,7 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
                 fetched += [hub.fetch(name) for name in required]
                 fetched += [hub.fetch(n, optional=True) for n in optional]
     else:
-        if config_path:
+        if config_path and (weights or config):  # a model is built
             fetched += hub.fetch_sentence_transformers_files()
         if weights:
             fetched += hub.fetch_weights()
@@ -326,7 +326,8 @@ class _HubModel:
         """The local paths of the sentence-transformers files the repo has
         (none for a plain `transformers` repo); those found join the files
         an offline error tells to download."""
-        names = list(SENTENCE_TRANSFORMERS_FILES)
+        # tokenizer_config.json: where version 6 keeps max_seq_length.
+        names = list(SENTENCE_TRANSFORMERS_FILES) + [CASING_FILES[0]]
         modules_path = self.fetch(MODULES_FILE, optional=True)
         if modules_path is None:
             return []

@@ -12,6 +12,8 @@ of modules run after the encoder:
                                  pooling_mode_mean_tokens,
                                  pooling_mode_max_tokens, ... (true/false)
     sentence_bert_config.json    max_seq_length: where texts are truncated
+                                 (sentence-transformers 6 keeps it as the
+                                 tokenizer_config.json model_max_length)
 
 `read_sentence_transformers_config` reads them into the arguments of
 `keras_bert.BertTextEmbedder` (`pooling`, `normalize`) and its
@@ -27,6 +29,8 @@ from keras_bert import files
 
 MODULES_FILE = "modules.json"
 SENTENCE_BERT_CONFIG_FILE = "sentence_bert_config.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+_NO_LIMIT = 1_000_000
 # A module's own settings, in its folder.
 MODULE_CONFIG_FILE = "config.json"
 # `modules.json` types (sentence-transformers >= 5 also writes the module
@@ -77,7 +81,8 @@ def read_sentence_transformers_config(path):
         `None` when `path` has no `modules.json` (not a sentence-transformers
         checkpoint), else a dict with `pooling` (`"cls"`, `"mean"` or
         `"max"`), `normalize` (bool) and `max_seq_length` (int, or `None`
-        without `sentence_bert_config.json`).
+        when neither `sentence_bert_config.json` nor
+        `tokenizer_config.json` gives one).
 
     Raises:
         ValueError: a module, or a pooling mode, keras_bert cannot
@@ -117,15 +122,28 @@ def read_sentence_transformers_config(path):
             "embedding is not defined. Pass `pooling=` to "
             "BertTextEmbedder.from_checkpoint."
         )
-    config_path = files.join(path, SENTENCE_BERT_CONFIG_FILE)
-    max_seq_length = None
-    if files.exists(config_path):
-        max_seq_length = files.read_json(config_path).get("max_seq_length")
     return {
         "pooling": pooling,
         "normalize": normalize,
-        "max_seq_length": max_seq_length,
+        "max_seq_length": _max_seq_length(path),
     }
+
+
+def _max_seq_length(path):
+    """Where sentence-transformers truncates: `sentence_bert_config.json`'s
+    `max_seq_length` (versions before 6), else the tokenizer's
+    `model_max_length` (what version 6 saves and reads), else `None`."""
+    for name, key in (
+        (SENTENCE_BERT_CONFIG_FILE, "max_seq_length"),
+        (TOKENIZER_CONFIG_FILE, "model_max_length"),
+    ):
+        config_path = files.join(path, name)
+        if files.exists(config_path):
+            length = files.read_json(config_path).get(key)
+            # transformers writes a huge number for "no limit".
+            if isinstance(length, int) and 0 < length < _NO_LIMIT:
+                return length
+    return None
 
 
 def _module_type(module):
@@ -141,8 +159,11 @@ def _read_pooling(path, module):
             "the whole sentence-transformers model, or pass `pooling=`."
         )
     config = files.read_json(config_path)
-    if "pooling_mode" in config and isinstance(config["pooling_mode"], str):
-        modes = [config["pooling_mode"]]  # newer spelling of the same
+    mode = config.get("pooling_mode")  # newer versions: a name or names
+    if isinstance(mode, str):
+        modes = [mode]
+    elif isinstance(mode, (list, tuple)):
+        modes = list(mode)
     else:
         modes = [
             key

@@ -39,6 +39,12 @@ def export_saved_model(
           tokens), float32 `(batch, hidden)`.
         - `embed_ids`: ids in → the same plus `sequence_output`.
 
+    Signatures of a `BertTextEmbedder` (see
+    `keras_bert.serving.text_embedder`):
+        - `serving_default`: `text` string `(batch,)` → `embedding`
+          float32 `(batch, hidden)`, L2-normalised if the model normalises.
+        - `embed_ids`: ids in → the same.
+
     Versions are numbered directories, as TF Serving expects. An existing
     version is never overwritten, and TF Serving never loads a half-written
     one: it is written to a hidden directory beside the versions, then
