@@ -13,7 +13,8 @@ fields, or a TSV whose header names those columns.
 paragraphs in that form.
 
 What it does: builds `keras_bert.BertTextEmbedder` from `--init_checkpoint`
-(pooling and normalisation from its sentence-transformers files) and
+(pooling from its sentence-transformers files, mean without them; always
+L2-normalised, since the loss compares cosines) and
 trains it with in-batch negatives (sentence-transformers'
 MultipleNegativesRankingLoss: cross-entropy over `--scale` x the cosine
 similarity of each anchor with every positive of its batch) on batches
@@ -133,7 +134,9 @@ def _check_flags(config):
 
 def _build_model():
     """The pair model around the embedder, and its preprocessor."""
-    embedder_arguments = {}
+    # Normalised whatever the checkpoint's files say: the loss compares
+    # cosines, and the export serves L2-normalised embeddings.
+    embedder_arguments = {"normalize": True}
     if FLAGS.pooling:
         embedder_arguments["pooling"] = FLAGS.pooling
     embedder, tokenizer = load_task_model(

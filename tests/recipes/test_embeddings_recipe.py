@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 import keras_bert
 
@@ -67,6 +69,7 @@ def test_trains_scores_and_writes_results(tmp_path):
         "--batch_size=4",
         "--epochs=1",
         "--scale=10",
+        f"--export_dir={tmp_path / 'export'}",
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert "retrieval: recall@1" in result.stdout
@@ -76,6 +79,16 @@ def test_trains_scores_and_writes_results(tmp_path):
     assert results["config"]["scale"] == 10
     assert results["config"]["max_seq_length"] == 8
     assert set(results["metrics"]["retrieval"]) == {"recall@1", "mrr@10"}
+    # The export serves the embedder: text in, L2-normalised embedding out.
+    serving = tf.saved_model.load(results["export_dir"]).signatures[
+        "serving_default"
+    ]
+    embedding = serving(text=tf.constant(["cat on the mat", "a dog"]))[
+        "embedding"
+    ].numpy()
+    assert embedding.dtype == np.float32
+    assert embedding.shape == (2, 128)  # bert_tiny's hidden size
+    np.testing.assert_allclose(np.linalg.norm(embedding, axis=1), 1, rtol=1e-5)
 
 
 def test_a_missing_column_names_file_columns_and_fix(tmp_path):
