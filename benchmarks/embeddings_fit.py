@@ -545,6 +545,14 @@ def summary_table(records):
         "pairs/s: the steps after the first tenth of the epoch (which "
         "holds keras-bert's tracing of the training step; batch 32 each)."
     )
+    for record in records:
+        if record.get("steady_source"):
+            lines.append(
+                f"Round {record['round']}'s {record['contestant']} steady "
+                "speed was recomputed from the recipe's saved log "
+                f"(`--steady_from_log={record['steady_source']}`), timed "
+                "by the log's timestamps."
+            )
     return "\n".join(lines)
 
 
