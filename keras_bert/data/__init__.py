@@ -11,6 +11,8 @@ from keras_bert.data.corpus import split_sentences
 from keras_bert.data.corpus import text_lines
 from keras_bert.data.dynamic_masker import DynamicMasker
 from keras_bert.data.masking import create_masked_lm_predictions
+from keras_bert.data.no_duplicates_batches import no_duplicates_batches
+from keras_bert.data.no_duplicates_batches import no_duplicates_epochs
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
 from keras_bert.data.pretraining_dataset import parse_pretraining_example
@@ -35,6 +37,8 @@ __all__ = [
     "create_masked_lm_predictions",
     "expand_input_files",
     "instance_to_example",
+    "no_duplicates_batches",
+    "no_duplicates_epochs",
     "output_shard_paths",
     "pack_texts",
     "packed_batches",

@@ -1,7 +1,9 @@
 """Training epochs whose order a resumed run can replay exactly."""
 
-# Spreads the seeds of one run's epochs away from those of the next seed.
-_EPOCH_SEED_STRIDE = 100_003
+# Spreads the seeds of one run's epochs away from those of the next seed
+# (shuffled_epochs and no_duplicates_epochs seed epoch k of seed s with
+# s * EPOCH_SEED_STRIDE + k).
+EPOCH_SEED_STRIDE = 100_003
 
 
 def shuffled_epochs(dataset, batch_size, seed, first_epoch, num_epochs):
@@ -49,7 +51,7 @@ def shuffled_epochs(dataset, batch_size, seed, first_epoch, num_epochs):
     epochs = [
         dataset.shuffle(
             num_examples,
-            seed=base_seed * _EPOCH_SEED_STRIDE + epoch,
+            seed=base_seed * EPOCH_SEED_STRIDE + epoch,
             reshuffle_each_iteration=False,
         ).batch(batch_size)
         for epoch in range(first_epoch, num_epochs)

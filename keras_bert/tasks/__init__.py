@@ -6,6 +6,7 @@ one task (reading its data, its metrics, its output files, and its
 task is a new folder and a thin recipe; nothing lists the tasks.
 """
 
+from keras_bert.tasks import embeddings
 from keras_bert.tasks import glue
 from keras_bert.tasks import ner
 from keras_bert.tasks import squad
@@ -17,6 +18,7 @@ from keras_bert.tasks.task_model import load_task_model
 __all__ = [
     "FineTuningResult",
     "FineTuningTask",
+    "embeddings",
     "glue",
     "load_task_model",
     "ner",

@@ -328,7 +328,7 @@ def run_fine_tuning(
     if export_dir:
         export = str(
             export_saved_model(
-                model,
+                task.serving_model(model),
                 preprocessor,
                 export_dir if chief else os.path.join(run_dir, "export"),
                 **task.export_options(),

@@ -25,8 +25,9 @@ class FineTuningTask:
     4. `evaluate(model)` after every epoch, on whole eval sets.
     5. After training, with the best epoch's weights loaded:
        `write_outputs(model, directory)`, then
-       `keras_bert.serving.export_saved_model(model, preprocessor,
-       export_dir, **export_options())` when an export is asked for,
+       `keras_bert.serving.export_saved_model(serving_model(model),
+       preprocessor, export_dir, **export_options())` when an export is
+       asked for,
        then `results_extras()`.
 
     Attributes:
@@ -154,6 +155,14 @@ class FineTuningTask:
         classifier. Defaults to none.
         """
         return {}
+
+    def serving_model(self, model):
+        """The model to export: `model` itself by default.
+
+        A task that trains a wrapper (e.g. embeddings' `PairEmbeddingModel`
+        around the embedder it trains) returns what serves.
+        """
+        return model
 
     def results_extras(self):
         """Task facts added to `results.json`, e.g. eval set sizes."""

@@ -15,6 +15,9 @@ from keras_bert.training.gradient_accumulation import (
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
+from keras_bert.training.multiple_negatives_ranking_loss import (
+    MultipleNegativesRankingLoss,
+)
 from keras_bert.training.optimizers import TRAINING_DEFAULTS
 from keras_bert.training.optimizers import AdamW
 from keras_bert.training.optimizers import TrainingDefaults
@@ -37,6 +40,7 @@ __all__ = [
     "EpochEvaluation",
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
+    "MultipleNegativesRankingLoss",
     "PreemptionCheckpoint",
     "ProgressLogger",
     "WarmupLinearDecay",

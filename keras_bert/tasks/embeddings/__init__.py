@@ -1,0 +1,32 @@
+"""Training sentence embeddings: pairs, in-batch negatives, retrieval.
+
+`EmbeddingFineTuning` trains a `PairEmbeddingModel` (an embedder such as
+`keras_bert.BertTextEmbedder` on both sides of each pair) with
+`keras_bert.training.MultipleNegativesRankingLoss` on batches without
+duplicate texts, and scores it by retrieval and STS; `recipes/
+embeddings.py` runs it. `squad_question_paragraph_pairs` makes real pairs.
+"""
+
+from keras_bert.tasks.embeddings.fine_tuning import EmbeddingFineTuning
+from keras_bert.tasks.embeddings.fine_tuning import encode_texts
+from keras_bert.tasks.embeddings.metrics import retrieval_metrics
+from keras_bert.tasks.embeddings.metrics import sts_spearman
+from keras_bert.tasks.embeddings.pair_embedding_model import PairEmbeddingModel
+from keras_bert.tasks.embeddings.pairs import read_pairs
+from keras_bert.tasks.embeddings.pairs import read_sts
+from keras_bert.tasks.embeddings.squad_pairs import (
+    squad_question_paragraph_pairs,
+)
+from keras_bert.tasks.embeddings.squad_pairs import write_pairs_jsonl
+
+__all__ = [
+    "EmbeddingFineTuning",
+    "PairEmbeddingModel",
+    "encode_texts",
+    "read_pairs",
+    "read_sts",
+    "retrieval_metrics",
+    "squad_question_paragraph_pairs",
+    "sts_spearman",
+    "write_pairs_jsonl",
+]
