@@ -22,9 +22,10 @@ def trim_to_longest_row(inputs):
     `multiple=1`), so that a short request costs what its tokens cost, not
     what the export's `sequence_length` does. Padding is masked, so no
     output changes (to float rounding, ≤ 1e-6; tests/serving/test_trim.py).
-    Rounding the width up to a multiple of 8 was measured slower
-    (`benchmarks/serving_profile.py`): in a graph whose shapes are dynamic
-    nothing is traced again per width, and the extra columns are only work.
+    Rounding the width up to a multiple of 8 was not measured to pay
+    (`benchmarks/serving_profile.py`, `multiple_8` vs `multiple_1`): in a
+    graph whose shapes are dynamic nothing is traced again per width, and
+    the extra columns are only work.
 
     Args:
         inputs: dict of `(batch, sequence_length)` tensors with a
