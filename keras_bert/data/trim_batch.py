@@ -16,7 +16,8 @@ def trim_batch(features, multiple=8):
     (`benchmarks/recipe_steps.py`), so the GLUE recipe cuts exactly
     (`multiple=1`). Works on a dict of tensors
     (e.g. in `tf.data.Dataset.map`) or of numpy arrays, with a
-    `"padding_mask"`; values that are not 2-D are kept whole.
+    `"padding_mask"`; values that are not 2-D are kept whole. An empty
+    batch keeps one column.
 
     Args:
         features: dict of `(batch, sequence_length)` tensors or arrays.
@@ -34,6 +35,8 @@ def trim_batch(features, multiple=8):
     """
     mask = features["padding_mask"]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
+    # An empty batch keeps a column: models read position 0 ([CLS]).
+    longest = tf.maximum(longest, 1)
     full = tf.shape(mask)[1]
     length = tf.minimum(-(-longest // multiple) * multiple, full)
     return {

@@ -5,7 +5,7 @@ import tensorflow as tf
 from keras_bert.serving.signatures import text_and_ids_endpoints
 
 
-def backbone_endpoints(model, preprocessor, labels=None, pair=False):
+def backbone_endpoints(model, preprocessor, labels=None, pair=False, trim=True):
     """`serving_default` on text, `embed_ids` on ids: embeddings.
 
     Both return `pooled_output` and `mean_pooled_output` (the mean of
@@ -19,6 +19,9 @@ def backbone_endpoints(model, preprocessor, labels=None, pair=False):
         labels: must be `None` (a backbone has no labels).
         pair: bool. Whether the text endpoint takes `text_a` and
             `text_b`.
+        trim: bool. Whether the text endpoint runs the model only up to
+            the request's longest row (the same outputs, faster; see
+            `keras_bert.serving.signatures.text_and_ids_endpoints`).
 
     Returns a dict `name -> (function, input_signature)`.
     """
@@ -41,4 +44,6 @@ def backbone_endpoints(model, preprocessor, labels=None, pair=False):
             result["sequence_output"] = sequence
         return result
 
-    return text_and_ids_endpoints(preprocessor, embedding, "embed_ids", pair)
+    return text_and_ids_endpoints(
+        preprocessor, embedding, "embed_ids", pair, trim
+    )

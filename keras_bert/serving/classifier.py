@@ -5,7 +5,9 @@ import tensorflow as tf
 from keras_bert.serving.signatures import text_and_ids_endpoints
 
 
-def classifier_endpoints(model, preprocessor, labels=None, pair=False):
+def classifier_endpoints(
+    model, preprocessor, labels=None, pair=False, trim=True
+):
     """`serving_default` on text, `predict_ids` on ids.
 
     Both return `probabilities` float32 `(batch, classes)`, `label_id`
@@ -20,6 +22,9 @@ def classifier_endpoints(model, preprocessor, labels=None, pair=False):
             Defaults to `"0"`, `"1"`, ...
         pair: bool. Whether the text endpoint takes `text_a` and
             `text_b`.
+        trim: bool. Whether the text endpoint runs the model only up to
+            the request's longest row (the same outputs, faster; see
+            `keras_bert.serving.signatures.text_and_ids_endpoints`).
 
     Returns a dict `name -> (function, input_signature)`.
     """
@@ -35,7 +40,7 @@ def classifier_endpoints(model, preprocessor, labels=None, pair=False):
             return {"score": tf.cast(scores[:, 0], tf.float32)}
 
         return text_and_ids_endpoints(
-            preprocessor, regression, "predict_ids", pair
+            preprocessor, regression, "predict_ids", pair, trim
         )
     if labels is None:
         labels = [str(i) for i in range(model.num_classes)]
@@ -57,5 +62,5 @@ def classifier_endpoints(model, preprocessor, labels=None, pair=False):
         }
 
     return text_and_ids_endpoints(
-        preprocessor, classification, "predict_ids", pair
+        preprocessor, classification, "predict_ids", pair, trim
     )

@@ -57,6 +57,13 @@ def export_saved_model(
           float32 `(batch, hidden)`, L2-normalised if the model normalises.
         - `embed_ids`: ids in → the same.
 
+    Every raw-text endpoint runs the model only up to the longest row of
+    each request, not on all `preprocessor.sequence_length` positions:
+    the same outputs, in the time the request's tokens take
+    (`keras_bert.serving.endpoints` says how a new endpoint gets this).
+    The ids endpoints take any sequence length up to the model's
+    `max_sequence_length`.
+
     Versions are numbered directories, as TF Serving expects. An existing
     version is never overwritten, and TF Serving never loads a half-written
     one: it is written to a hidden directory beside the versions, then
@@ -90,7 +97,9 @@ def export_saved_model(
             `labels` (list of str: the label of each class, for the `label`
             output; defaults to `"0"`, `"1"`, ...) and `pair` (bool: the
             model reads sentence pairs `text_a`, `text_b` instead of
-            `text`).
+            `text`); and for every model `trim` (bool: `False` runs the
+            raw-text endpoints on all `sequence_length` positions, as
+            exports before issue 32 did: the same outputs, slower).
 
     Returns:
         The path of the written version directory.

@@ -37,7 +37,7 @@ def check_top_k(top_k, vocabulary_size):
     return top_k
 
 
-def masked_lm_endpoints(model, preprocessor, top_k=DEFAULT_TOP_K):
+def masked_lm_endpoints(model, preprocessor, top_k=DEFAULT_TOP_K, trim=True):
     """`serving_default` on text, `fill_mask_ids` on ids: fill-mask.
 
     - `serving_default`: `text`, string `(batch,)`, with `[MASK]` (the
@@ -65,6 +65,9 @@ def masked_lm_endpoints(model, preprocessor, top_k=DEFAULT_TOP_K):
             tokenizer names the mask token and the tokens.
         top_k: int. Tokens returned per mask, from 1 to the vocabulary
             size. Defaults to `5` (as the `transformers` pipeline).
+        trim: bool. Whether the text endpoint runs the model only up to
+            the request's longest row (the default; the same outputs).
+            `False` runs all `sequence_length` positions.
 
     Returns a dict `name -> (function, input_signature)`.
     """
@@ -109,4 +112,6 @@ def masked_lm_endpoints(model, preprocessor, top_k=DEFAULT_TOP_K):
             "num_masks": num_masks,
         }
 
-    return text_and_ids_endpoints(preprocessor, fill_mask, "fill_mask_ids")
+    return text_and_ids_endpoints(
+        preprocessor, fill_mask, "fill_mask_ids", trim=trim
+    )

@@ -19,6 +19,7 @@ import tensorflow as tf
 from keras_bert.serving.signatures import IDS_INPUTS
 from keras_bert.serving.signatures import ids_signature
 from keras_bert.serving.signatures import same_batch_size
+from keras_bert.serving.signatures import trim_to_longest_row
 from keras_bert.text.question_windows import check_window_arguments
 from keras_bert.text.question_windows import make_windows
 
@@ -35,6 +36,7 @@ def question_answering_endpoints(
     n_best_size=20,
     version_2_with_negative=False,
     null_score_diff_threshold=0.0,
+    trim=True,
 ):
     """SavedModel endpoints of a question-answering model.
 
@@ -59,6 +61,9 @@ def question_answering_endpoints(
         n_best_size: int. Starts and ends considered per window.
         version_2_with_negative: bool. Allow "no answer" (SQuAD v2.0).
         null_score_diff_threshold: float. See above.
+        trim: bool. Whether `serving_default` runs the model only up to
+            the request's longest window (`trim_to_longest_row`; the same
+            answers, faster) instead of all `max_seq_length` positions.
 
     Returns a dict `name -> (function, input_signature)`.
     """
@@ -76,6 +81,8 @@ def question_answering_endpoints(
             doc_stride=doc_stride,
             max_query_length=max_query_length,
         )
+        if trim:
+            windows = trim_to_longest_row(windows)
         outputs = model(
             {name: windows[name] for name in IDS_INPUTS}, training=False
         )
@@ -129,11 +136,19 @@ def best_answers(
     The graph twin of `keras_bert.tasks.squad.postprocess`'s
     `compute_predictions` (its top answer).
 
+    Only real positions (`padding_mask` 1) are ranked, so padding never
+    changes an answer, however many columns the windows have (the export
+    trims them to the request's longest window). `run_squad.py` and
+    `compute_predictions` rank padding positions too; the top answer
+    differs only where a padding logit ranks among a window's
+    `n_best_size`, which then pushes out a real candidate.
+
     Args:
         windows: dict from `make_windows`: `example_index`,
-            `offset_start`, `offset_end`, `max_context`.
-        start_logits: float32 `(num_windows, max_seq_length)`.
-        end_logits: float32 `(num_windows, max_seq_length)`.
+            `padding_mask`, `offset_start`, `offset_end`, `max_context`,
+            each 2-D one `(num_windows, width)`.
+        start_logits: float32 `(num_windows, width)`.
+        end_logits: float32 `(num_windows, width)`.
         contexts: string `(batch,)`: the examples' contexts.
         n_best_size, max_answer_length, version_2_with_negative,
         null_score_diff_threshold: see `question_answering_endpoints`.
@@ -144,9 +159,16 @@ def best_answers(
     offset_start = windows["offset_start"]
     offset_end = windows["offset_end"]
     top = tf.minimum(n_best_size, tf.shape(start_logits)[1])
+    # The lowest float, not -inf: segment maxima start from it.
+    invalid = tf.float32.min
+    real = windows["padding_mask"] > 0
     # Equal logits keep position order in top_k, as in postprocess.py.
-    top_start_logits, starts = tf.math.top_k(start_logits, top)
-    top_end_logits, ends = tf.math.top_k(end_logits, top)
+    top_start_logits, starts = tf.math.top_k(
+        tf.where(real, start_logits, invalid), top
+    )
+    top_end_logits, ends = tf.math.top_k(
+        tf.where(real, end_logits, invalid), top
+    )
     start_ok = (tf.gather(offset_start, starts, batch_dims=1) >= 0) & tf.equal(
         tf.gather(windows["max_context"], starts, batch_dims=1), 1
     )
@@ -159,8 +181,6 @@ def best_answers(
         & (length <= max_answer_length)
     )
     scores = top_start_logits[:, :, None] + top_end_logits[:, None, :]
-    # The lowest float, not -inf: segment maxima start from it.
-    invalid = tf.float32.min
     scores = tf.where(valid, scores, invalid)
     # Start-major order within a window, then window order: the first
     # maximum is the one postprocess.py ranks first.

@@ -5,7 +5,9 @@ import tensorflow as tf
 from keras_bert.serving.signatures import text_and_ids_endpoints
 
 
-def text_embedder_endpoints(model, preprocessor, labels=None, pair=False):
+def text_embedder_endpoints(
+    model, preprocessor, labels=None, pair=False, trim=True
+):
     """`serving_default` on text, `embed_ids` on ids: one embedding each.
 
     `serving_default` takes `text`, a string tensor `(batch,)`, and returns
@@ -23,6 +25,9 @@ def text_embedder_endpoints(model, preprocessor, labels=None, pair=False):
             model's own, which `export_saved_model` takes by default).
         labels: must be `None` (embeddings have no labels).
         pair: must be `False`: each text is embedded on its own.
+        trim: bool. Whether the text endpoint runs the model only up to
+            the request's longest row (the default; the same embeddings).
+            `False` runs all `sequence_length` positions.
 
     Returns a dict `name -> (function, input_signature)`.
 
@@ -58,4 +63,6 @@ def text_embedder_endpoints(model, preprocessor, labels=None, pair=False):
         embeddings = model(inputs, training=False)
         return {"embedding": tf.cast(embeddings, tf.float32)}
 
-    return text_and_ids_endpoints(preprocessor, embedding, "embed_ids")
+    return text_and_ids_endpoints(
+        preprocessor, embedding, "embed_ids", trim=trim
+    )

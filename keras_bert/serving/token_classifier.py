@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from keras_bert.serving.signatures import IDS_INPUTS
 from keras_bert.serving.signatures import ids_signature
+from keras_bert.serving.signatures import trim_to_longest_row
 from keras_bert.text.token_windows import check_window_arguments
 from keras_bert.text.token_windows import default_stride
 from keras_bert.text.token_windows import window_tokens
@@ -73,7 +74,7 @@ def label_codes(labels):
 
 
 def token_classification_endpoints(
-    model, preprocessor, labels=None, stride=None
+    model, preprocessor, labels=None, stride=None, trim=True
 ):
     """SavedModel endpoints of a token classifier.
 
@@ -95,6 +96,9 @@ def token_classification_endpoints(
             the model's `labels`.
         stride: int or `None`. Tokens between window starts; defaults to
             half a window.
+        trim: bool. Whether `serving_default` runs the model only up to
+            the request's longest window (`trim_to_longest_row`; the same
+            entities, faster) instead of all `sequence_length` positions.
 
     Returns a dict `name -> (function, input_signature)`.
     """
@@ -125,6 +129,8 @@ def token_classification_endpoints(
         windows = window_tokens(
             tokenizer, ids, word_index, sequence_length, stride
         )
+        if trim:
+            windows = trim_to_longest_row(windows)
         logits = model(
             {name: windows[name] for name in IDS_INPUTS}, training=False
         )
@@ -195,7 +201,8 @@ def entities_from_windows(
 
     Args:
         windows: `window_tokens`' dict for the texts' tokens.
-        logits: float32 `(num_windows, sequence_length, classes)`.
+        logits: float32 `(num_windows, width, classes)`, `width` that
+            of the windows (`sequence_length`, or fewer once trimmed).
         text: string `(batch,)`.
         token_starts, token_ends: int ragged `(batch, (tokens))`: each
             token's code-point span in its text.
