@@ -182,9 +182,10 @@ class BertMaskedLM(Task):
 
         Args:
             texts: list, array or tensor of str (or one str: a batch of
-                one), with `[MASK]` where a token is to be guessed (as the tokenizer splits text: for
-                a vocabulary of single letters, such as a protein model's,
-                letters separated by spaces).
+                one), with `[MASK]` where a token is to be guessed (as
+                the tokenizer splits text: for a vocabulary of single
+                letters, such as a protein model's, letters separated by
+                spaces).
             top_k: int. Tokens per mask, from 1 to the vocabulary size.
                 Defaults to `5`.
             batch_size: int or `None`. Texts per batch; defaults to 32.
