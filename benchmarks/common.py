@@ -256,6 +256,18 @@ def job_context():
     }
 
 
+def load_note(loads):
+    """What the load averages `loads` (numbers) say about the machine, as a
+    sentence for RESULTS.md."""
+    cores = os.cpu_count()
+    if max(loads) > cores:
+        return (
+            f"more runnable jobs than the {cores} cores: other jobs shared "
+            "the machine, so trust the paired ratios over the absolute rates."
+        )
+    return f"at most {cores} runnable jobs: a quiet machine."
+
+
 def paired_rounds(records, contestants):
     """The sorted rounds in which every one of `contestants` ran, of
     `records[(contestant, round)]`."""

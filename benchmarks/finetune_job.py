@@ -404,9 +404,15 @@ def summarize():
         "hf_trainer_grouped changes only the Trainer's batching, "
         "keras_hub_xla only keras-hub's `jit_compile` (True).\n"
         + (
-            f"Load average (1 min) as each job started: {loads}; the "
-            "2 cores were shared with other engineers' jobs during those "
-            "rounds, so trust the paired ratios over the absolute times.\n"
+            f"Load average (1 min) as each job started: {loads}; "
+            + common.load_note(
+                [
+                    r["load_average"]
+                    for r in records.values()
+                    if "load_average" in r
+                ]
+            )
+            + "\n"
             if loads
             else ""
         )

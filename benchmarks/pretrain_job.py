@@ -418,9 +418,15 @@ def summarize():
         "recipe's job of the same round; keras_hub_xla is keras_hub with "
         "`jit_compile=True`.\n"
         + (
-            f"Load average (1 min) as each job started: {loads}; the "
-            "2 cores were shared with other engineers' jobs during those "
-            "rounds, so trust the paired ratios over the absolute rates.\n"
+            f"Load average (1 min) as each job started: {loads}; "
+            + common.load_note(
+                [
+                    r["load_average"]
+                    for r in records.values()
+                    if "load_average" in r
+                ]
+            )
+            + "\n"
             if loads
             else ""
         )
