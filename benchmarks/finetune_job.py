@@ -401,8 +401,12 @@ def summarize():
         "(round k: seed k for every contestant), each job a fresh process; "
         "each peer is paired with the recipe's job of the same round. The "
         "goal's peers are keras_hub and hf_trainer (each tool's defaults); "
-        "hf_trainer_grouped changes only the Trainer's batching, "
-        "keras_hub_xla only keras-hub's `jit_compile` (True).\n"
+        "hf_trainer_grouped changes only the Trainer's batching"
+        + (
+            ", keras_hub_xla only keras-hub's `jit_compile` (True).\n"
+            if "keras_hub_xla" in contestants
+            else ".\n"
+        )
         + (
             f"Load average (1 min) as each job started: {loads}; "
             + common.load_note(

@@ -415,8 +415,12 @@ def summarize():
         "ones (tokens/s counts 128 tokens per sequence for everyone). "
         "Medians over the rounds each row names, each round alternating its "
         "contestants, each job a fresh process; each peer is paired with the "
-        "recipe's job of the same round; keras_hub_xla is keras_hub with "
-        "`jit_compile=True`.\n"
+        "recipe's job of the same round"
+        + (
+            "; keras_hub_xla is keras_hub with `jit_compile=True`.\n"
+            if "keras_hub_xla" in contestants
+            else ".\n"
+        )
         + (
             f"Load average (1 min) as each job started: {loads}; "
             + common.load_note(
