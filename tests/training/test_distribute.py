@@ -159,8 +159,16 @@ def test_mirrored_weights_equal_one_device_weights(runs):
     mirrored = runs["mirrored"]["weights"]
     assert len(single) == len(mirrored) > 10
     assert runs["one_device"]["change"] > 1e-3  # training moved the weights
-    for a, b in zip(single, mirrored):
-        np.testing.assert_allclose(np.array(b), np.array(a), rtol=0, atol=1e-5)
+    difference = max(
+        float(np.max(np.abs(np.array(b) - np.array(a))))
+        for a, b in zip(single, mirrored)
+    )
+    # docs/distributed.md quotes this line (`pytest -s`).
+    print(
+        f"mirrored vs one_device: max weight difference {difference:.2g}, "
+        f"weights moved {runs['one_device']['change']:.2g}"
+    )
+    assert difference <= 1e-5
 
 
 def test_fused_mixed_precision_mirrored_equals_one_device(runs):
