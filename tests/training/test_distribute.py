@@ -139,7 +139,7 @@ def runs():
         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # ~20 s on a quiet machine; minutes under load
     )
     lines = [
         line for line in completed.stdout.splitlines() if line[:7] == "RESULT "
