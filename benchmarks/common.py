@@ -244,6 +244,38 @@ def run_rounds(run_job, contestants, directory, first_round, rounds):
             write_record(path, record, indent=1)
 
 
+def job_context():
+    """What a round record says about its run: the driver's command line
+    (relative to the repository) and the 1-minute load average
+    (`os.getloadavg`) when the job started, since other jobs may share
+    the machine."""
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
+    return {
+        "command": " ".join(["python", script] + sys.argv[1:]),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+
+
+def load_note(loads):
+    """What the load averages `loads` (numbers) say about the machine, as a
+    sentence for RESULTS.md."""
+    cores = os.cpu_count()
+    if max(loads) > cores:
+        return (
+            f"more runnable jobs than the {cores} cores: other jobs shared "
+            "the machine, so trust the paired ratios over the absolute rates."
+        )
+    return f"at most {cores} runnable jobs: a quiet machine."
+
+
+def paired_rounds(records, contestants):
+    """The sorted rounds in which every one of `contestants` ran, of
+    `records[(contestant, round)]`."""
+    return sorted(
+        {r for _, r in records if all((c, r) in records for c in contestants)}
+    )
+
+
 def round_values(directory, contestants):
     """`(records, values)` of the rounds every contestant completed:
     `records[(contestant, round)]`, and `values(contestant, key)` the

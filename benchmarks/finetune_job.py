@@ -34,6 +34,12 @@ changed:
                       `LengthGroupedSampler`, transformers 4's
                       `group_by_length=True`; off by default).
 
+and one gives keras-hub XLA, nothing else changed:
+
+  keras_hub_xla  `keras_hub` compiled with `jit_compile=True` (keras-hub's
+                 default "auto" leaves XLA off on a CPU, though its fixed
+                 128-token batches are what XLA compiles best).
+
 (`--contestant=recipe_ungrouped` runs the recipe with `--nogroup_by_length`,
 plainly shuffled batches each cut to its longest row, when asked for with
 `--contestants`.)
@@ -44,7 +50,12 @@ time, imports and loading included), and each job reports its training and
 evaluation wall time and dev accuracy. Round k runs every contestant with
 seed k, so the dev accuracies of the rounds show the seed-to-seed noise.
 Reported: medians over rounds, and per round the paired ratio of each
-other contestant's time to the recipe's (>1: the recipe is faster).
+other contestant's time to the recipe's (>1: the recipe is faster). A
+contestant's row uses the rounds in which it and the recipe both ran, so
+later runs may add contestants in new rounds (`--first_round`,
+`--contestants`) without re-running the others; each record keeps the
+command that made it and the machine's load average when it started, and
+the section lists both.
 
     python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
     python benchmarks/finetune_job.py --summarize      # table from the JSONs
@@ -78,7 +89,10 @@ CONTESTANTS = (
     "keras_hub",
     "hf_trainer",
     "hf_trainer_grouped",
+    "keras_hub_xla",
 )
+# Rounds 0-2 were written before records kept their command.
+FIRST_COMMAND = "python benchmarks/finetune_job.py --rounds=3"
 SEQUENCE_LENGTH, BATCH_SIZE, LEARNING_RATE, EPOCHS = 128, 32, 2e-5, 1
 
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
@@ -106,7 +120,7 @@ def read_sst2(split):
     return [row[0] for row in rows], [int(row[1]) for row in rows]
 
 
-def run_keras_hub():
+def run_keras_hub(jit_compile="auto"):
     import keras
     import keras_hub
     import numpy as np
@@ -130,6 +144,7 @@ def run_keras_hub():
         ),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["sparse_categorical_accuracy"],
+        jit_compile=jit_compile,
     )
     train = (
         tf.data.Dataset.from_tensor_slices((sentences, labels))
@@ -233,6 +248,7 @@ def recipe_command(model_dir, seed, grouped=True):
 
 def run_job(contestant, round_index):
     """Runs one contestant's job in a fresh process; returns its record."""
+    context = common.job_context()
     with tempfile.TemporaryDirectory() as model_dir:
         if contestant.startswith("recipe"):
             command = recipe_command(
@@ -274,6 +290,7 @@ def run_job(contestant, round_index):
             record["num_train_examples"] / record["train_seconds"], 2
         ),
         machine=common.machine_description(),
+        **context,
     )
     return record
 
@@ -281,27 +298,50 @@ def run_job(contestant, round_index):
 def summarize():
     import numpy as np
 
-    contestants = tuple(FLAGS.contestants)
-    records, values = common.round_values(OUTPUT_DIR, contestants)
-    rounds = sorted({r for _, r in records})
+    records = {
+        (record["contestant"], record["round"]): record
+        for record in common.read_records(OUTPUT_DIR)
+    }
+    contestants = [
+        c
+        for c in CONTESTANTS + ("recipe_ungrouped",)
+        if common.paired_rounds(records, ("recipe", c))
+    ]
+    if "recipe" not in contestants:
+        raise SystemExit(f"No recipe round in {OUTPUT_DIR}.")
+
+    def values(contestant, key, rounds):
+        return np.array([records[(contestant, r)][key] for r in rounds])
+
+    def listed(rounds):
+        return ", ".join(str(r) for r in rounds)
 
     rows = [
-        "| contestant | training examples/s | training (s) | evaluation (s) "
-        "| total job (s) | dev accuracy, mean ± std | dev accuracy (seeds "
-        + ", ".join(str(r) for r in rounds)
-        + ") |",
-        "|---|---|---|---|---|---|---|",
+        "| contestant | rounds | training examples/s | training (s) "
+        "| evaluation (s) | total job (s) | dev accuracy, mean ± std "
+        "| dev accuracy (each round's seed) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for contestant in contestants:
-        accuracy = values(contestant, "dev_accuracy")
+        rounds = common.paired_rounds(records, ("recipe", contestant))
+        accuracy = values(contestant, "dev_accuracy", rounds)
         accuracies = ", ".join(f"{a:.4f}" for a in accuracy)
         spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
+        median = {
+            key: np.median(values(contestant, key, rounds))
+            for key in (
+                "train_examples_per_second",
+                "train_seconds",
+                "eval_seconds",
+                "total_seconds",
+            )
+        }
         rows.append(
-            f"| {contestant} "
-            f"| {np.median(values(contestant, 'train_examples_per_second')):.1f} "
-            f"| {np.median(values(contestant, 'train_seconds')):.1f} "
-            f"| {np.median(values(contestant, 'eval_seconds')):.1f} "
-            f"| {np.median(values(contestant, 'total_seconds')):.1f} "
+            f"| {contestant} | {listed(rounds)} "
+            f"| {median['train_examples_per_second']:.1f} "
+            f"| {median['train_seconds']:.1f} "
+            f"| {median['eval_seconds']:.1f} "
+            f"| {median['total_seconds']:.1f} "
             f"| {np.mean(accuracy):.4f} ± {spread:.4f} | {accuracies} |"
         )
     ratio_rows = [
@@ -309,37 +349,79 @@ def summarize():
         "Paired ratios to the recipe (per round, the same seed; >1: the "
         "recipe is faster):",
         "",
-        "| contestant | training examples/s (recipe / peer) | total job time "
-        "(peer / recipe) | per round (training; total) |",
-        "|---|---|---|---|",
+        "| contestant | rounds | training examples/s (recipe / peer) "
+        "| total job time (peer / recipe) | per round (training; total) |",
+        "|---|---|---|---|---|",
     ]
     for peer in contestants[1:]:
-        train = values("recipe", "train_examples_per_second") / values(
-            peer, "train_examples_per_second"
+        rounds = common.paired_rounds(records, ("recipe", peer))
+        train = values("recipe", "train_examples_per_second", rounds) / (
+            values(peer, "train_examples_per_second", rounds)
         )
-        total = values(peer, "total_seconds") / values(
-            "recipe", "total_seconds"
+        total = values(peer, "total_seconds", rounds) / values(
+            "recipe", "total_seconds", rounds
         )
         per_round = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
         ratio_rows.append(
-            f"| {peer} | {np.median(train):.2f} | {np.median(total):.2f} "
-            f"| {per_round} |"
+            f"| {peer} | {listed(rounds)} | {np.median(train):.2f} "
+            f"| {np.median(total):.2f} | {per_round} |"
         )
-    machine = records[("recipe", rounds[0])]["machine"]
+    runs = {}  # command -> its rounds
+    for (_, r), record in sorted(records.items(), key=lambda i: i[0][1]):
+        rounds = runs.setdefault(record.get("command", FIRST_COMMAND), [])
+        if r not in rounds:
+            rounds.append(r)
+    commands = "; ".join(
+        f"rounds {listed(rounds)}: `{command}`"
+        for command, rounds in runs.items()
+    )
+    loads = ", ".join(
+        f"round {r}: {', '.join(str(x) for x in load)}"
+        for r in sorted({r for _, r in records})
+        if (
+            load := [
+                record["load_average"]
+                for (_, rr), record in sorted(records.items())
+                if rr == r and "load_average" in record
+            ]
+        )
+    )
+    machines = sorted({record["machine"] for record in records.values()})
     table = "\n".join(rows + ratio_rows)
     print(table)
+    recipe_record = next(v for k, v in records.items() if k[0] == "recipe")
     common.update_results(
         "finetune_job",
         "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
-        f"(`python benchmarks/finetune_job.py --rounds={len(rounds)}`; see "
-        "its docstring for what each contestant runs): MiniLM-L6-H384, "
-        f"{records[('recipe', rounds[0])]['num_train_examples']} training "
-        "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians of "
-        f"{len(rounds)} alternating rounds (round k: seed k for every "
-        "contestant), each job a fresh process. The goal's peers are "
-        "keras_hub and hf_trainer (each tool's defaults); hf_trainer_grouped "
-        "changes only the Trainer's batching.\n"
-        f"{machine}\n\n{table}\n",
+        f"({commands}; see the script's docstring for what each contestant "
+        "runs): MiniLM-L6-H384, "
+        f"{recipe_record['num_train_examples']} training "
+        "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians over "
+        "the rounds each row names, each round alternating its contestants "
+        "(round k: seed k for every contestant), each job a fresh process; "
+        "each peer is paired with the recipe's job of the same round. The "
+        "goal's peers are keras_hub and hf_trainer (each tool's defaults); "
+        "hf_trainer_grouped changes only the Trainer's batching"
+        + (
+            ", keras_hub_xla only keras-hub's `jit_compile` (True).\n"
+            if "keras_hub_xla" in contestants
+            else ".\n"
+        )
+        + (
+            f"Load average (1 min) as each job started: {loads}; "
+            + common.load_note(
+                [
+                    r["load_average"]
+                    for r in records.values()
+                    if "load_average" in r
+                ]
+            )
+            + "\n"
+            if loads
+            else ""
+        )
+        + "\n".join(machines)
+        + f"\n\n{table}\n",
     )
 
 
@@ -354,6 +436,7 @@ def main(argv):
     if FLAGS.contestant:
         run = {
             "keras_hub": run_keras_hub,
+            "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
             "hf_trainer": run_hf_trainer,
             "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
         }[FLAGS.contestant]
@@ -375,8 +458,7 @@ def main(argv):
             FLAGS.first_round,
             FLAGS.rounds,
         )
-    if FLAGS.contestants[0] == "recipe":
-        summarize()
+    summarize()
 
 
 if __name__ == "__main__":

@@ -8,11 +8,28 @@ machine load, and reports the median tokens/s, its spread, the paired
 ratio ours/peer per round, and the model FLOPs utilisation (MFU) against a
 matmul peak measured on this machine in the same run.
 
-FLOPs per trained token: 6 × N + 12 × L × S × H, where N is the number of
-non-embedding parameters (the embedding lookups are not matmuls), L layers,
-S sequence length, H hidden size (the attention score and context matmuls,
-forward and backward); the masked-LM and NSP heads of the pre-training step
-add 6 × (H² + H·V) per prediction, amortised per token.
+MFU counts the FLOPs each contestant actually computes (`flops_per_token`),
+per sequence of S tokens, then divided by S: a training step costs 6 FLOPs
+per weight per row it multiplies (forward 2, backward 4), so a block of
+N_b weights (its matmul kernels, biases and LayerNorms) run on S rows
+costs 6 × S × N_b, and its attention score and context matmuls 12 × S × S
+× H (H hidden size). Every contestant runs its first L − 1 blocks on all S
+rows. The last block differs:
+
+  ours    `BertBackbone.outputs_at`: keys and values on all S rows (6 × S ×
+          (2H² + 2H)), everything else (query, attention output,
+          feed-forward, LayerNorms) on q rows only, q = 1 (`[CLS]`) to
+          classify and 1 + P (P = 20 masked positions) to pre-train, and
+          attention 12 × q × S × H;
+  hub, torch (and torch_compile) the whole block on all S rows.
+
+The pooler runs on `[CLS]` alone in all of them (6 × (H² + H) per
+sequence). The pre-training heads add 6 × (H² + 2H + H·V + V) per decoded
+row (transform, LayerNorm, tied decoder): ours and keras-hub decode the P
+masked positions, transformers' `BertForPreTraining` all S positions (its
+`cls.predictions` runs on the whole sequence; the loss ignores the rest);
+the NSP head (ours and `BertForPreTraining`; keras-hub has none) 6 × 2 ×
+(H + 1). Embedding lookups are not matmuls and are not counted.
 
     python benchmarks/train_throughput.py [--rounds=3] [--steps=10]
 
@@ -69,19 +86,45 @@ CONTESTANTS = {
         "pretrain",
         "mixed_bfloat16",
     ),
-    # XLA (`jit_compile=True`), measured to decide whether it pays.
+    # XLA (`jit_compile=True`), measured to decide whether it pays, and
+    # keras-hub with it too (its compile's "auto" leaves XLA off on a CPU,
+    # though its fixed 128-token shapes are what XLA compiles best).
     "ours_cls_fp32_xla": ("ours", "classify", "float32"),
     "ours_pretrain_fp32_xla": ("ours", "pretrain", "float32"),
+    "hub_cls_fp32_xla": ("hub", "classify", "float32"),
+    "hub_pretrain_fp32_xla": ("hub", "pretrain", "float32"),
+    "hub_cls_bf16_xla": ("hub", "classify", "mixed_bfloat16"),
+    "hub_pretrain_bf16_xla": ("hub", "pretrain", "mixed_bfloat16"),
 }
 
 
-def flops_per_token(task):
+def flops_per_token(framework, task):
+    """Training FLOPs per token that `framework` computes for `task`
+    (see the module docstring): per sequence, divided by its length."""
     H, V = CONFIG["hidden_dim"], CONFIG["vocabulary_size"]
-    non_embedding = common.encoder_parameters() + H * H + H  # + pooler
-    flops = 6 * non_embedding + 12 * CONFIG["num_layers"] * SEQUENCE * H
-    if task == "pretrain":
-        flops += 6 * (H * H + H * V) * PREDICTIONS / SEQUENCE
-    return flops
+    S, P = SEQUENCE, PREDICTIONS
+    block = common.encoder_parameters() // CONFIG["num_layers"]
+    key_value = 2 * H * H + 2 * H
+    full_block = 6 * S * block + 12 * S * S * H
+    if framework == "ours":
+        rows = 1 if task == "classify" else 1 + P
+        last_block = (
+            6 * S * key_value
+            + 6 * rows * (block - key_value)
+            + 12 * rows * S * H
+        )
+    else:
+        last_block = full_block
+    flops = (CONFIG["num_layers"] - 1) * full_block + last_block
+    flops += 6 * (H * H + H)  # pooler, on [CLS]
+    if task == "classify":
+        flops += 6 * 2 * (H + 1)
+    else:
+        decoded = S if framework.startswith("torch") else P
+        flops += 6 * (H * H + 2 * H + H * V + V) * decoded
+        if framework != "hub":
+            flops += 6 * 2 * (H + 1)  # next-sentence head
+    return flops / S
 
 
 def _keras_worker(framework, task, precision, threads, jit_compile=False):
@@ -128,12 +171,16 @@ def _keras_worker(framework, task, precision, threads, jit_compile=False):
             model = keras_hub.models.BertTextClassifier(
                 backbone, num_classes=2, preprocessor=None
             )
-            model.compile(optimizer=optimizer, loss=sparse)
+            model.compile(
+                optimizer=optimizer, loss=sparse, jit_compile=jit_compile
+            )
             y = data["labels"]
         else:
             # keras-hub's BertMaskedLM has no next-sentence head.
             model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-            model.compile(optimizer=optimizer, loss=sparse)
+            model.compile(
+                optimizer=optimizer, loss=sparse, jit_compile=jit_compile
+            )
             features = {
                 "token_ids": features["token_ids"],
                 "segment_ids": features["segment_ids"],
@@ -243,7 +290,9 @@ def main(argv):
     threads = FLAGS.threads or os.cpu_count()
     results = {name: [] for name in names}
     peaks = {"float32": [], "bfloat16": []}
+    loads = []
     for round_index in range(FLAGS.rounds):
+        loads.append(os.getloadavg()[0])
         for dtype in peaks:
             peaks[dtype].append(common.matmul_peak(dtype, threads))
         for name in names:
@@ -277,17 +326,21 @@ def main(argv):
         values = np.array(results[name])
         median = float(np.nanmedian(values))
         peak_key = "float32" if precision == "float32" else "bfloat16"
-        mfu = median * flops_per_token(task) / (peak[peak_key] * 1e9)
+        flops = flops_per_token(framework, task)
+        mfu = median * flops / (peak[peak_key] * 1e9)
         ratios = []
-        for peer in ("hub", "torch", "torch_compile"):
-            peer_name = name.replace("ours", peer)
+        for peer in ("hub", "torch", "torch_compile", "hub_xla"):
+            peer_name = name.replace("ours", peer.removesuffix("_xla"))
+            if peer.endswith("_xla"):
+                peer_name += "_xla"
             if (
                 framework == "ours"
-                and not name.endswith("_xla")
+                and (not name.endswith("_xla") or peer == "hub_xla")
                 and peer_name in results
             ):
                 paired = values / np.array(results[peer_name])
-                ratios.append(f"{peer}: {np.nanmedian(paired):.2f}×")
+                label = "hub XLA" if peer == "hub_xla" else peer
+                ratios.append(f"{label}: {np.nanmedian(paired):.2f}×")
         if name.endswith("_xla"):
             plain = name[: -len("_xla")]
             if plain in results:
@@ -301,12 +354,20 @@ def main(argv):
         rows.append(
             f"| {name} | {task} | {precision} | {median:.0f} "
             f"| {np.nanmin(values):.0f}–{np.nanmax(values):.0f} "
-            f"| {100 * mfu:.0f}% | {', '.join(ratios)} |"
+            f"| {flops / 1e6:.1f} M | {100 * mfu:.0f}% | {', '.join(ratios)} |"
         )
+    subset = (
+        "" if FLAGS.contestants is None else f" --contestants={','.join(names)}"
+    )
+    load = ", ".join(f"{value:.1f}" for value in loads)
     markdown = f"""## Training throughput (issue 9)
 
 Machine: {common.machine_description()}.
-Command: `python benchmarks/train_throughput.py --rounds={FLAGS.rounds} --steps={FLAGS.steps}`.
+Command: `python benchmarks/train_throughput.py --rounds={FLAGS.rounds} --steps={FLAGS.steps}{subset}`.
+Load average (1 min, `os.getloadavg`) at the start of each round: {load};
+the machine's 2 cores were shared with other engineers' jobs, so the
+paired ratios (contestants alternating in one run) are the figures to
+trust, not the absolute rates.
 Model L{CONFIG["num_layers"]}/H{CONFIG["hidden_dim"]}/A{CONFIG["num_heads"]}/I{CONFIG["intermediate_dim"]},
 vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW (lr 1e-5, decay 0.01; each
 library's own: `keras_bert.training.AdamW` for ours, Keras' `AdamW` for keras-hub,
@@ -314,15 +375,20 @@ library's own: `keras_bert.training.AdamW` for ours, Keras' `AdamW` for keras-hu
 step predicts {PREDICTIONS} tokens per sequence (keras-hub's BertMaskedLM has no NSP head;
 ours and `BertForPreTraining` do); PyTorch's bf16 rows use
 `torch.autocast("cpu", torch.bfloat16)`, as transformers' Trainer does; `torch_compile` rows run the
-same PyTorch model through `torch.compile` (compiled during warm-up). {threads} threads per process, contestants in
+same PyTorch model through `torch.compile` (compiled during warm-up); `_xla` rows compile the
+training step with `jit_compile=True` (keras-hub's default "auto" leaves XLA off on a CPU). {threads} threads per process, contestants in
 separate processes, alternating, {FLAGS.rounds} rounds × {FLAGS.steps} timed steps after {FLAGS.warmup} warm-up steps;\na process's figure is its median step time (each step timed on its own).
 Matmul peak measured in the same run (2048³, TensorFlow): fp32 {peak["float32"]:.0f} GFLOP/s,
-bf16 {peak["bfloat16"]:.0f} GFLOP/s. FLOPs/token: classify {flops_per_token("classify") / 1e6:.1f} M,
-pre-train {flops_per_token("pretrain") / 1e6:.1f} M (formula in the script's docstring).
+bf16 {peak["bfloat16"]:.0f} GFLOP/s. MFU counts the FLOPs each contestant computes
+(column "FLOPs/token"; formula in the script's docstring): ours runs its last block's queries,
+feed-forward and LayerNorms only on `[CLS]` (and the {PREDICTIONS} masked positions), keras-hub
+and PyTorch on all {SEQUENCE} positions, and transformers' `BertForPreTraining` decodes all
+{SEQUENCE} positions through its masked-LM head where ours and keras-hub decode only the masked ones.
+Tokens/s counts the {SEQUENCE} input tokens of every sequence for everyone.
 Ratios are medians of per-round ratios ours/peer (>1: ours faster).
 
-| contestant | task | precision | tokens/s (median) | range | MFU | paired ratio |
-|---|---|---|---|---|---|---|
+| contestant | task | precision | tokens/s (median) | range | FLOPs/token | MFU | paired ratio |
+|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 """
     common.update_results("train_throughput", markdown)

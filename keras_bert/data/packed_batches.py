@@ -87,8 +87,10 @@ def packed_batches(
     change (up to float rounding) while short-sentence tasks such as SST-2
     train several times faster. Cutting exactly beats padding up to a few
     lengths so that the static-shape fused kernels could run (MiniLM on
-    SST-2: 1.165x the step of lengths rounded up to 32, fused;
-    `benchmarks/recipe_steps.py`).
+    SST-2, 2-core AMD EPYC: lengths rounded up to 16 or 32, fused, take
+    1.180x and 1.399x the recipe's step, as `python
+    benchmarks/recipe_steps.py --rounds=8 --window=10` prints in its
+    section of `benchmarks/RESULTS.md`).
 
     Args:
         features: dict of int arrays `(num_examples, sequence_length)`, as

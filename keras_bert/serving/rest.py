@@ -1,8 +1,14 @@
 """TF Serving's REST `:predict` request/response format, run locally.
 
-`rest_predict` answers a request body exactly as TensorFlow Serving's REST
-API does, but in-process on a loaded SavedModel: use it to test requests
+`rest_predict` answers a request body in the format of TensorFlow Serving's
+REST API, but in-process on a loaded SavedModel: use it to test requests
 before deploying, and in tests to check the documented response shapes.
+`tests/serving/test_rest_tf_serving_docs.py` checks it against the
+request and response examples of TF Serving's REST API documentation (row
+and columnar forms, `signature_name`, `b64` values, outputs named
+`*_bytes`, `NaN`/`Infinity`, `{"error": ...}`); it has not been compared
+with a running `tensorflow_model_server`, whose error messages' wording
+differs.
 """
 
 import base64
@@ -42,7 +48,8 @@ def rest_predict(saved_model, request):
       a single output).
 
     `"signature_name"` selects the signature (default `serving_default`);
-    `{"b64": "..."}` carries binary strings, as in TF Serving.
+    `{"b64": "..."}` carries binary strings, as in TF Serving, in requests
+    and in the response for outputs whose name ends in `_bytes`.
 
     Args:
         saved_model: the object returned by `tf.saved_model.load`, or a
@@ -136,13 +143,19 @@ def rest_predict(saved_model, request):
 
     if "instances" in request:
         rows = [
-            {key: _to_json(value[i]) for key, value in outputs.items()}
+            {
+                key: _to_json(value[i], binary=key.endswith("_bytes"))
+                for key, value in outputs.items()
+            }
             for i in range(len(request["instances"]))
         ]
         if len(outputs) == 1:
             rows = [next(iter(row.values())) for row in rows]
         return {"predictions": rows}
-    columns_out = {key: _to_json(value) for key, value in outputs.items()}
+    columns_out = {
+        key: _to_json(value, binary=key.endswith("_bytes"))
+        for key, value in outputs.items()
+    }
     if len(columns_out) == 1:
         return {"outputs": next(iter(columns_out.values()))}
     return {"outputs": columns_out}
@@ -204,10 +217,14 @@ def _decode(value):
     return value
 
 
-def _to_json(value):
+def _to_json(value, binary=False):
+    """A numpy output as JSON values; with `binary` (an output named
+    `*_bytes`, as TF Serving decides), strings as `{"b64": ...}`."""
     if isinstance(value, np.ndarray):
-        return [_to_json(v) for v in value]
+        return [_to_json(v, binary) for v in value]
     if isinstance(value, bytes):
+        if binary:
+            return {"b64": base64.b64encode(value).decode("ascii")}
         return value.decode("utf-8", errors="replace")
     if isinstance(value, np.generic):
         return value.item()

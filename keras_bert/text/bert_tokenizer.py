@@ -536,9 +536,10 @@ def to_string_tensor(inputs):
 
 
 # Strings per call when a big batch is processed eagerly: the ops' scratch
-# memory is many times their output (98x for ids, measured at 100,000 lines
-# by benchmarks/tokenizer_memory.py), so a million lines in one call would
-# take gigabytes; in chunks the scratch stays that of one chunk.
+# memory grows with the number of strings in a call, far beyond their
+# output, so the batch runs in chunks and the scratch stays that of one
+# chunk (`python benchmarks/tokenizer_memory.py` prints the peak memory
+# this leaves, against the output's size).
 EAGER_CHUNK = 4096
 
 

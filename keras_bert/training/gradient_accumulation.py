@@ -35,12 +35,11 @@ use `GlobalBatchCrossEntropy` for such a loss. A recipe's `--batch_size=B
 with micro-batches of `B`.
 
 Why not Keras' own `Optimizer(gradient_accumulation_steps=K)`, which
-accumulates across `K` calls of `fit`'s step: it gives the same weights on
-one device (measured 1.2e-7 after 10 updates of a tiny `BertClassifier`),
-but under `MirroredStrategy` its update sits in a `cond` that contains
-the all-reduce and fails (Keras 3.15: "`merge_call` called while defining
-a new graph"); its learning-rate schedules count micro-batches, not
-updates; and a checkpoint between two updates has to hold the
+accumulates across `K` calls of `fit`'s step: it sums the same gradients
+on one device, but under `MirroredStrategy` its update sits in a `cond`
+that contains the all-reduce and fails (Keras 3.15: "`merge_call` called
+while defining a new graph"); its learning-rate schedules count
+micro-batches, not updates; and a checkpoint between two updates has to hold the
 accumulators. Here one `fit` step is one update: `optimizer.iterations`,
 schedules, `steps_per_epoch`, checkpoints and resumption all count
 updates, a resume point is always an update boundary, and nothing but the

@@ -37,6 +37,20 @@ def test_rounds_are_written_and_read_back(tmp_path):
     np.testing.assert_array_equal(values("b", "round"), [0, 1])
 
 
+def test_paired_rounds_are_those_every_contestant_ran():
+    records = {("a", 0): {}, ("b", 0): {}, ("a", 1): {}, ("c", 1): {}}
+    assert common.paired_rounds(records, ("a", "b")) == [0]
+    assert common.paired_rounds(records, ("a", "c")) == [1]
+    assert common.paired_rounds(records, ("a",)) == [0, 1]
+    assert common.paired_rounds(records, ("b", "c")) == []
+
+
+def test_load_note_says_whether_other_jobs_shared_the_machine():
+    cores = os.cpu_count()
+    assert "other jobs shared" in common.load_note([0.5, cores + 0.5])
+    assert "quiet" in common.load_note([0.5, cores])
+
+
 def test_worker_result_is_the_last_printed_one():
     code = (
         "from benchmarks import common; print('log'); "

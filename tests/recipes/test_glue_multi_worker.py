@@ -258,6 +258,8 @@ def test_two_workers_score_and_train_like_one_process(reference_runs):
     difference = max_difference(
         best_weights(reference_runs["one"]), best_weights(reference_runs["two"])
     )
+    # docs/distributed.md quotes these lines (`pytest -s`).
+    print(f"2 workers vs one process: best weights differ by {difference:.2g}")
     assert difference < TOLERANCE
 
 
@@ -295,7 +297,8 @@ def crash_then_resume(files, name, workers):
 
 
 def assert_same_run(model_dir, reference_dir):
-    """Same dev metrics every epoch, best weights within TOLERANCE."""
+    """Same dev metrics every epoch, best weights within TOLERANCE
+    (printed)."""
     resumed, uninterrupted = results(model_dir), results(reference_dir)
     for mine, theirs in zip(resumed["epochs"], uninterrupted["epochs"]):
         assert flat(mine["metrics"]) == pytest.approx(
@@ -303,6 +306,10 @@ def assert_same_run(model_dir, reference_dir):
         )
     difference = max_difference(
         best_weights(model_dir), best_weights(reference_dir)
+    )
+    print(
+        f"{os.path.basename(model_dir)}: resumed run vs uninterrupted: best "
+        f"weights differ by {difference:.2g}"
     )
     assert difference < TOLERANCE
 

@@ -139,7 +139,7 @@ def runs():
         env=dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # ~20 s on a quiet machine; minutes under load
     )
     lines = [
         line for line in completed.stdout.splitlines() if line[:7] == "RESULT "
@@ -159,8 +159,16 @@ def test_mirrored_weights_equal_one_device_weights(runs):
     mirrored = runs["mirrored"]["weights"]
     assert len(single) == len(mirrored) > 10
     assert runs["one_device"]["change"] > 1e-3  # training moved the weights
-    for a, b in zip(single, mirrored):
-        np.testing.assert_allclose(np.array(b), np.array(a), rtol=0, atol=1e-5)
+    difference = max(
+        float(np.max(np.abs(np.array(b) - np.array(a))))
+        for a, b in zip(single, mirrored)
+    )
+    # docs/distributed.md quotes this line (`pytest -s`).
+    print(
+        f"mirrored vs one_device: max weight difference {difference:.2g}, "
+        f"weights moved {runs['one_device']['change']:.2g}"
+    )
+    assert difference <= 1e-5
 
 
 def test_fused_mixed_precision_mirrored_equals_one_device(runs):

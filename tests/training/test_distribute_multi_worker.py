@@ -170,7 +170,10 @@ def checkpoint_steps(model_dir):
 def wait_for_checkpoint(model_dir, step, processes, log, timeout=RUN_TIMEOUT):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if any(s >= step for s in checkpoint_steps(model_dir)):
+        # The `checkpoint` state file, not a `ckpt-*.index` file: the index
+        # is written first, and a kill between the two leaves a run that
+        # restarts from step 0 (seen under load).
+        if latest_step(model_dir) >= step:
             return
         if any(p.poll() is not None for p in processes):
             pytest.fail(f"a worker exited before checkpoint {step}:\n{log()}")
@@ -225,9 +228,10 @@ def reference_runs(files, tmp_path_factory):
 def test_two_workers_match_one_process(reference_runs):
     single, multi = reference_runs
     assert results(multi)["final_step"] == 24
-    assert max_difference(model_weights(single), model_weights(multi)) < (
-        TOLERANCE
-    )
+    difference = max_difference(model_weights(single), model_weights(multi))
+    # docs/distributed.md quotes these lines (`pytest -s`).
+    print(f"2 workers vs one process: max weight difference {difference:.2g}")
+    assert difference < TOLERANCE
 
 
 def test_only_the_chief_writes_to_model_dir(reference_runs):
@@ -273,7 +277,12 @@ def test_sigterm_saves_and_restart_ends_at_the_exact_step(
     assert result["resumed_from_step"] == saved
     assert result["final_step"] == STEPS
     assert result["steps_this_run"] == STEPS - saved
-    assert max_difference(uninterrupted, model_weights(model_dir)) < (TOLERANCE)
+    difference = max_difference(uninterrupted, model_weights(model_dir))
+    print(
+        f"SIGTERM: saved at step {saved}; restarted run vs uninterrupted: "
+        f"max weight difference {difference:.2g}"
+    )
+    assert difference < TOLERANCE
 
 
 def test_sigkill_loses_at_most_one_interval(files, uninterrupted, tmp_path):
@@ -288,10 +297,15 @@ def test_sigkill_loses_at_most_one_interval(files, uninterrupted, tmp_path):
         # manager kills it.
     last = latest_step(model_dir)
     assert last in (killed_after, killed_after + INTERVAL)
-    assert last % INTERVAL == 0
+    assert last % INTERVAL == 0 and last >= INTERVAL, last
 
     run_cluster(files, model_dir, STEPS, INTERVAL, log_dir, "second")
     result = results(model_dir)
     assert result["resumed_from_step"] == last
     assert result["final_step"] == STEPS
-    assert max_difference(uninterrupted, model_weights(model_dir)) < (TOLERANCE)
+    difference = max_difference(uninterrupted, model_weights(model_dir))
+    print(
+        f"SIGKILL: resumed from step {last}; restarted run vs uninterrupted: "
+        f"max weight difference {difference:.2g}"
+    )
+    assert difference < TOLERANCE
