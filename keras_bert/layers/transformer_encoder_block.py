@@ -95,9 +95,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
             only `[CLS]` or the masked tokens saves most of the block's
             work; see `BertBackbone.outputs_at`).
         training: bool. Whether dropout is active.
+        return_attention_probabilities: bool. Whether to return the
+            attention probabilities too, for inspection. Defaults to
+            `False`. They are computed on the way to the output anyway, so
+            asking costs only keeping them.
 
     Returns a tensor of the input's shape, or `(batch_size, num_queries,
-    hidden_dim)` with `query_positions`.
+    hidden_dim)` with `query_positions`. With
+    `return_attention_probabilities=True`, a tuple of that and the
+    attention probabilities `(batch_size, num_heads, num_queries,
+    sequence_length)` (`num_queries` is `sequence_length` without
+    `query_positions`): the softmax over the keys, after attention dropout
+    (none at inference), in the compute dtype, as `transformers`' eager
+    attention returns them. A padding key gets probability 0.
 
     Example:
     ```python
@@ -107,6 +117,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     x = np.random.rand(2, 5, 8).astype("float32")
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
     y = block(x, padding_mask=mask)  # (2, 5, 8)
+    y, probs = block(x, padding_mask=mask, return_attention_probabilities=True)
+    probs.shape  # (2, 2, 5, 5)
     ```
 
     References:
@@ -220,16 +232,46 @@ class TransformerEncoderBlock(keras.layers.Layer):
         )
 
     def call(
-        self, inputs, padding_mask=None, query_positions=None, training=None
+        self,
+        inputs,
+        padding_mask=None,
+        query_positions=None,
+        training=None,
+        return_attention_probabilities=False,
     ):
+        outputs, probs = self._outputs_and_probabilities(
+            inputs,
+            padding_mask,
+            query_positions,
+            training,
+            return_attention_probabilities,
+        )
+        if return_attention_probabilities:
+            return outputs, probs
+        # Unused, `probs` costs nothing: it is computed on the way to
+        # `outputs` anyway, and a graph prunes what nothing reads.
+        return outputs
+
+    def _outputs_and_probabilities(
+        self, inputs, padding_mask, query_positions, training, gather_probs
+    ):
+        """The block's output and the attention probabilities it used
+        (`None` if gathering them at `query_positions` is not wanted)."""
         if query_positions is not None:
             query_positions = ops.cast(query_positions, "int32")
             if "query_positions_only" not in self.optimizations:
                 # By definition: every position, then gathered.
-                outputs = self.call(inputs, padding_mask, training=training)
-                return ops.take_along_axis(
+                outputs, probs = self._outputs_and_probabilities(
+                    inputs, padding_mask, None, training, False
+                )
+                outputs = ops.take_along_axis(
                     outputs, query_positions[:, :, None], axis=1
                 )
+                if gather_probs:
+                    probs = ops.take_along_axis(
+                        probs, query_positions[:, None, :, None], axis=2
+                    )
+                return outputs, probs
         fuse = (
             "xla_fused_ops" in self.optimizations
             and bool(training)
@@ -252,7 +294,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
     # The reference: what the block computes, the plain way.
 
     def _reference_call(self, inputs, padding_mask, training):
-        """The block at every position, as the formula reads."""
+        """The block at every position, as the formula reads; returns the
+        output and the attention probabilities."""
         batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         # Self-attention.
         qkv = self.qkv_dense(inputs)  # (batch, seq, 3 * hidden)
@@ -281,7 +324,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         output = self.output_dropout(
             self.output_dense(hidden), training=training
         )
-        return self.output_layer_norm(x + output, training=training)
+        return self.output_layer_norm(x + output, training=training), probs
 
     def _heads_of_qkv(self, qkv, batch_size, sequence_length):
         """q, k, v `(batch, heads, seq, head_dim)` of the fused projection
@@ -319,7 +362,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
         `keras_bert.layers.optimizations`. All but the attention works on
         2-D `(tokens, hidden)`: there TensorFlow fuses the bias add (and,
         at inference, the GELU) into the matmul. With `fuse`, the
-        element-wise chains between the matmuls run as XLA-fused ops."""
+        element-wise chains between the matmuls run as XLA-fused ops.
+        Returns the output and the attention probabilities."""
         batch_size, sequence_length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         x = ops.reshape(inputs, (-1, self.hidden_dim))  # (tokens, hidden)
         if query_positions is None:
@@ -393,7 +437,10 @@ class TransformerEncoderBlock(keras.layers.Layer):
             training,
             fuse,
         )
-        return ops.reshape(output, (batch_size, query_length, self.hidden_dim))
+        output = ops.reshape(
+            output, (batch_size, query_length, self.hidden_dim)
+        )
+        return output, probs
 
     def _fast_heads(self, x, queries, batch_size, sequence_length, length):
         """q `(batch, heads, length, head_dim)`, k and v `(batch, heads,
@@ -455,6 +502,32 @@ class TransformerEncoderBlock(keras.layers.Layer):
         if query_positions_shape is None:
             return inputs_shape
         return tuple(query_positions_shape) + (inputs_shape[-1],)
+
+    def compute_output_spec(
+        self,
+        inputs,
+        padding_mask=None,
+        query_positions=None,
+        training=None,
+        return_attention_probabilities=False,
+    ):
+        output_shape = self.compute_output_shape(
+            inputs.shape,
+            query_positions_shape=(
+                None if query_positions is None else query_positions.shape
+            ),
+        )
+        output = keras.KerasTensor(output_shape, dtype=self.compute_dtype)
+        if not return_attention_probabilities:
+            return output
+        # (batch, heads, queries, keys)
+        probs_shape = (
+            output_shape[0],
+            self.num_heads,
+            output_shape[1],
+            inputs.shape[1],
+        )
+        return output, keras.KerasTensor(probs_shape, dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

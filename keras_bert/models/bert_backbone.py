@@ -35,6 +35,15 @@ LORA_TARGET_LAYER_NAMES = (
 DEFAULT_LORA_TARGET_LAYER_NAMES = ("qkv_dense",)
 
 
+def _check_backbone_inputs(method, inputs):
+    missing = [name for name in BACKBONE_INPUTS if name not in inputs]
+    if missing:
+        raise ValueError(
+            f"`{method}` needs the inputs {list(BACKBONE_INPUTS)}; "
+            f"missing {missing}. Received: {sorted(inputs)}"
+        )
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertBackbone(keras.Model):
     """BERT: embeddings, a stack of transformer encoder blocks, a pooler.
@@ -368,12 +377,7 @@ class BertBackbone(keras.Model):
         outputs["sequence_output"].shape  # (1, 2, 8)
         ```
         """
-        missing = [name for name in BACKBONE_INPUTS if name not in inputs]
-        if missing:
-            raise ValueError(
-                f"`outputs_at` needs the inputs {list(BACKBONE_INPUTS)}; "
-                f"missing {missing}. Received: {sorted(inputs)}"
-            )
+        _check_backbone_inputs("outputs_at", inputs)
         cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
         if positions is None:
             last_block_positions = cls_position
@@ -386,6 +390,107 @@ class BertBackbone(keras.Model):
         outputs = {"pooled_output": self.pooler_dense(x[:, 0, :])}
         if positions is not None:
             outputs["sequence_output"] = x[:, 1:, :]
+        return outputs
+
+    def layer_outputs(self, inputs, return_attention_probabilities=False):
+        """Every layer's output: the embeddings and each block's hidden
+        states (and, on request, each block's attention probabilities).
+
+        The feature-based use of BERT (Devlin et al., section 5.3: the last
+        hidden layer, the sum or concatenation of the last four, a weighted
+        sum of all) and `transformers`' `output_hidden_states=True` /
+        `output_attentions=True`. The backbone's own graph is unchanged:
+        this builds a second path through the same layers and weights, so
+        only a model built with it computes (and keeps) these outputs.
+        Call it on `keras.Input`s inside a functional model of your own (a
+        feature extractor, or a tagger on a frozen backbone: set
+        `backbone.trainable = False`; the model saves and loads as any
+        functional Keras model), or on concrete inputs, like `outputs_at`.
+
+        Args:
+            inputs: dict of `token_ids`, `segment_ids`, `padding_mask`
+                `(batch_size, sequence_length)`, symbolic or concrete.
+            return_attention_probabilities: bool. Whether to add each
+                block's attention probabilities, for inspection (on
+                concrete inputs only: Keras 3.15's functional models count
+                a layer's outputs by its first call, so a block called
+                without them in the backbone cannot return them in another
+                functional model). Defaults to `False`.
+
+        Returns:
+            A dict with
+            - `hidden_states`: a list of `num_layers + 1` float tensors
+              `(batch_size, sequence_length, hidden_dim)`: the embedding
+              block's output (after its LayerNorm and dropout), then each
+              transformer block's output in order (`transformers`'
+              `hidden_states`, a list instead of a tuple). Stack them with
+              `keras.ops.stack(hidden_states, axis=1)` for one
+              `(batch_size, num_layers + 1, sequence_length, hidden_dim)`
+              tensor.
+            - `sequence_output` (the last of `hidden_states`) and
+              `pooled_output`, as `self(inputs)` returns them.
+            - with `return_attention_probabilities=True`,
+              `attention_probabilities`: a list of `num_layers` tensors
+              `(batch_size, num_heads, sequence_length, sequence_length)`,
+              the softmax over the keys (last axis) for each query,
+              `transformers`' `attentions`; padding keys get 0.
+
+            Hidden states at padding positions are computed but
+            meaningless; mask them with `padding_mask`.
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+            intermediate_dim=32, max_sequence_length=16,
+        )
+        backbone.trainable = False
+        inputs = keras_bert.models.bert_backbone.keras_inputs()
+        hidden_states = backbone.layer_outputs(inputs)["hidden_states"]
+        features = keras.layers.Add()(hidden_states[-2:])  # last two, summed
+        tagger = keras.Model(inputs, keras.layers.Dense(5)(features))
+        tagger({
+            "token_ids": np.array([[2, 7, 9, 3, 0]]),
+            "segment_ids": np.zeros((1, 5), "int32"),
+            "padding_mask": np.array([[1, 1, 1, 1, 0]]),
+        }).shape  # (1, 5, 5)
+        ```
+        """
+        _check_backbone_inputs("layer_outputs", inputs)
+        if return_attention_probabilities and any(
+            keras.backend.is_keras_tensor(inputs[name])
+            for name in BACKBONE_INPUTS
+        ):
+            raise ValueError(
+                "`layer_outputs(..., return_attention_probabilities=True)` "
+                "takes concrete inputs (arrays or tensors), not "
+                "`keras.Input`s: Keras 3.15's functional models cannot yet "
+                "hold a block called both ways. Call it on the batch "
+                "itself, or build the functional model with "
+                "return_attention_probabilities=False (hidden states only)."
+            )
+        padding_mask = inputs["padding_mask"]
+        x = self.embedding(inputs["token_ids"], inputs["segment_ids"])
+        hidden_states = [x]
+        attention_probabilities = []
+        for block in self.transformer_layers:
+            if return_attention_probabilities:
+                x, probs = block(
+                    x,
+                    padding_mask=padding_mask,
+                    return_attention_probabilities=True,
+                )
+                attention_probabilities.append(probs)
+            else:
+                x = block(x, padding_mask=padding_mask)
+            hidden_states.append(x)
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": self.pooler_dense(x[:, 0, :]),
+            "hidden_states": hidden_states,
+        }
+        if return_attention_probabilities:
+            outputs["attention_probabilities"] = attention_probabilities
         return outputs
 
     @property

@@ -27,8 +27,9 @@ def _gelu(x, approximate):
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
 
 
-def _numpy_block(x, mask, w, num_heads, approximate):
-    """BERT's post-LN block, written out step by step in float64."""
+def _numpy_block(x, mask, w, num_heads, approximate, return_probs=False):
+    """BERT's post-LN block, written out step by step in float64 (and its
+    attention probabilities, with `return_probs`)."""
     batch, seq, hidden = x.shape
     head = hidden // num_heads
     qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
@@ -47,23 +48,41 @@ def _numpy_block(x, mask, w, num_heads, approximate):
     a = _layer_norm(x + attention, w["ln1_gamma"], w["ln1_beta"])
     h = _gelu(a @ w["inter_kernel"] + w["inter_bias"], approximate)
     out = h @ w["out_kernel"] + w["out_bias"]
-    return _layer_norm(a + out, w["ln2_gamma"], w["ln2_beta"])
+    y = _layer_norm(a + out, w["ln2_gamma"], w["ln2_beta"])
+    return (y, probs) if return_probs else y
 
 
 # The default fast path, and the reference computation (no optimisation).
 @pytest.mark.parametrize("optimizations", [None, ()], ids=["fast", "reference"])
 @pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
 def test_block_matches_numpy_formula(activation, optimizations):
-    hidden, inter, heads = 4, 6, 2
+    heads = 2
     block = TransformerEncoderBlock(
         num_heads=heads,
-        intermediate_dim=inter,
+        intermediate_dim=6,
         activation=activation,
         optimizations=optimizations,
     )
     rng = np.random.default_rng(3)
-    x = rng.normal(size=(2, 3, hidden)).astype("float32")
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
     mask = np.array([[1, 1, 0], [1, 1, 1]])
+    w = _set_random_weights(block, x, mask, rng)
+
+    expected = _numpy_block(
+        x.astype("float64"),
+        mask,
+        {k: v.astype("float64") for k, v in w.items()},
+        heads,
+        approximate=activation == "gelu_approximate",
+    )
+    actual = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def _set_random_weights(block, x, mask, rng):
+    """Gives `block` random weights (not the small initial ones); returns
+    them by name."""
+    hidden, inter = x.shape[-1], block.intermediate_dim
     block(x, padding_mask=mask)
     w = {
         "qkv_kernel": rng.normal(size=(hidden, 3 * hidden)),
@@ -88,16 +107,60 @@ def test_block_matches_numpy_formula(activation, optimizations):
     block.intermediate_dense.set_weights([w["inter_kernel"], w["inter_bias"]])
     block.output_dense.set_weights([w["out_kernel"], w["out_bias"]])
     block.output_layer_norm.set_weights([w["ln2_gamma"], w["ln2_beta"]])
+    return w
 
-    expected = _numpy_block(
+
+# Inference on the fast and the reference path; training (dropout 0) on
+# the XLA-fused path.
+@pytest.mark.parametrize(
+    "optimizations, training",
+    [(None, False), ((), False), (None, True)],
+    ids=["fast", "reference", "fused"],
+)
+def test_attention_probabilities_match_numpy_formula(
+    monkeypatch, optimizations, training
+):
+    from keras_bert.layers import fused_ops
+
+    monkeypatch.setattr(fused_ops, "MIN_ELEMENTS", 0)  # fuse this tiny case
+    block = TransformerEncoderBlock(
+        num_heads=2,
+        intermediate_dim=6,
+        dropout=0.0,
+        optimizations=optimizations,
+    )
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    mask = np.array([[1, 1, 0], [1, 1, 1]])
+    w = _set_random_weights(block, x, mask, rng)
+    expected, expected_probs = _numpy_block(
         x.astype("float64"),
         mask,
         {k: v.astype("float64") for k, v in w.items()},
-        heads,
-        approximate=activation == "gelu_approximate",
+        2,
+        approximate=False,
+        return_probs=True,
     )
-    actual = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
-    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+    y, probs = block(
+        x,
+        padding_mask=mask,
+        training=training,
+        return_attention_probabilities=True,
+    )
+    assert probs.shape == (2, 2, 3, 3)  # (batch, heads, queries, keys)
+    probs = keras.ops.convert_to_numpy(probs)
+    np.testing.assert_allclose(probs, expected_probs, rtol=1e-4, atol=1e-6)
+    assert (probs[0, :, :, 2] == 0).all()  # a padding key
+    # The output is the one the block gives without being asked.
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(y),
+        keras.ops.convert_to_numpy(
+            block(x, padding_mask=mask, training=training)
+        ),
+    )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(y), expected, rtol=1e-4, atol=1e-5
+    )
 
 
 def test_exact_and_approximate_gelu_differ():
@@ -245,6 +308,52 @@ def test_query_positions_give_the_full_outputs_at_those_positions():
         np.take_along_axis(full, positions[:, :, None], axis=1),
         atol=1e-6,
     )
+
+
+@pytest.mark.parametrize("optimizations", [None, ("split_qkv_first",)])
+def test_attention_probabilities_at_query_positions(optimizations):
+    """With and without `"query_positions_only"`: the full block's
+    probabilities, at the queries asked for."""
+    x, mask, positions = _query_case()
+    block = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=16, optimizations=optimizations
+    )
+    _, full = block(x, padding_mask=mask, return_attention_probabilities=True)
+    _, subset = block(
+        x,
+        padding_mask=mask,
+        query_positions=positions,
+        return_attention_probabilities=True,
+    )
+    assert subset.shape == (3, 2, 3, 7)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(subset),
+        np.take_along_axis(
+            keras.ops.convert_to_numpy(full),
+            positions[:, None, :, None],
+            axis=2,
+        ),
+        atol=1e-6,
+    )
+
+
+def test_symbolic_call_returns_the_probabilities_spec():
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=16)
+    x = keras.Input((None, 8))
+    mask = keras.Input((None,), dtype="int32")
+    y, probs = block(x, padding_mask=mask, return_attention_probabilities=True)
+    assert y.shape == (None, None, 8)
+    assert probs.shape == (None, 2, None, None)
+    positions = keras.Input((3,), dtype="int32")
+    _, probs = block(
+        x,
+        padding_mask=mask,
+        query_positions=positions,
+        return_attention_probabilities=True,
+    )
+    assert probs.shape == (None, 2, 3, None)
+    model = keras.Model([x, mask], block(x, padding_mask=mask))
+    assert model.output.shape == (None, None, 8)  # not asked: one output
 
 
 @pytest.mark.parametrize("fused", [False, True])
