@@ -230,6 +230,14 @@ class FrozenFeaturesTagger(keras.Model):
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
 
+    def compile_from_config(self, config):
+        # A loaded `.keras` file gets its compile settings (and optimizer
+        # state) back, as keras_bert's task models do.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def get_config(self):
         return {
             "name": self.name,
@@ -268,18 +276,27 @@ class _WithoutMask(keras.layers.Layer):
 class _FrozenHiddenStates(keras.layers.Layer):
     """The backbone's hidden states, always in inference mode.
 
-    Its `call` takes no `training` argument, so a functional model's
-    `training=True` does not reach the backbone: its dropout stays off and
-    the features stay fixed. Not serialised: the tagger rebuilds it from
-    its backbone.
+    `BertBackbone.layer_outputs` in a model of its own, called with
+    `training=False`: a functional model's `training=True` would otherwise
+    reach the backbone's dropout (Keras passes the outer call's `training`
+    to every layer of a functional graph, over what the graph was built
+    with), and the features would change from call to call. Not
+    serialised: the tagger rebuilds it from its backbone.
     """
 
     def __init__(self, backbone, **kwargs):
         super().__init__(**kwargs)
         self.backbone = backbone
+        inputs = keras_inputs()
+        self.extractor = keras.Model(
+            inputs,
+            backbone.layer_outputs(inputs)["hidden_states"],
+            name="hidden_states",
+        )
 
     def call(self, inputs):
-        return _hidden_states(self.backbone, inputs)
+        # A list of num_layers + 1 tensors (batch, seq, hidden).
+        return self.extractor(inputs, training=False)
 
     def compute_output_spec(self, inputs):
         spec = keras.KerasTensor(
@@ -287,19 +304,3 @@ class _FrozenHiddenStates(keras.layers.Layer):
             dtype=self.backbone.dtype_policy.compute_dtype,
         )
         return [spec] * (self.backbone.num_layers + 1)
-
-
-def _hidden_states(backbone, inputs):
-    """The embedding output, then each block's output, in inference mode.
-
-    A list of `backbone.num_layers + 1` tensors `(batch, seq, hidden)`.
-    """
-    padding_mask = inputs["padding_mask"]
-    x = backbone.embedding(
-        inputs["token_ids"], inputs["segment_ids"], training=False
-    )
-    states = [x]
-    for block in backbone.transformer_layers:
-        x = block(x, padding_mask=padding_mask, training=False)
-        states.append(x)
-    return states

@@ -108,8 +108,12 @@ def test_config_is_complete_and_the_model_saves():
     rebuilt = run_serialization_test(model)
     assert rebuilt.features == "weighted_sum_all"
     assert rebuilt.labels == LABELS
+    # As after training: the optimizer's state is saved and restored.
+    model.optimizer.build(model.trainable_variables)
     restored = run_model_saving_test(model, backbone_inputs())
     assert not restored.backbone.trainable
+    assert type(restored.optimizer) is type(model.optimizer)
+    assert len(restored.optimizer.variables) == len(model.optimizer.variables)
 
 
 def test_bad_arguments_are_named():
