@@ -165,19 +165,18 @@ def test_a_bad_line_fails_naming_file_and_line_before_training(tmp_path):
 def test_features_flag_trains_a_frozen_features_tagger(tmp_path):
     train, valid, vocabulary = write_inputs(tmp_path)
     result = run_recipe(
-        tmp_path, train, valid, vocabulary, "--features=concat_last_four"
+        tmp_path, train, valid, vocabulary, "--features=weighted_sum_all"
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert "NER validation (best epoch 1)" in result.stdout
     with open(tmp_path / "run" / "results.json") as file:
         results = json.load(file)
-    assert results["config"]["features"] == "concat_last_four"
-    # bert_tiny (hidden 128): two BiLSTMs of 64 units per direction on the
-    # last four blocks concatenated (512 wide), and the 7-way output layer;
-    # not one backbone weight.
-    first = 2 * 4 * 64 * (512 + 64 + 1)
-    second = 2 * 4 * 64 * (128 + 64 + 1)
-    assert results["trainable_parameters"] == first + second + 128 * 7 + 7
+    assert results["config"]["features"] == "weighted_sum_all"
+    # bert_tiny (2 blocks, hidden 128): 3 layer weights and a scale, two
+    # BiLSTMs of 64 units per direction, the 7-way output layer; not one
+    # backbone weight.
+    lstm = 2 * 4 * 64 * (128 + 64 + 1)
+    assert results["trainable_parameters"] == 3 + 1 + 2 * lstm + 128 * 7 + 7
     # --learning_rate=1e-3 was given; unset, the tagger's 1e-3 is logged.
     assert results["config"]["learning_rate"] == 1e-3
     assert set(results["metrics"]["validation"]) >= {"precision", "f1"}
