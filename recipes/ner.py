@@ -30,13 +30,15 @@ score). A run that stopped resumes from its last finished epoch when
 started again with the same `--model_dir`.
 
 Feature-based instead of fine-tuning (the BERT paper's Table 7):
-`--features=last|second_to_last|embeddings|sum_last_four|concat_last_four|
-weighted_sum_all` freezes the backbone and trains
-`keras_bert.tasks.ner.FrozenFeaturesTagger` (a two-layer BiLSTM, of
-`--lstm_units` per direction, on those hidden states) with the same data,
-windows, epochs and scores; the learning rate defaults to the tagger's
-1e-3. Such a run is not exported (`--export_dir` and `--lora_rank` are
-refused with it).
+`--features=ROW` freezes the backbone and trains
+`keras_bert.tasks.ner.FrozenFeaturesTagger`, a two-layer BiLSTM of
+`--lstm_units` per direction, on its hidden states combined as ROW says
+(`last`, `sum_last_four`, `concat_last_four`, `weighted_sum_all`,
+`second_to_last` or `embeddings`; see `--helpfull`), with the same data,
+windows, epochs and scores; `--learning_rate` then defaults to the
+tagger's 1e-3. Such a run is not exported (`--export_dir` and
+`--lora_rank` are refused with it). `benchmarks/feature_based_ner.py` runs
+every row next to fine-tuning (docs/embeddings.md).
 """
 
 from absl import app
