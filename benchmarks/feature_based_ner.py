@@ -221,6 +221,7 @@ def table():
         f"{r['load_average_before'][0]:.1f}-{r['load_average_after'][0]:.1f}"
         for r in records.values()
     ]
+    lines += ["", *_comparison(records)]
     return "\n".join(
         [
             f"## {SECTION}",
@@ -255,6 +256,31 @@ def table():
             f"run: {', '.join(loads)}), so the times are rough.",
         ]
     )
+
+
+def _comparison(records):
+    """Sentences computed from the records: the gaps to fine-tuning."""
+    features = {r: records[r] for r in records if r != "fine_tuning"}
+    if "fine_tuning" not in records or not features:
+        return []
+
+    def f1(row):
+        return 100 * records[row]["metrics"]["f1"]
+
+    best = max(features, key=f1)
+    sentences = [
+        f"Best feature-based row: {ROWS[best]}, {f1(best):.1f}, "
+        f"{f1('fine_tuning') - f1(best):.1f} points under fine-tuning "
+        f"(the paper: {PAPER_BERT_BASE['fine_tuning'] - PAPER_BERT_BASE[best]:.1f})."
+    ]
+    if "last" in features:
+        others = ", ".join(
+            f"{row} {f1(row) - f1('last'):+.1f}"
+            for row in ROWS
+            if row in features and row != "last"
+        )
+        sentences.append(f"Against the last hidden layer alone: {others}.")
+    return sentences
 
 
 def write_docs(markdown):
