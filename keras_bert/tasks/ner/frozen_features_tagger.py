@@ -299,8 +299,11 @@ class _FrozenHiddenStates(keras.layers.Layer):
         return self.extractor(inputs, training=False)
 
     def compute_output_spec(self, inputs):
-        spec = keras.KerasTensor(
-            inputs["token_ids"].shape + (self.backbone.hidden_dim,),
-            dtype=self.backbone.dtype_policy.compute_dtype,
-        )
-        return [spec] * (self.backbone.num_layers + 1)
+        # One KerasTensor per state: a list of one object repeated would
+        # make a functional graph feed the same state in every place.
+        shape = inputs["token_ids"].shape + (self.backbone.hidden_dim,)
+        dtype = self.backbone.dtype_policy.compute_dtype
+        return [
+            keras.KerasTensor(shape, dtype=dtype)
+            for _ in range(self.backbone.num_layers + 1)
+        ]
