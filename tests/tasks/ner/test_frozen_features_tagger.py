@@ -12,6 +12,7 @@ arguments named; `fit` learns and leaves the backbone as it was (slow);
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert import BertBackbone
 from keras_bert.tasks.ner import FrozenFeaturesTagger
@@ -88,12 +89,37 @@ def test_tagger_dropout_is_on_in_training():
 
 
 @pytest.mark.parametrize("features", list(FEATURES))
-def test_each_mode_feeds_the_lstms_its_width(features):
+def test_each_mode_feeds_the_lstms_its_combination(features):
     model = tagger(features)
-    model(backbone_inputs(), training=False)
+    inputs = backbone_inputs()
+    combination = model.get_layer("features")
+    fed = keras.Model(model.inputs, combination.output)(inputs)
+    # The same states, taken from the backbone directly: each mode must see
+    # its own layers (a graph that fed one state everywhere would pass the
+    # width check below but not this one).
+    states = model.backbone.layer_outputs(inputs)["hidden_states"]
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(fed),
+        keras.ops.convert_to_numpy(combination(states)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     width = 4 * 8 if features == "concat_last_four" else 8
     kernel = model.get_layer("bilstm_0").forward_layer.cell.kernel
     assert kernel.shape == (width, 4 * 3)
+
+
+def test_the_layer_mix_weights_get_gradients_through_the_model():
+    model = tagger("weighted_sum_all")
+    inputs = backbone_inputs()
+    weights = model.get_layer("features").layer_weights
+    with tf.GradientTape() as tape:
+        logits = model(inputs, training=False)
+        loss = tf.reduce_sum(logits * np.linspace(-1, 1, 3, dtype="float32"))
+    gradient = tape.gradient(loss, weights).numpy()
+    # Not all equal: a softmax's gradient is 0 only if every state is
+    # the same.
+    assert np.ptp(gradient) > 0, gradient
 
 
 def test_default_lstm_units_are_half_the_hidden_size():
