@@ -38,10 +38,13 @@ from keras_bert import serving  # noqa: E402
 from keras_bert import tasks  # noqa: E402
 from keras_bert import text  # noqa: E402
 from keras_bert import training  # noqa: E402
+from keras_bert.layers.embedding_similarity import similarity  # noqa: E402
+from keras_bert.layers.embedding_similarity import top_k_search  # noqa: E402
 from keras_bert.models import BertBackbone  # noqa: E402
 from keras_bert.models import BertClassifier  # noqa: E402
 from keras_bert.models import BertMaskedLM  # noqa: E402
 from keras_bert.models import BertQuestionAnswerer  # noqa: E402
+from keras_bert.models import BertTextEmbedder  # noqa: E402
 from keras_bert.models import BertTokenClassifier  # noqa: E402
 from keras_bert.text import BertPreprocessor  # noqa: E402
 from keras_bert.text import BertTokenizer  # noqa: E402
@@ -52,6 +55,7 @@ __all__ = [
     "BertClassifier",
     "BertMaskedLM",
     "BertQuestionAnswerer",
+    "BertTextEmbedder",
     "BertTokenClassifier",
     "BertPreprocessor",
     "BertTokenizer",
@@ -62,7 +66,9 @@ __all__ = [
     "layers",
     "models",
     "serving",
+    "similarity",
     "tasks",
     "text",
+    "top_k_search",
     "training",
 ]

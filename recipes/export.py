@@ -9,9 +9,18 @@ TensorFlow and tensorflow-text at serving time.
     python recipes/export.py --model=clf.keras \
         --labels=negative,positive --export_dir=saved_models/sst2
 
+    # The same with int8 weights (about 4x smaller; see README "Serve"):
+    python recipes/export.py --model=clf.keras --quantize=int8 \
+        --labels=negative,positive --export_dir=saved_models/sst2_int8
+
     # Sentence embeddings from a pretrained checkpoint directory:
     python recipes/export.py --checkpoint=path/to/bert \
         --export_dir=saved_models/bert_embeddings
+
+    # A sentence-transformers model: text -> its (normalised) embedding,
+    # pooled as its modules.json says:
+    python recipes/export.py --checkpoint=all_minilm_l6_v2_en \
+        --task=text_embedder --export_dir=saved_models/minilm_embedder
 
     # A classifier fine-tuned by someone else, from the Hugging Face Hub
     # (labels from its config.json id2label, when it names them):
@@ -26,8 +35,10 @@ Google or keras-hub preset directory, a Hugging Face Hub id
 `--task` chooses the head to load and serve: `embeddings` (the backbone:
 pooled and mean-pooled vectors; also for masked-LM checkpoints), the
 `TASK_NAME` of any task model with a serving signature (`classifier`,
-`question_answering`, `token_classification`, ...), or `auto` (the head
-the checkpoint holds).
+`question_answering`, `token_classification`, `text_embedder`,
+`masked_lm` (fill-mask: `--export_options='{"top_k": 5}'`), ...), or
+`auto` (the head the checkpoint holds; a masked-LM head exports its
+backbone's embeddings).
 
 See saved_models/README.md for serving the result.
 """
@@ -91,12 +102,20 @@ flags.DEFINE_integer(
     "sequence_length",
     128,
     "Tokens per example (a --model's own preprocessor keeps its length "
-    "unless this is given).",
+    "unless this is given; --task=text_embedder from --checkpoint defaults "
+    "to the checkpoint's sentence-transformers max_seq_length).",
 )
 flags.DEFINE_string("export_dir", None, "Base directory of the export.")
 flags.DEFINE_integer("version", None, "Version number; next free by default.")
 flags.DEFINE_list("labels", None, "Label strings of the classes, in order.")
 flags.DEFINE_bool("pair", False, "The model reads sentence pairs.")
+flags.DEFINE_enum(
+    "quantize",
+    None,
+    ["int8"],
+    "Export int8 weights (keras_bert.models.quantized_copy; see "
+    "keras_bert.serving.export_saved_model's `quantize`). Default: float.",
+)
 flags.DEFINE_string(
     "export_options",
     None,
@@ -132,6 +151,7 @@ def main(argv):
                 "version",
                 "labels",
                 "pair",
+                "quantize",
                 "export_options",
             )
         },
@@ -161,7 +181,12 @@ def main(argv):
     if FLAGS.pair:
         options["pair"] = True
     path = export_saved_model(
-        model, preprocessor, FLAGS.export_dir, version=FLAGS.version, **options
+        model,
+        preprocessor,
+        FLAGS.export_dir,
+        version=FLAGS.version,
+        quantize=FLAGS.quantize,
+        **options,
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
     logging.info("Exported %s", path)
@@ -193,8 +218,22 @@ def _preprocessor(model, checkpoint):
             "its vocabulary."
         )
     return keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.sequence_length
+        tokenizer, sequence_length=_sequence_length(model)
     )
+
+
+def _sequence_length(model):
+    """--sequence_length; for a text embedder from --checkpoint without
+    it, the length its checkpoint declares (sentence-transformers'
+    max_seq_length, which `BertTextEmbedder.from_checkpoint` read)."""
+    attached = getattr(model, "preprocessor", None)
+    if (
+        isinstance(model, keras_bert.BertTextEmbedder)
+        and attached is not None
+        and not FLAGS["sequence_length"].present
+    ):
+        return attached.sequence_length
+    return FLAGS.sequence_length
 
 
 def _load_checkpoint(checkpoint):
@@ -206,10 +245,10 @@ def _load_checkpoint(checkpoint):
     if FLAGS.num_classes is not None:
         options["num_classes"] = FLAGS.num_classes
     model = load_checkpoint(checkpoint, model_class, **options)
-    if isinstance(model, keras_bert.BertMaskedLM):
+    if isinstance(model, keras_bert.BertMaskedLM) and FLAGS.task == "auto":
         logging.info(
             "%s holds a masked-LM model; exporting its backbone's "
-            "embeddings (a masked LM has no serving signature).",
+            "embeddings (--task=masked_lm exports fill-mask).",
             FLAGS.checkpoint,
         )
         model = model.backbone

@@ -56,6 +56,8 @@ FACADES = {
     "from_checkpoint": "checkpoints",
     "from_preset": "checkpoints",
     "predict": "serving",
+    # BertMaskedLM.fill_mask answers as its export, like `predict` on text.
+    "fill_mask": "serving",
 }
 
 

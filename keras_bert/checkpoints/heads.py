@@ -44,11 +44,16 @@ from typing import Callable
 from typing import Optional
 
 import tensorflow as tf
+from absl import logging
 
 from keras_bert.checkpoints.checkpoint_config import labels_from_config
+from keras_bert.checkpoints.sentence_transformers_files import (
+    read_sentence_transformers_config,
+)
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
+from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
 from keras_bert.models.task import Task
 
@@ -59,6 +64,10 @@ def _arguments_as_given(checkpoint, backbone_config, **kwargs):
 
 def _no_entries(model):
     return {}
+
+
+def _no_sequence_length(checkpoint):
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,9 +91,10 @@ class CheckpointHead:
         google_names: dict. Variable name in an original Google checkpoint
             → Hugging Face name, for head tensors whose Google names do not
             follow the scope-to-dotted-name rule.
-        huggingface_architecture: str. The `transformers` class of the
-            model (`config.json` `architectures`); `"auto"` loading picks
-            the head by it.
+        huggingface_architecture: str or `None`. The `transformers` class
+            of the model (`config.json` `architectures`); `"auto"` loading
+            picks the head by it. `None`: saved as a `BertModel`, never
+            picked by `"auto"`.
         uses_pooler: bool. Whether the head reads `pooled_output`. A model
             that does not (span and token heads) is saved without the
             pooler, as `transformers` saves it, and loads without one.
@@ -98,6 +108,11 @@ class CheckpointHead:
         huggingface_config: callable. `huggingface_config(model)` returns
             the entries the model adds to a Hugging Face `config.json`
             besides `architectures`. Defaults to none.
+        sequence_length: callable. `sequence_length(checkpoint)` returns
+            the `sequence_length` of the preprocessor the checkpoint says
+            the model reads with (e.g. sentence-transformers'
+            `max_seq_length`), or `None` for the model class's
+            `DEFAULT_SEQUENCE_LENGTH`. Defaults to `None` always.
     """
 
     groups: dict
@@ -108,6 +123,7 @@ class CheckpointHead:
     uses_pooler: bool = True
     config_from_checkpoint: Callable = _arguments_as_given
     huggingface_config: Callable = _no_entries
+    sequence_length: Callable = _no_sequence_length
 
 
 # Model class → its `CheckpointHead`, in registration order (keras_bert's
@@ -346,5 +362,68 @@ register_checkpoint_head(
         uses_pooler=False,
         config_from_checkpoint=_token_classifier_config,
         huggingface_config=_token_classifier_huggingface_config,
+    ),
+)
+
+
+# What a checkpoint without sentence-transformers files gets (the class's
+# defaults would be normalize=True; here nothing says the model was
+# trained for cosine, so the raw mean is kept and a warning says so).
+EMBEDDER_DEFAULTS = {"pooling": "mean", "normalize": False}
+
+
+def _text_embedder_config(checkpoint, backbone_config, **kwargs):
+    """Pooling and normalisation from the sentence-transformers files.
+
+    Arguments given to `from_checkpoint` win over the files (and a given
+    `pooling` replaces a Pooling module keras_bert cannot compute). A
+    checkpoint without `modules.json` gets `EMBEDDER_DEFAULTS` for what
+    was not given, with a logged warning.
+    """
+    given = {k: kwargs[k] for k in ("pooling", "normalize") if k in kwargs}
+    try:
+        found = read_sentence_transformers_config(checkpoint.path)
+    except (ValueError, FileNotFoundError):
+        if "pooling" not in given:
+            raise
+        found = {**EMBEDDER_DEFAULTS, "max_seq_length": None}
+    if found is None:
+        found = EMBEDDER_DEFAULTS
+        defaulted = {k: v for k, v in found.items() if k not in given}
+        if defaulted:
+            logging.warning(
+                "%s has no sentence-transformers modules.json, so nothing "
+                "says how its sentence embeddings are pooled: using %s. "
+                "Pass `pooling=` and `normalize=` to BertTextEmbedder."
+                "from_checkpoint to choose.",
+                checkpoint.path,
+                ", ".join(f"{k}={v!r}" for k, v in defaulted.items()),
+            )
+    return {
+        "pooling": given.get("pooling", found["pooling"]),
+        "normalize": given.get("normalize", found["normalize"]),
+    }
+
+
+def _text_embedder_sequence_length(checkpoint):
+    try:
+        found = read_sentence_transformers_config(checkpoint.path)
+    except (ValueError, FileNotFoundError):
+        return None
+    return found and found["max_seq_length"]
+
+
+register_checkpoint_head(
+    BertTextEmbedder,
+    CheckpointHead(
+        # No weights besides the backbone's: pooling is arithmetic.
+        groups={},
+        weights=_no_entries,
+        # None: "auto" loading never picks it (a plain BertModel
+        # checkpoint stays a backbone); saved as a BertModel.
+        huggingface_architecture=None,
+        uses_pooler=False,
+        config_from_checkpoint=_text_embedder_config,
+        sequence_length=_text_embedder_sequence_length,
     ),
 )

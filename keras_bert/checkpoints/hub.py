@@ -44,6 +44,13 @@ from keras_bert.checkpoints.keras_hub_files import (
 )
 from keras_bert.checkpoints.keras_hub_files import WEIGHTS_FILE
 from keras_bert.checkpoints.keras_hub_files import is_keras_hub_preset
+from keras_bert.checkpoints.sentence_transformers_files import MODULES_FILE
+from keras_bert.checkpoints.sentence_transformers_files import (
+    SENTENCE_BERT_CONFIG_FILE,
+)
+from keras_bert.checkpoints.sentence_transformers_files import (
+    sentence_transformers_files,
+)
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import PRESETS
 from keras_bert.models.presets import preset_hub_id
@@ -70,6 +77,10 @@ KERAS_HUB_WEIGHT_FILES = (
     (TASK_FILE, TASK_WEIGHTS_FILE, METADATA_FILE),
 )
 KERAS_HUB_TOKENIZER_FILES = ((TOKENIZER_FILE,), (KERAS_HUB_VOCABULARY_FILE,))
+# A sentence-transformers model's embedding settings (pooling,
+# normalisation, max_seq_length), fetched with the config where the repo
+# has them; `modules.json` then names each module's own config file.
+SENTENCE_TRANSFORMERS_FILES = (MODULES_FILE, SENTENCE_BERT_CONFIG_FILE)
 
 # An `org/name` id without a scheme; `hf://` also takes a one-part name.
 # huggingface_hub validates ids fully; these only tell ids from paths.
@@ -141,7 +152,12 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
     `task.weights.h5`, `metadata.json` where it has them); with
     `tokenizer`, `vocab.txt` and, where the repo has them,
     `tokenizer_config.json` and `tokenizer.json` (the casing; a keras-hub
-    preset: `tokenizer.json` and `assets/tokenizer/vocabulary.txt`).
+    preset: `tokenizer.json` and `assets/tokenizer/vocabulary.txt`). With
+    `weights` or `config`, a sentence-transformers repo's `modules.json`,
+    `sentence_bert_config.json` and the modules' own `config.json` files
+    (e.g. `1_Pooling/config.json`), where it has them: how
+    `BertTextEmbedder` pools (see
+    `keras_bert.checkpoints.sentence_transformers_files`).
 
     Args:
         path: str or `os.PathLike`. A checkpoint directory or Hub id.
@@ -195,6 +211,8 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
                 fetched += [hub.fetch(name) for name in required]
                 fetched += [hub.fetch(n, optional=True) for n in optional]
     else:
+        if config_path and (weights or config):  # a model is built
+            fetched += hub.fetch_sentence_transformers_files()
         if weights:
             fetched += hub.fetch_weights()
         if tokenizer:
@@ -303,6 +321,23 @@ class _HubModel:
                 "(`BertTokenizer(vocabulary=...)`).",
             }.get(filename, "the repo is incomplete.")
         )
+
+    def fetch_sentence_transformers_files(self):
+        """The local paths of the sentence-transformers files the repo has
+        (none for a plain `transformers` repo); those found join the files
+        an offline error tells to download."""
+        # tokenizer_config.json: where version 6 keeps max_seq_length.
+        names = list(SENTENCE_TRANSFORMERS_FILES) + [CASING_FILES[0]]
+        modules_path = self.fetch(MODULES_FILE, optional=True)
+        if modules_path is None:
+            return []
+        names += sentence_transformers_files(files.read_json(modules_path))
+        found = {MODULES_FILE: modules_path}
+        for name in names[1:]:
+            found[name] = self.fetch(name, optional=True)
+        found = {name: path for name, path in found.items() if path}
+        self.needed += list(found)
+        return list(found.values())
 
     def fetch_weights(self):
         """The local paths of the weights (an index and its shards)."""

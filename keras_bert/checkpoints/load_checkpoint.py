@@ -128,6 +128,9 @@ def load_checkpoint(
         head_config = checkpoint_head(model_class).config_from_checkpoint(
             checkpoint, backbone_config, **head_kwargs
         )
+        preprocessor_kwargs = _checkpoint_sequence_length(
+            checkpoint, model_class, backbone_config, preprocessor_kwargs
+        )
         preprocessor = checkpoint_preprocessor(
             path, model_class, backbone_config, **preprocessor_kwargs
         )
@@ -142,6 +145,21 @@ def load_checkpoint(
         backbone = model if isinstance(model, BertBackbone) else model.backbone
         backbone.enable_lora(lora_rank, lora_targets)
     return model
+
+
+def _checkpoint_sequence_length(
+    checkpoint, model_class, backbone_config, preprocessor_kwargs
+):
+    """`preprocessor_kwargs`, with the checkpoint's own sequence length
+    (its head's `sequence_length`, at most the model's positions) when the
+    caller chose none."""
+    if preprocessor_kwargs:
+        return preprocessor_kwargs
+    length = checkpoint_head(model_class).sequence_length(checkpoint)
+    if length is None:
+        return preprocessor_kwargs
+    positions = backbone_config["max_sequence_length"]
+    return {"sequence_length": min(int(length), positions)}
 
 
 def split_arguments(model_class, kwargs, method):

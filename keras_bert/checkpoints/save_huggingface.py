@@ -70,7 +70,7 @@ def save_huggingface(model, tokenizer, path):
     config = huggingface_config_from_backbone(backbone)
     if not isinstance(model, BertBackbone):
         head = checkpoint_head(model)
-        config["architectures"] = [head.huggingface_architecture]
+        config["architectures"] = [head.huggingface_architecture or "BertModel"]
         config.update(head.huggingface_config(model))
         if not head.uses_pooler:
             del groups["pooler"]

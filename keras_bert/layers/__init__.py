@@ -11,6 +11,7 @@ from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.layers.optimizations import OPTIMIZATIONS
 from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding
+from keras_bert.layers.sentence_pooling import SentencePooling
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 
 # `Dropout` and `LayerNorm` are the deprecated names of `HalfBitsDropout` and
@@ -25,5 +26,6 @@ __all__ = [
     "MaskedLMHead",
     "PositionEmbedding",
     "SegmentEmbedding",
+    "SentencePooling",
     "TransformerEncoderBlock",
 ]

@@ -130,10 +130,16 @@ class MaskedLMHead(keras.layers.Layer):
             x = ops.take_along_axis(x, masked_positions[:, :, None], axis=1)
         x = apply_activation(self.dense(x), self.activation, training=training)
         x = self.layer_norm(x, training=training)
-        if self.token_embedding is not None:
-            embeddings = self.token_embedding.embeddings
-        else:
+        if self.token_embedding is None:
             embeddings = self.output_embeddings
+        elif self.token_embedding.quantization_mode == "int8":
+            # Keras' int8 table (`model.quantize("int8")`): one scale per
+            # row, `float = int8 / scale`.
+            embeddings = ops.cast(
+                self.token_embedding.embeddings, "float32"
+            ) / ops.expand_dims(self.token_embedding.embeddings_scale, -1)
+        else:
+            embeddings = self.token_embedding.embeddings
         batch_size, predictions = ops.shape(x)[0], ops.shape(x)[1]
         x = ops.reshape(x, (-1, ops.shape(x)[-1]))
         embeddings = ops.cast(embeddings, x.dtype)

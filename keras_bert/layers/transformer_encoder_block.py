@@ -276,6 +276,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
             "xla_fused_ops" in self.optimizations
             and bool(training)
             and fused_ops.can_fuse(inputs)
+            # The fused ops read float kernels, not int8 ones.
+            and not self._quantized()
         )
         # Where the two computations differ; the other optimisations are
         # the sublayers and the GELU, which both use.
@@ -289,6 +291,18 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 inputs, padding_mask, query_positions, training, fuse
             )
         return self._reference_call(inputs, padding_mask, training)
+
+    def _quantized(self):
+        """Whether a dense layer holds quantized (e.g. int8) weights."""
+        return any(
+            dense.quantization_mode is not None
+            for dense in (
+                self.qkv_dense,
+                self.attention_output_dense,
+                self.intermediate_dense,
+                self.output_dense,
+            )
+        )
 
     # ------------------------------------------------------------------
     # The reference: what the block computes, the plain way.
@@ -446,12 +460,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         """q `(batch, heads, length, head_dim)`, k and v `(batch, heads,
         seq, head_dim)` of 2-D `x`; q from the rows `queries` when given."""
         if queries is not None:
-            # Only the query columns of the fused kernel see the query rows.
-            kernel = self._kernel(self.qkv_dense)
-            bias = ops.cast(self.qkv_dense.bias, self.compute_dtype)
+            # Only the query columns of the fused kernel see the query rows
+            # (float or int8 kernel: `LoraDense.call_columns`).
             hidden = self.hidden_dim
-            query = ops.matmul(queries, kernel[:, :hidden]) + bias[:hidden]
-            key_value = ops.matmul(x, kernel[:, hidden:]) + bias[hidden:]
+            query = self.qkv_dense.call_columns(queries, 0, hidden)
+            key_value = self.qkv_dense.call_columns(x, hidden, 3 * hidden)
             key, value = ops.split(key_value, 2, axis=-1)
         elif "split_qkv_first" in self.optimizations:
             query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)

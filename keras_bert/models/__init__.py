@@ -4,18 +4,24 @@ from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
+from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
 from keras_bert.models.lora import merge_lora
 from keras_bert.models.presets import BACKBONE_PRESETS
+from keras_bert.models.quantization import QUANTIZATION_MODES
+from keras_bert.models.quantization import quantized_copy
 from keras_bert.models.task import Task
 
 __all__ = [
     "BACKBONE_PRESETS",
+    "QUANTIZATION_MODES",
     "BertBackbone",
     "BertClassifier",
     "BertMaskedLM",
     "BertQuestionAnswerer",
+    "BertTextEmbedder",
     "BertTokenClassifier",
     "Task",
     "merge_lora",
+    "quantized_copy",
 ]

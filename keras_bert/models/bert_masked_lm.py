@@ -41,7 +41,9 @@ class BertMaskedLM(Task):
     are where the texts' `[MASK]` tokens land, padded with position 0 to
     the most masks of a text (of all the texts given in a list; of each
     batch of a dataset), so `mlm_logits` has one slot per mask. `fit`
-    and `evaluate` take ids.
+    and `evaluate` take ids. `fill_mask(texts, top_k)` gives the
+    likeliest tokens at each mask and their probabilities, as the
+    model's SavedModel does (`transformers`' fill-mask pipeline).
 
     Args:
         backbone: `keras_bert.BertBackbone`.
@@ -163,6 +165,101 @@ class BertMaskedLM(Task):
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
+
+    def fill_mask(self, texts, top_k=5, batch_size=None, verbose="auto"):
+        """The likeliest tokens at each `[MASK]` of raw texts, with their
+        probabilities: `transformers`' `pipeline("fill-mask")`.
+
+        Runs the function the model's SavedModel `serving_default` runs
+        (`keras_bert.serving.export_saved_model(model, ...,
+        top_k=top_k)`; `keras_bert.serving.masked_lm`), so the export
+        answers as this method does. Every mask of a text is predicted at
+        once (the others stay `[MASK]`); each mask's scores are the softmax
+        over the whole vocabulary at its position, best first. Needs the
+        model's `preprocessor`, whose tokenizer must keep `[MASK]` written
+        in text as the mask token (`special_tokens_in_strings=True`, its
+        default).
+
+        Args:
+            texts: list, array or tensor of str (or one str: a batch of
+                one), with `[MASK]` where a token is to be guessed (as the tokenizer splits text: for
+                a vocabulary of single letters, such as a protein model's,
+                letters separated by spaces).
+            top_k: int. Tokens per mask, from 1 to the vocabulary size.
+                Defaults to `5`.
+            batch_size: int or `None`. Texts per batch; defaults to 32.
+            verbose: `"auto"`, 0 or 1. Progress bar.
+
+        Returns:
+            A dict of numpy arrays over the texts, in order:
+            - `token`: str `(num_texts, masks, top_k)`, the tokens as the
+              vocabulary writes them (`"##ing"` for a continuation);
+            - `token_id`: int32 `(num_texts, masks, top_k)`;
+            - `score`: float32 `(num_texts, masks, top_k)`, probabilities,
+              decreasing;
+            - `num_masks`: int32 `(num_texts,)`.
+
+            `masks` is the most masks of any text; a text's masks come in
+            reading order and the rows past its last hold `""`, `-1` and
+            `0.0`. A text without `[MASK]` (an empty one too) gets
+            `num_masks` 0 and a logged warning, not an error; a `[MASK]`
+            past the preprocessor's `sequence_length` is not predicted.
+
+        Example:
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the",
+                      "quick", "fox"]
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+            hidden_dim=8, intermediate_dim=32, max_sequence_length=16,
+        )
+        model = keras_bert.BertMaskedLM(
+            backbone,
+            preprocessor=keras_bert.BertPreprocessor(
+                keras_bert.BertTokenizer(vocabulary), sequence_length=16
+            ),
+        )
+        guesses = model.fill_mask(
+            ["the [MASK] fox", "[MASK] quick [MASK]", "no mask"], top_k=3,
+            verbose=0,
+        )
+        guesses["token"].shape  # (3, 2, 3)
+        guesses["num_masks"].tolist()  # [1, 2, 0]
+        ```
+        """
+        from absl import logging
+
+        # The façade up to serving: the exported model's own code answers.
+        from keras_bert.serving.masked_lm import FILL_MASK_PADDING
+        from keras_bert.serving.masked_lm import check_top_k
+        from keras_bert.serving.text_predict import predict_text
+
+        check_top_k(top_k, self.backbone.vocabulary_size)
+        if isinstance(texts, (str, bytes)):
+            texts = [texts]
+        outputs = predict_text(
+            self,
+            {"text": texts},
+            batch_size=batch_size,
+            verbose=verbose,
+            padding=FILL_MASK_PADDING,
+            top_k=top_k,
+        )
+        without = np.flatnonzero(outputs["num_masks"] == 0)
+        if len(without):
+            mask_token = self.preprocessor.tokenizer.mask_token
+            logging.warning(
+                "fill_mask: %d of %d texts have no %s (indices %s%s); they "
+                "get no predictions. Write %s where a token is to be "
+                "guessed.",
+                len(without),
+                len(outputs["num_masks"]),
+                mask_token,
+                without[:10].tolist(),
+                ", ..." if len(without) > 10 else "",
+                mask_token,
+            )
+        return outputs
 
     def _inputs_from_text(self, features, all_features=None):
         """Adds `masked_positions`: where the texts wrote `[MASK]`.

@@ -4,12 +4,13 @@
   versioned SavedModel.
 - `endpoints`: which endpoints each model class serves, one registry
   (`register_endpoints`, `serving_endpoints`, `servable_task_names`).
-- `backbone`, `classifier`, `question_answerer`, `token_classifier`: the
-  endpoints of each keras_bert model, raw text in (`signatures`: what they
-  share).
+- `backbone`, `classifier`, `masked_lm`, `question_answerer`,
+  `token_classifier`: the endpoints of each keras_bert model, raw text in
+  (`signatures`: what they share).
 - `text_predict`: `predict_text`, a model's `serving_default` run in
   Python (what `BertQuestionAnswerer.predict` and
-  `BertTokenClassifier.predict` return on raw text).
+  `BertTokenClassifier.predict` return on raw text, and
+  `BertMaskedLM.fill_mask`).
 - `ops`, `rest`: the ops a SavedModel holds; TF Serving's REST API.
 """
 

@@ -28,19 +28,25 @@ strings.
 
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
+from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
 from keras_bert.models.task import Task
 from keras_bert.serving.backbone import backbone_endpoints
 from keras_bert.serving.classifier import classifier_endpoints
+from keras_bert.serving.masked_lm import masked_lm_endpoints
 from keras_bert.serving.question_answerer import question_answering_endpoints
+from keras_bert.serving.text_embedder import text_embedder_endpoints
 from keras_bert.serving.token_classifier import token_classification_endpoints
 
 # Model class → endpoint builder.
 _BUILDERS = {
     BertBackbone: backbone_endpoints,
     BertClassifier: classifier_endpoints,
+    BertMaskedLM: masked_lm_endpoints,
     BertQuestionAnswerer: question_answering_endpoints,
+    BertTextEmbedder: text_embedder_endpoints,
     BertTokenClassifier: token_classification_endpoints,
 }
 
@@ -108,7 +114,7 @@ def servable_task_names():
     """`{TASK_NAME: class}` of the task classes that have endpoints.
 
     In `Task.registry` order (keras_bert's own first), e.g. `classifier`,
-    `question_answering`, `token_classification`; what
+    `question_answering`, `token_classification`, `text_embedder`; what
     `recipes/export.py --task` offers besides `embeddings` and `auto`.
     """
     return {

@@ -168,11 +168,12 @@ def test_tokenizer_only_fetches_no_weights(monkeypatch, offline_warm):
         "tokenizer.json",
     ]
     fetched.clear()
+    # modules.json: is it a sentence-transformers repo (this cache: no)?
     read_checkpoint(MINILM)
-    assert fetched == ["config.json", "model.safetensors"]
+    assert fetched == ["config.json", "modules.json", "model.safetensors"]
     fetched.clear()
     keras_bert.checkpoints.read_checkpoint_config(MINILM)
-    assert fetched == ["config.json"]
+    assert fetched == ["config.json", "modules.json"]
 
 
 def test_cold_cache_offline_names_the_id_the_file_and_the_fix(

@@ -92,8 +92,8 @@ def test_registered_without_any_list():
         "token_classification": keras_bert.BertTokenClassifier,
     }
     assert {k: Task.by_name()[k] for k in names} == names
-    # A masked LM has no serving signature: export serves its backbone.
-    assert "masked_lm" not in keras_bert.serving.servable_task_names()
+    # Every keras_bert head serves (a masked LM: fill-mask).
+    assert set(names) <= set(keras_bert.serving.servable_task_names())
 
 
 def test_huggingface_round_trip_by_class_and_auto(toy, tmp_path):
@@ -151,15 +151,32 @@ def test_export_uses_the_model_endpoints(toy, tmp_path):
 
 
 def test_a_task_without_serving_says_so():
-    model = keras_bert.BertMaskedLM(
-        keras_bert.BertBackbone(**tiny_backbone_config())
-    )
-    tokenizer = keras_bert.BertTokenizer(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    )
-    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
-    with pytest.raises(ValueError, match="has no serving signature"):
-        keras_bert.serving.export_saved_model(model, preprocessor, "unused")
+    class UnservedScorer(Task):
+        """A head nobody registered endpoints for."""
+
+        def __init__(self, backbone, **kwargs):
+            self.backbone = backbone
+            inputs = keras_inputs()
+            score = keras.layers.Dense(1)(backbone(inputs)["pooled_output"])
+            super().__init__(inputs=inputs, outputs=score, **kwargs)
+
+    try:
+        model = UnservedScorer(
+            keras_bert.BertBackbone(**tiny_backbone_config())
+        )
+        tokenizer = keras_bert.BertTokenizer(
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        )
+        preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=8)
+        with pytest.raises(
+            ValueError,
+            match="UnservedScorer has no serving signature.*export its "
+            "`.backbone`",
+        ):
+            keras_bert.serving.export_saved_model(model, preprocessor, "unused")
+    finally:
+        # Out of the task registry again, as a user's class never was.
+        Task.registry.remove(UnservedScorer)
 
 
 def test_a_subclass_uses_its_parents_checkpoint_head(tmp_path):

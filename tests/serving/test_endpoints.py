@@ -36,9 +36,9 @@ def test_keras_bert_models_are_registered():
         keras_bert.BertClassifier,
         keras_bert.BertQuestionAnswerer,
         keras_bert.BertTokenClassifier,
+        keras_bert.BertMaskedLM,
     ):
         assert endpoints.endpoints_builder(model_class) is not None
-    assert endpoints.endpoints_builder(keras_bert.BertMaskedLM) is None
 
 
 def test_a_subclass_serves_as_its_base(sub_classifier):
@@ -57,7 +57,7 @@ def test_servable_task_names_are_the_recipe_heads():
     assert names["classifier"] is keras_bert.BertClassifier
     assert names["question_answering"] is keras_bert.BertQuestionAnswerer
     assert names["token_classification"] is keras_bert.BertTokenClassifier
-    assert "masked_lm" not in names
+    assert names["masked_lm"] is keras_bert.BertMaskedLM  # fill-mask
 
 
 def test_a_model_that_is_not_keras_berts_is_refused():

@@ -251,9 +251,12 @@ def test_bad_arguments(tmp_path):
         export_saved_model(
             classifier, preprocessor, str(tmp_path), labels=["a", "b", "c"]
         )
-    with pytest.raises(ValueError, match="BertMaskedLM export its `.backbone`"):
+    with pytest.raises(ValueError, match="top_k=0"):
         export_saved_model(
-            keras_bert.BertMaskedLM(_backbone()), preprocessor, str(tmp_path)
+            keras_bert.BertMaskedLM(_backbone()),
+            preprocessor,
+            str(tmp_path),
+            top_k=0,
         )
     with pytest.raises(ValueError, match="version=0"):
         export_saved_model(classifier, preprocessor, str(tmp_path), version=0)

@@ -162,3 +162,41 @@ def test_export_recipe_takes_the_preprocessor_a_keras_model_carries(tmp_path):
     assert "carries no preprocessor" in result.stderr
     assert "--vocab_file" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_masked_lm_checkpoint_exports_fill_mask_or_embeddings(tmp_path):
+    """--task=masked_lm serves fill-mask; --task=auto, as before, the
+    backbone's embeddings."""
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+    )
+    tokenizer = keras_bert.BertTokenizer(VOCABULARY)
+    keras_bert.checkpoints.save_huggingface(
+        keras_bert.BertMaskedLM(backbone), tokenizer, str(tmp_path / "mlm")
+    )
+    answers = {}
+    for task, options in (
+        ("masked_lm", ['--export_options={"top_k": 3}']),
+        ("auto", []),
+    ):
+        result = _export(
+            f"--checkpoint={tmp_path / 'mlm'}",
+            f"--task={task}",
+            f"--export_dir={tmp_path / task}",
+            "--sequence_length=12",
+            *options,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        serve = tf.saved_model.load(str(tmp_path / task / "1")).signatures[
+            "serving_default"
+        ]
+        answers[task] = serve(text=tf.constant(["a [MASK] film"]))
+    assert answers["masked_lm"]["token"].shape == (1, 1, 3)
+    assert answers["masked_lm"]["num_masks"].numpy().tolist() == [1]
+    assert sorted(answers["auto"]) == ["mean_pooled_output", "pooled_output"]

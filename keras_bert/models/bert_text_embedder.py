@@ -1,0 +1,136 @@
+"""BERT as a sentence encoder: one embedding per text."""
+
+import keras
+
+from keras_bert.layers.sentence_pooling import SentencePooling
+from keras_bert.layers.sentence_pooling import check_pooling
+from keras_bert.models.bert_backbone import keras_inputs
+from keras_bert.models.task import Task
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTextEmbedder(Task):
+    """BERT for sentence embeddings, as sentence-transformers computes them.
+
+    The backbone's `sequence_output`, pooled into one vector per text
+    (`keras_bert.layers.SentencePooling`: the `[CLS]` vector, or the mean or
+    maximum over the real tokens), optionally L2-normalised, in float32.
+    This is sentence-transformers' `Transformer -> Pooling [-> Normalize]`
+    stack; with the same weights, pooling and normalisation the embeddings
+    are the same (docs/embeddings.md gives the measured difference and the
+    command that prints it).
+
+    `from_preset` / `from_checkpoint` read the pooling and normalisation
+    from a checkpoint's sentence-transformers files: `modules.json` (a
+    `sentence_transformers.models.Normalize` module means
+    `normalize=True`), the Pooling module's `config.json`
+    (`pooling_mode_cls_token`, `pooling_mode_mean_tokens`,
+    `pooling_mode_max_tokens`) and `sentence_bert_config.json`'s
+    `max_seq_length` (the attached preprocessor's `sequence_length`). A
+    checkpoint without `modules.json` gets `pooling="mean"`,
+    `normalize=False` and 512 tokens (BERT's positions, capped by the
+    model's), with a logged warning; arguments given to `from_checkpoint`
+    override what the files say. So
+    `BertTextEmbedder.from_preset("all_minilm_l6_v2_en")` is mean pooling,
+    normalised, 256 tokens: what `SentenceTransformer(
+    "sentence-transformers/all-MiniLM-L6-v2")` gives.
+
+    With a `preprocessor`, `predict` takes raw strings (a list, array or
+    `tf.data.Dataset` of `str`): tokenized in the `tf.data` pipeline, each
+    batch cut to its longest row. An empty string is `[CLS] [SEP]`, as in
+    sentence-transformers, and gets the pooling of those two tokens (a
+    finite, non-zero vector for a trained model). A text longer than the
+    preprocessor's `sequence_length` is truncated, as sentence-transformers
+    truncates at its `max_seq_length`.
+
+    The model is not compiled: give `compile` the loss you train with (a
+    contrastive loss over in-batch negatives, for instance). To serve it,
+    `keras_bert.serving.export_saved_model(model, export_dir)`: its
+    `serving_default` takes `text` (string `(batch,)`) and returns
+    `embedding` (float32 `(batch, hidden_dim)`).
+
+    Args:
+        backbone: `keras_bert.BertBackbone`.
+        pooling: str. `"cls"` (the first token's vector), `"mean"` (mean
+            over real tokens) or `"max"` (maximum over real tokens).
+            Defaults to `"mean"`.
+        normalize: bool. Divide each embedding by its L2 norm, so that a
+            dot product is the cosine similarity. Defaults to `True`.
+        preprocessor: `keras_bert.BertPreprocessor` or `None`. Turns raw
+            text into the backbone's inputs; `None` (the default): the
+            model takes ids only.
+        **kwargs: `name`, `trainable`.
+
+    Inputs: the backbone's dict (`token_ids`, `segment_ids`,
+        `padding_mask`, int32 `(batch_size, sequence_length)`), or raw text
+        with a preprocessor (`predict`).
+
+    Outputs: the embeddings, a float32 tensor `(batch_size, hidden_dim)`.
+
+    Example:
+    ```python
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "good", "bad", "film", "book"]
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=16
+    )
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=1, num_heads=2,
+        hidden_dim=8, intermediate_dim=16, max_sequence_length=16,
+    )
+    embedder = keras_bert.BertTextEmbedder(
+        backbone, pooling="mean", normalize=True, preprocessor=preprocessor
+    )
+    embeddings = embedder.predict(["a good film", "a bad book"], verbose=0)
+    embeddings.shape  # (2, 8), each row of norm 1
+    keras_bert.similarity(embeddings[:1], embeddings)  # (1, 2) cosines
+    # Ids in, as every task model: the embeddings tensor out.
+    embedder({
+        "token_ids": np.array([[2, 5, 6, 8, 3]]),
+        "segment_ids": np.zeros((1, 5), "int32"),
+        "padding_mask": np.ones((1, 5), "int32"),
+    })  # (1, 8)
+    ```
+
+    References:
+    - [Reimers and Gurevych, 2019](https://arxiv.org/abs/1908.10084):
+      Sentence-BERT.
+    """
+
+    TASK_NAME = "text_embedder"
+    TEXT_METHODS = ("predict",)
+    # sentence-transformers truncates a BERT checkpoint without
+    # sentence_bert_config.json at the model's maximum (512 positions);
+    # a checkpoint's own max_seq_length wins (keras_bert.checkpoints.heads).
+    DEFAULT_SEQUENCE_LENGTH = 512
+
+    def __init__(self, backbone, pooling="mean", normalize=True, **kwargs):
+        check_pooling(pooling)
+
+        # === Layers ===
+        self.backbone = backbone
+        self.pooling_layer = SentencePooling(
+            pooling, normalize=normalize, name="pooling"
+        )
+
+        # === Functional Model ===
+        inputs = keras_inputs()
+        sequence = backbone(inputs)["sequence_output"]
+        embeddings = self.pooling_layer(sequence, inputs["padding_mask"])
+        super().__init__(inputs=inputs, outputs=embeddings, **kwargs)
+
+        # === Config ===
+        self.pooling = pooling
+        self.normalize = normalize
+
+    @property
+    def hidden_dim(self):
+        """The size of each embedding (the backbone's `hidden_dim`)."""
+        return self.backbone.hidden_dim
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "pooling": self.pooling,
+            "normalize": self.normalize,
+        }

@@ -1,0 +1,191 @@
+"""benchmarks/serving.py: requests, latency figures, paired ratios, the
+table; benchmarks/contestants/serving.py: the ONNX Runtime contestants."""
+
+import os
+
+import numpy as np
+import pytest
+
+from benchmarks import serving
+from benchmarks.contestants import serving as contestants
+
+
+def test_requests_are_consecutive_and_the_last_is_shorter():
+    sentences = [f"s{i}" for i in range(70)]
+    requests = serving.request_batches(sentences, 32)
+    assert [len(r) for r in requests] == [32, 32, 6]
+    assert sum(requests, []) == sentences
+    assert serving.request_batches(sentences[:2], 1) == [["s0"], ["s1"]]
+    with pytest.raises(ValueError, match="batch_size=0"):
+        serving.request_batches(sentences, 0)
+
+
+def test_warm_up_requests_are_sent_first_and_not_timed():
+    sent = []
+
+    def predict(texts):
+        sent.append(list(texts))
+        return [len(text) % 2 for text in texts]
+
+    requests = [["a", "bb"], ["ccc"], ["dddd"], ["e"]]
+    latencies, labels = serving.serve_requests(predict, requests, warmup=2)
+    # Warm-up: the first two and the last (its own shape); then all, timed.
+    assert sent == requests[:2] + requests[-1:] + requests
+    assert len(latencies) == 4 and all(t >= 0 for t in latencies)
+    assert labels == [1, 0, 1, 0, 1]
+
+
+def test_latency_stats_by_hand():
+    latencies = [0.010] * 98 + [0.020, 0.500]  # seconds, 100 requests
+    stats = serving.latency_stats(latencies, examples=100)
+    assert stats["p50_ms"] == pytest.approx(10.0)
+    assert stats["p99_ms"] == pytest.approx(20.0)  # index round(0.99 * 99)
+    total = 0.98 + 0.02 + 0.5
+    assert stats["mean_ms"] == pytest.approx(1000 * total / 100)
+    assert stats["examples_per_second"] == pytest.approx(100 / total)
+    assert stats["requests"] == 100
+
+
+def test_paired_ratio_is_the_median_of_shared_rounds():
+    ours = {0: 2.0, 1: 4.0, 2: 3.0, 5: 9.0}
+    peer = {0: 1.0, 1: 1.0, 2: 2.0}
+    median, per_round = serving.paired_ratio(ours, peer)
+    assert per_round == [2.0, 4.0, 1.5]
+    assert median == 2.0
+    with pytest.raises(ValueError, match="No round"):
+        serving.paired_ratio({0: 1.0}, {1: 1.0})
+
+
+def test_agreement():
+    assert serving.agreement("0110", "0111") == 0.75
+    assert serving.agreement([1, 0], [1, 0]) == 1.0
+    with pytest.raises(ValueError, match="lengths"):
+        serving.agreement("01", "011")
+
+
+def _record(name, round_index, per_second, labels="0110", load=1.0):
+    batches = {
+        str(batch): {
+            "examples_per_second": per_second * batch,
+            "p50_ms": 1000 / per_second,
+            "p99_ms": 2000 / per_second,
+            "accuracy": 0.5,
+            "labels": labels,
+        }
+        for batch in (1, 32)
+    }
+    return {
+        "contestant": name,
+        "round": round_index,
+        "sentences": 4,
+        "batches": batches,
+        "load_average_1min": [load, load + 1],
+        "machine": "AMD EPYC, 2 cores",
+    }
+
+
+def test_summary_table_ratios_goals_and_unavailable():
+    records = [
+        _record("ours_fp32", 0, 100.0),
+        _record("ours_fp32", 1, 120.0),
+        _record("onnxruntime_fp32", 0, 50.0, labels="0111", load=3.0),
+        _record("onnxruntime_fp32", 1, 80.0, labels="0111"),
+        _record("transformers", 0, 200.0),
+        _record("transformers", 1, 200.0),
+        {
+            "contestant": "ours_int8",
+            "round": 0,
+            "sentences": 4,
+            "unavailable": "no quantize argument",
+            "load_average_1min": [1.0, 1.0],
+            "machine": "AMD EPYC, 2 cores",
+        },
+    ]
+    markdown = serving.summary_markdown(
+        records,
+        ["ours_fp32", "ours_int8", "onnxruntime_fp32", "transformers"],
+    )
+    # onnxruntime: rounds 100/50 = 2.0 and 120/80 = 1.5 -> median 1.75.
+    assert "| 1 | onnxruntime_fp32 | 65.0 |" in markdown
+    assert "| 1.75 | — | 0.5000 | 0.7500 |" in markdown
+    assert "batch 32: 1.75× (rounds: 2.00, 1.50); goal ≥1×, met." in markdown
+    # transformers: 0.5 and 0.6 against a goal of 2 -> missed by 3.64×.
+    assert "ours_fp32 / transformers, batch 1: 0.55×" in markdown
+    assert "missed by 3.64×" in markdown
+    assert "| 1 | ours_int8 | not run: no quantize argument |" in markdown
+    assert "ours_int8 / onnxruntime_int8, batch 1: goal ≥1×, not measured" in (
+        markdown
+    )
+    assert "jobs: 1.00 to 4.00, on" in markdown  # the load averages' range
+    assert "--rounds=2 --sentences=4`" in markdown
+
+
+def test_an_unavailable_contestant_says_why():
+    manifest = {"unavailable": {"ours_int8": "no quantize argument"}}
+    with pytest.raises(contestants.Unavailable, match="no quantize"):
+        contestants.load("ours_int8", manifest, 128, 1)
+    with pytest.raises(ValueError, match="ours_fp16"):
+        contestants.load("ours_fp16", {}, 128, 1)
+
+
+@pytest.mark.slow
+def test_onnx_contestants_match_pytorch(tmp_path):
+    """The exported, fused and int8 graphs of a tiny random
+    BertForSequenceClassification serve what PyTorch computes, on requests
+    of other batch sizes and lengths than the export's example."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("onnxruntime")
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
+        "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
+    ]  # fmt: skip
+    hf_dir = str(tmp_path / "huggingface")
+    config = transformers.BertConfig(
+        vocab_size=len(vocabulary),
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=32,
+        num_labels=2,
+    )
+    torch.manual_seed(0)
+    transformers.BertForSequenceClassification(config).save_pretrained(hf_dir)
+    with open(os.path.join(hf_dir, "vocab.txt"), "w") as f:
+        f.write("\n".join(vocabulary) + "\n")
+    manifest = contestants.export_onnx_models(hf_dir, str(tmp_path), 2, 8)
+    manifest["huggingface"] = hf_dir
+    assert manifest["onnx_fused_operators"]["Attention"] == 2
+    assert manifest["onnx_fused_operators"]["EmbedLayerNormalization"] == 1
+
+    model = transformers.BertForSequenceClassification.from_pretrained(hf_dir)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+    # The export traced (2, 8): other batch sizes and lengths.
+    requests = [["the cat sat"], ["a dog", "the dog ran on a mat the cat sat"]]
+    import onnxruntime
+
+    sessions = {
+        name: onnxruntime.InferenceSession(
+            manifest[name], providers=["CPUExecutionProvider"]
+        )
+        for name in ("onnxruntime_fp32", "onnxruntime_int8")
+    }
+    predict = contestants.load("onnxruntime_fp32", manifest, 16, 1)
+    for request in requests:
+        encoded = tokenizer(request, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            expected = model(**encoded).logits.numpy()
+        np.testing.assert_array_equal(predict(request), np.argmax(expected, -1))
+        feed = {k: encoded[k].numpy() for k in contestants.ONNX_INPUTS}
+        logits = {
+            name: session.run(None, feed)[0]
+            for name, session in sessions.items()
+        }
+        np.testing.assert_allclose(
+            logits["onnxruntime_fp32"], expected, atol=1e-5
+        )
+        # int8 weights: close, not equal.
+        np.testing.assert_allclose(
+            logits["onnxruntime_int8"], expected, atol=0.05
+        )
+        assert not np.array_equal(logits["onnxruntime_int8"], expected)

@@ -1,0 +1,189 @@
+"""export_saved_model(quantize="int8"): int8 weights, same signatures."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.models.quantization import is_quantized_layer
+from keras_bert.serving import TF_SERVING_TEXT_OPS
+from keras_bert.serving import export_saved_model
+from keras_bert.serving import saved_model_op_types
+from tests.helpers import non_core_ops
+from tests.helpers import run_saved_model_outside_python
+
+VOCABULARY = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "a",
+    "lazy",
+    "dog",
+    "good",
+    "bad",
+    "film",
+]
+SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
+# Tolerance of the int8 export's probabilities against float32's on this
+# tiny random classifier (hidden 16): weights and inputs of each matmul
+# to 1/127.5 of their range.
+PROBABILITY_TOLERANCE = 0.02
+
+
+def _classifier():
+    keras_bert_backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    return keras_bert.BertClassifier(keras_bert_backbone, num_classes=3)
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    root = tmp_path_factory.mktemp("int8_exports")
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+    classifier = _classifier()
+    paths = {
+        name: export_saved_model(
+            classifier,
+            preprocessor,
+            str(root / name),
+            quantize=quantize,
+            labels=["a", "b", "c"],
+        )
+        for name, quantize in (("float32", None), ("int8", "int8"))
+    }
+    return classifier, paths
+
+
+def _probabilities(path, **inputs):
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    return serve(**inputs)["probabilities"].numpy()
+
+
+def test_int8_export_answers_like_float32(exports):
+    _, paths = exports
+    text = tf.constant(SENTENCES)
+    float32 = _probabilities(paths["float32"], text=text)
+    int8 = _probabilities(paths["int8"], text=text)
+    assert int8.shape == float32.shape == (len(SENTENCES), 3)
+    np.testing.assert_allclose(int8, float32, atol=PROBABILITY_TOLERANCE)
+    assert not np.array_equal(int8, float32)  # it is another model
+    ids = tf.constant([[2, 5, 8, 3]])
+    outputs = tf.saved_model.load(paths["int8"]).signatures["predict_ids"](
+        token_ids=ids,
+        segment_ids=tf.zeros_like(ids),
+        padding_mask=tf.ones_like(ids),
+    )
+    assert outputs["label"].numpy()[0] in (b"a", b"b", b"c")
+
+
+def test_int8_export_holds_int8_variables_and_leaves_the_model(exports):
+    classifier, paths = exports
+    loaded = tf.saved_model.load(paths["int8"])
+    int8_elements = sum(
+        v.shape.num_elements() for v in loaded.variables if v.dtype == tf.int8
+    )
+    # Every dense kernel and the WordPiece table, one byte per weight.
+    quantized = [
+        layer.kernel if hasattr(layer, "kernel") else layer.embeddings
+        for layer in _layers(classifier)
+        if is_quantized_layer(layer)
+    ]
+    assert len(quantized) == 2 * 4 + 1 + 1 + 1  # blocks, pooler, head, table
+    assert int8_elements == sum(int(np.prod(w.shape)) for w in quantized)
+    sizes = {
+        name: sum(
+            os.path.getsize(os.path.join(path, "variables", f))
+            for f in os.listdir(os.path.join(path, "variables"))
+        )
+        for name, path in paths.items()
+    }
+    assert sizes["int8"] < sizes["float32"], sizes
+    # The caller's model was copied, not quantized.
+    assert all(layer.quantization_mode is None for layer in _layers(classifier))
+
+
+def _layers(model):
+    return list(model._flatten_layers(include_self=False))
+
+
+def test_int8_export_keeps_the_op_allowlist(exports, tmp_path):
+    _, paths = exports
+    ops = saved_model_op_types(paths["int8"])
+    assert "QuantizedMatMulWithBiasAndDequantize" in ops  # int8 matmuls
+    non_core = non_core_ops(ops, tmp_path)
+    assert "FastWordpieceTokenizeWithOffsets" in non_core  # the check sees them
+    assert non_core <= TF_SERVING_TEXT_OPS, non_core - TF_SERVING_TEXT_OPS
+    assert not {"PyFunc", "PyFuncStateless", "EagerPyFunc"} & set(ops)
+
+
+@pytest.mark.slow
+def test_int8_export_serves_without_keras_bert(exports, tmp_path):
+    _, paths = exports
+    outputs = run_saved_model_outside_python(
+        tmp_path,
+        paths["int8"],
+        [{"signature": "serving_default", "inputs": {"text": SENTENCES}}],
+    )
+    np.testing.assert_allclose(
+        outputs["0/probabilities"],
+        _probabilities(paths["int8"], text=tf.constant(SENTENCES)),
+        rtol=1e-6,
+        atol=1e-7,
+    )
+
+
+def test_unknown_quantize_mode_is_refused_before_anything(tmp_path):
+    with pytest.raises(ValueError, match="quantize='int4'.*quantize='int8'"):
+        export_saved_model(
+            _classifier(),
+            keras_bert.BertPreprocessor(keras_bert.BertTokenizer(VOCABULARY)),
+            str(tmp_path / "x"),
+            quantize="int4",
+        )
+    assert not os.path.exists(tmp_path / "x")
+
+
+@pytest.mark.slow
+def test_export_recipe_quantize_flag(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(VOCABULARY) + "\n")
+    _classifier().save(tmp_path / "clf.keras")
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "export.py"),
+            f"--model={tmp_path / 'clf.keras'}",
+            f"--vocab_file={vocab_file}",
+            "--quantize=int8",
+            "--sequence_length=12",
+            f"--export_dir={tmp_path / 'served'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = tf.saved_model.load(str(tmp_path / "served" / "1"))
+    assert tf.int8 in {v.dtype for v in loaded.variables}
+    assert "QuantizedMatMulWithBiasAndDequantize" in saved_model_op_types(
+        str(tmp_path / "served" / "1")
+    )
