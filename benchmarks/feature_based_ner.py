@@ -254,7 +254,8 @@ def table():
             "",
             f"Minutes: each row's whole recipe run on "
             f"{any_record['machine'].split(';')[0]}, shared with other "
-            "engineers' jobs (1-minute load average before-after each "
+            "engineers' jobs, and in this table's runs the feature rows "
+            "ran two at a time (1-minute load average before-after each "
             f"run: {', '.join(loads)}), so the times are rough.",
         ]
     )
