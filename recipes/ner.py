@@ -28,6 +28,17 @@ and, with `--export_dir`, a SavedModel whose `serving_default` takes raw
 text and returns its entities (text, type, start / end in code points,
 score). A run that stopped resumes from its last finished epoch when
 started again with the same `--model_dir`.
+
+Feature-based instead of fine-tuning (the BERT paper's Table 7):
+`--features=ROW` freezes the backbone and trains
+`keras_bert.tasks.ner.FrozenFeaturesTagger`, a two-layer BiLSTM of
+`--lstm_units` per direction, on its hidden states combined as ROW says
+(`last`, `sum_last_four`, `concat_last_four`, `weighted_sum_all`,
+`second_to_last` or `embeddings`; see `--helpfull`), with the same data,
+windows, epochs and scores; `--learning_rate` then defaults to the
+tagger's 1e-3. Such a run is not exported (`--export_dir` and
+`--lora_rank` are refused with it). `benchmarks/feature_based_ner.py` runs
+every row next to fine-tuning (docs/embeddings.md).
 """
 
 from absl import app
@@ -37,7 +48,9 @@ import keras_bert
 from keras_bert.tasks import load_task_model
 from keras_bert.tasks import recipe_flags
 from keras_bert.tasks import run_fine_tuning
+from keras_bert.tasks.ner import FrozenFeaturesTagger
 from keras_bert.tasks.ner import NerFineTuning
+from keras_bert.tasks.ner.frozen_features_tagger import FEATURES
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -73,6 +86,20 @@ flags.DEFINE_bool(
     True,
     "Batch windows of like length together (far less padding).",
 )
+flags.DEFINE_enum(
+    "features",
+    None,
+    list(FEATURES),
+    "Feature-based instead of fine-tuning: freeze the backbone and train a "
+    "BiLSTM tagger (keras_bert.tasks.ner.FrozenFeaturesTagger) on "
+    + "; ".join(f"{name}: {text}" for name, text in FEATURES.items())
+    + ". Unset: fine-tune the whole model.",
+)
+flags.DEFINE_integer(
+    "lstm_units",
+    None,
+    "With --features: units per LSTM direction; default half the hidden size.",
+)
 # Defaults: keras_bert.training.TRAINING_DEFAULTS["token_classification"].
 recipe_flags.define_training_flags("token_classification", batch_unit="windows")
 flags.mark_flags_as_required(["train_file", "validation_file", "model_dir"])
@@ -85,6 +112,17 @@ def main(argv):
     del argv
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     recipe_flags.check_flags(FLAGS, positive=_POSITIVE)
+    training = recipe_flags.training_arguments(FLAGS)
+    if FLAGS.features:
+        _check_feature_based_flags()
+        if not FLAGS["learning_rate"].present:
+            # The tagger's own default (it trains from scratch).
+            training["learning_rate"] = config["learning_rate"] = None
+    elif FLAGS.lstm_units is not None:
+        raise app.UsageError(
+            f"--lstm_units={FLAGS.lstm_units} sizes the tagger of "
+            "--features; pass --features too, or leave --lstm_units out."
+        )
     task = NerFineTuning(
         _build_model,
         recipe_flags.tokenizer_from_flags(FLAGS),
@@ -104,7 +142,7 @@ def main(argv):
         task,
         FLAGS.model_dir,
         config=config,
-        **recipe_flags.training_arguments(FLAGS),
+        **training,
     )
     if result.is_chief:
         for split, scores in result.results["metrics"].items():
@@ -118,12 +156,37 @@ def main(argv):
 _POSITIVE = ("sequence_length", "batch_size", "eval_batch_size", "epochs")
 
 
+def _check_feature_based_flags():
+    """What a feature-based run cannot do, refused before any work."""
+    if FLAGS.export_dir:
+        raise app.UsageError(
+            f"--features={FLAGS.features} trains a FrozenFeaturesTagger, "
+            "which has no serving export yet; leave --export_dir out, or "
+            "fine-tune (no --features) to export."
+        )
+    if FLAGS.lora_rank:
+        raise app.UsageError(
+            f"--lora_rank={FLAGS.lora_rank} adapts the backbone, which "
+            f"--features={FLAGS.features} freezes; pass one of the two."
+        )
+    if FLAGS.lstm_units is not None and FLAGS.lstm_units <= 0:
+        raise app.UsageError(
+            f"--lstm_units must be positive. Received: {FLAGS.lstm_units}"
+        )
+
+
 def _build_model(labels):
+    if FLAGS.features:
+        model_class = FrozenFeaturesTagger
+        head = {"features": FLAGS.features, "lstm_units": FLAGS.lstm_units}
+    else:
+        model_class, head = keras_bert.BertTokenClassifier, {}
     model, _ = load_task_model(
-        keras_bert.BertTokenClassifier,
+        model_class,
         sequence_length=FLAGS.sequence_length,
         num_classes=len(labels),
         labels=labels,
+        **head,
         **recipe_flags.model_source_arguments(FLAGS),
     )
     return model

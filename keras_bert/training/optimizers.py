@@ -88,6 +88,9 @@ TRAINING_DEFAULTS = {
     "question_answering": TrainingDefaults(learning_rate=5e-5, epochs=2),
     "token_classification": TrainingDefaults(learning_rate=5e-5),
     "masked_lm": TrainingDefaults(learning_rate=1e-4),
+    # A tagger trained from scratch on a frozen BERT's features
+    # (keras_bert.tasks.ner.FrozenFeaturesTagger): an LSTM's usual rate.
+    "frozen_features_tagging": TrainingDefaults(learning_rate=1e-3),
 }
 
 

@@ -159,3 +159,49 @@ def test_a_bad_line_fails_naming_file_and_line_before_training(tmp_path):
     assert "Epoch" not in result.stdout
     assert not os.path.exists(tmp_path / "run" / "eval_history.json")
     assert not os.path.exists(tmp_path / "run" / "results.json")
+
+
+@pytest.mark.slow
+def test_features_flag_trains_a_frozen_features_tagger(tmp_path):
+    train, valid, vocabulary = write_inputs(tmp_path)
+    result = run_recipe(
+        tmp_path, train, valid, vocabulary, "--features=weighted_sum_all"
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "NER validation (best epoch 1)" in result.stdout
+    with open(tmp_path / "run" / "results.json") as file:
+        results = json.load(file)
+    assert results["config"]["features"] == "weighted_sum_all"
+    # bert_tiny (2 blocks, hidden 128): 3 layer weights and a scale, two
+    # BiLSTMs of 64 units per direction, the 7-way output layer; not one
+    # backbone weight.
+    lstm = 2 * 4 * 64 * (128 + 64 + 1)
+    assert results["trainable_parameters"] == 3 + 1 + 2 * lstm + 128 * 7 + 7
+    # --learning_rate=1e-3 was given; unset, the tagger's 1e-3 is logged.
+    assert results["config"]["learning_rate"] == 1e-3
+    assert set(results["metrics"]["validation"]) >= {"precision", "f1"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        # absl names the choices.
+        (
+            "--features=last_four",
+            "value should be one of <embeddings|second_to_last|last|"
+            "sum_last_four|concat_last_four|weighted_sum_all>",
+        ),
+        ("--export_dir=/tmp/never", "has no serving export yet"),
+        ("--lstm_units=0", "--lstm_units must be positive"),
+    ],
+)
+def test_bad_features_flags_fail_before_training(tmp_path, flag, message):
+    train, valid, vocabulary = write_inputs(tmp_path)
+    extra = (
+        [flag] if flag.startswith("--features") else ["--features=last", flag]
+    )
+    result = run_recipe(tmp_path, train, valid, vocabulary, *extra)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr[-3000:]
+    assert not os.path.exists(tmp_path / "run" / "eval_history.json")
