@@ -39,11 +39,17 @@ import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-flags.DEFINE_float("tolerance", 1e-5, "The largest score difference.")
-flags.DEFINE_integer("top_k", 5, "Tokens per mask.")
-flags.DEFINE_string(
-    "export_dir", None, "Also export there and compare the SavedModel."
-)
+
+def define_flags():
+    """The script's flags, defined only when it runs (the tests import
+    its functions beside other scripts that define flags of the same
+    names)."""
+    flags.DEFINE_float("tolerance", 1e-5, "The largest score difference.")
+    flags.DEFINE_integer("top_k", 5, "Tokens per mask.")
+    flags.DEFINE_string(
+        "export_dir", None, "Also export there and compare the SavedModel."
+    )
+
 
 # Heavy and light antibody chains (and fragments), one letter per residue.
 SEQUENCES = [
@@ -244,4 +250,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

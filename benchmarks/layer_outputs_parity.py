@@ -35,16 +35,21 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-flags.DEFINE_string(
-    "sentences_file",
-    os.path.join(common.SHARED, "glue", "SST-2", "dev.tsv"),
-    "A TSV with a `sentence` column.",
-)
-flags.DEFINE_integer(
-    "max_sentences", 0, "Sentences compared, from the first; 0: all."
-)
-flags.DEFINE_integer("batch_size", 32, "Sentences per padded batch.")
-flags.DEFINE_float("tolerance", 1e-5, "The largest real-token difference.")
+
+def define_flags():
+    """The script's flags, defined only when it runs (the tests import
+    its functions beside other scripts that define flags of the same
+    names)."""
+    flags.DEFINE_string(
+        "sentences_file",
+        os.path.join(common.SHARED, "glue", "SST-2", "dev.tsv"),
+        "A TSV with a `sentence` column.",
+    )
+    flags.DEFINE_integer(
+        "max_sentences", 0, "Sentences compared, from the first; 0: all."
+    )
+    flags.DEFINE_integer("batch_size", 32, "Sentences per padded batch.")
+    flags.DEFINE_float("tolerance", 1e-5, "The largest real-token difference.")
 
 
 def read_sentences(path, limit=0):
@@ -162,4 +167,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
