@@ -34,6 +34,7 @@ def test_quantized_backbone_is_close_and_the_original_untouched():
         )
 
 
+@pytest.mark.slow  # 4-9 s; quantized_copy stays in the default suite
 def test_quantized_masked_lm_reads_its_int8_tied_table():
     model = keras_bert.BertMaskedLM(_backbone())
     inputs = dict(backbone_inputs(), masked_positions=np.array([[1], [2]]))
@@ -42,6 +43,7 @@ def test_quantized_masked_lm_reads_its_int8_tied_table():
     np.testing.assert_allclose(got, expected, atol=TOLERANCE)
 
 
+@pytest.mark.slow  # 4-9 s; quantized_copy stays in the default suite
 def test_lora_is_merged_before_quantizing():
     backbone = _backbone()
     classifier = keras_bert.BertClassifier(backbone, num_classes=2)

@@ -78,6 +78,7 @@ def _probabilities(path, **inputs):
     return serve(**inputs)["probabilities"].numpy()
 
 
+@pytest.mark.slow  # each exports a SavedModel (fixture 9-18 s)
 def test_int8_export_answers_like_float32(exports):
     _, paths = exports
     text = tf.constant(SENTENCES)
@@ -95,6 +96,7 @@ def test_int8_export_answers_like_float32(exports):
     assert outputs["label"].numpy()[0] in (b"a", b"b", b"c")
 
 
+@pytest.mark.slow  # each exports a SavedModel (fixture 9-18 s)
 def test_int8_export_holds_int8_variables_and_leaves_the_model(exports):
     classifier, paths = exports
     loaded = tf.saved_model.load(paths["int8"])
@@ -125,6 +127,7 @@ def _layers(model):
     return list(model._flatten_layers(include_self=False))
 
 
+@pytest.mark.slow  # each exports a SavedModel (fixture 9-18 s)
 def test_int8_export_keeps_the_op_allowlist(exports, tmp_path):
     _, paths = exports
     ops = saved_model_op_types(paths["int8"])
