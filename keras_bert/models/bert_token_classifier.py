@@ -248,14 +248,7 @@ class BertTokenClassifier(Task):
         """
         if optimizer == "auto":
             optimizer = training_defaults(self.TASK_NAME).create_optimizer()
-        if loss == "auto":
-            loss = GlobalBatchCrossEntropy(
-                ignore_class=IGNORED_LABEL, name="token_cross_entropy"
-            )
-        if metrics == "auto":
-            metrics = [
-                MaskedLMAccuracy(padding_label=IGNORED_LABEL, name="accuracy")
-            ]
+        loss, metrics = tagging_loss_and_metrics(loss, metrics)
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
@@ -282,3 +275,22 @@ def _is_text(x):
             and all(isinstance(value, (str, bytes)) for value in x.flat)
         )
     return keras.ops.is_tensor(x) and x.dtype.name == "string"
+
+
+def tagging_loss_and_metrics(loss="auto", metrics="auto"):
+    """`(loss, metrics)` with `"auto"` replaced by BERT's tagging setup.
+
+    Cross-entropy on logits over the positions whose label is not
+    `IGNORED_LABEL` (-100), averaged over the global batch, and the
+    accuracy over the same positions; anything else is returned as given.
+    Shared by every per-token tagger's `compile`.
+    """
+    if loss == "auto":
+        loss = GlobalBatchCrossEntropy(
+            ignore_class=IGNORED_LABEL, name="token_cross_entropy"
+        )
+    if metrics == "auto":
+        metrics = [
+            MaskedLMAccuracy(padding_label=IGNORED_LABEL, name="accuracy")
+        ]
+    return loss, metrics

@@ -7,10 +7,8 @@ from keras_bert.layers.hidden_state_combination import COMBINATIONS
 from keras_bert.layers.hidden_state_combination import HiddenStateCombination
 from keras_bert.models import BertBackbone
 from keras_bert.models.bert_backbone import keras_inputs
+from keras_bert.models.bert_token_classifier import tagging_loss_and_metrics
 from keras_bert.models.task import logits_dense
-from keras_bert.training.losses import IGNORED_LABEL
-from keras_bert.training.losses import GlobalBatchCrossEntropy
-from keras_bert.training.metrics import MaskedLMAccuracy
 from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
@@ -218,14 +216,7 @@ class FrozenFeaturesTagger(keras.Model):
         """
         if optimizer == "auto":
             optimizer = training_defaults(self.TASK_NAME).create_optimizer()
-        if loss == "auto":
-            loss = GlobalBatchCrossEntropy(
-                ignore_class=IGNORED_LABEL, name="token_cross_entropy"
-            )
-        if metrics == "auto":
-            metrics = [
-                MaskedLMAccuracy(padding_label=IGNORED_LABEL, name="accuracy")
-            ]
+        loss, metrics = tagging_loss_and_metrics(loss, metrics)
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
