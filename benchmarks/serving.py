@@ -19,9 +19,22 @@ a Hugging Face directory, a keras-hub preset and ONNX files (see
 sentences (`../shared/glue/SST-2/dev.tsv`, in file order) with each
 contestant, each as a competent user runs it, tokenizing inside the timing:
 
-  ours_fp32         `tf.saved_model.load(export)`, `serving_default(text=)`
-  ours_int8         the same, exported with `quantize="int8"` (reported as
-                    unavailable where `export_saved_model` lacks it)
+  ours_fp32         our export with `streams=--threads` (each block's heads
+                    and feed-forward units in that many parallel chains),
+                    run as TF Serving runs a SavedModel: loaded into a C++
+                    Session (`tf.compat.v1.saved_model.load`, what TF
+                    Serving's `SavedModelBundle` does), one `Session::Run`
+                    of `serving_default` per request, one intra-op thread
+                    and `--threads` inter-op threads (what the export's
+                    docs tell TF Serving: `--tensorflow_intra_op_
+                    parallelism=1 --tensorflow_inter_op_parallelism=N`)
+  ours_fp32_tf_function  the same export through `tf.saved_model.load(
+                    export).signatures["serving_default"](text=)`, as a
+                    TF2 Python program calls it (the same threads)
+  ours_int8         our export with `quantize="int8"` (no streams: they
+                    split float weights), in a Session as ours_fp32, both
+                    thread pools at `--threads` (reported as unavailable
+                    where `export_saved_model` lacks it)
   transformers      `pipeline("text-classification")` on the Hugging Face
                     export, PyTorch float32 (its default `sdpa` attention),
                     `batch_size` = the request's size
@@ -50,7 +63,7 @@ of its labels with ours_fp32's.
 Each contestant's round runs in a fresh process, all contestants in every
 round, the order rotated each round; ratios ours/peer of examples/s are
 medians of the per-round paired ratios (>1: ours is faster). Every thread
-pool is set to the core count (`--threads`).
+pool is set to the core count (`--threads`), except where ours_fp32 says.
 
     python benchmarks/serving.py --classifier=DIR [--rounds=3]
     python benchmarks/serving.py --classifier=DIR --rounds=1 \\
@@ -291,6 +304,7 @@ def run_prepare():
         FLAGS.work_dir,
         FLAGS.sequence_length,
         labels=["negative", "positive"],
+        streams=FLAGS.threads,
     )
     manifest["key"] = manifest_key()
     common.write_record(os.path.join(FLAGS.work_dir, "manifest.json"), manifest)
@@ -302,6 +316,7 @@ def manifest_key():
         "classifier": os.path.abspath(weights_path(FLAGS.classifier)),
         "init_checkpoint": FLAGS.init_checkpoint or common.minilm_dir(),
         "sequence_length": FLAGS.sequence_length,
+        "threads": FLAGS.threads,
         **code_version(),
     }
 

@@ -4,7 +4,8 @@ it, and the exports they load.
 `prepare(...)` writes, from one fine-tuned keras-bert `BertClassifier`,
 every contestant's files (the same weights everywhere):
 
-  ours/1            our raw-text SavedModel (`export_saved_model`)
+  ours/1            our raw-text SavedModel (`export_saved_model`, with
+                    `streams` = the core count)
   ours_int8/1       the same with `quantize="int8"` (where the package has
                     it; otherwise `ours_int8.unavailable` says why)
   huggingface/      a `BertForSequenceClassification` directory, written by
@@ -32,7 +33,10 @@ import numpy as np
 
 # name -> what runs (the docstring of benchmarks/serving.py says more).
 CONTESTANTS = {
-    "ours_fp32": "our raw-text SavedModel, `serving_default`, float32",
+    "ours_fp32": "our raw-text SavedModel (exported with `streams`), "
+    "`serving_default`, float32, run as TF Serving runs it: a C++ Session",
+    "ours_fp32_tf_function": "the same SavedModel through "
+    "`tf.saved_model.load(...).signatures` (a Python TF2 caller)",
     "ours_int8": 'our raw-text SavedModel exported with quantize="int8"',
     "transformers": 'transformers `pipeline("text-classification")`, '
     "PyTorch float32",
@@ -53,7 +57,9 @@ class Unavailable(Exception):
     """A contestant that cannot run with this code (e.g. no int8 export)."""
 
 
-def prepare(classifier, tokenizer, work_dir, sequence_length, labels=None):
+def prepare(
+    classifier, tokenizer, work_dir, sequence_length, labels=None, streams=None
+):
     """Writes every contestant's files into `work_dir`; returns a dict of
     what was written (and why a contestant is unavailable, if one is).
 
@@ -64,6 +70,8 @@ def prepare(classifier, tokenizer, work_dir, sequence_length, labels=None):
         sequence_length: int. The tokens per example of our export and
             keras-hub's packer (the truncation limit of the others).
         labels: list of str or `None`: the class names.
+        streams: int or `None`: our float32 export's `streams` (the
+            cores it is served on).
     """
     import keras_bert
     from keras_bert.serving import export_saved_model
@@ -73,8 +81,14 @@ def prepare(classifier, tokenizer, work_dir, sequence_length, labels=None):
     )
     manifest = {"unavailable": {}}
     manifest["ours_fp32"] = export_saved_model(
-        classifier, preprocessor, os.path.join(work_dir, "ours"), labels=labels
+        classifier,
+        preprocessor,
+        os.path.join(work_dir, "ours"),
+        labels=labels,
+        streams=streams,
     )
+    manifest["ours_fp32_tf_function"] = manifest["ours_fp32"]
+    manifest["streams"] = {"ours_fp32": streams, "ours_fp32_tf_function": streams}
     try:
         manifest["ours_int8"] = export_saved_model(
             classifier,
@@ -204,6 +218,7 @@ def load(name, manifest, sequence_length, threads):
         raise Unavailable(manifest["unavailable"][name])
     loaders = {
         "ours_fp32": _load_ours,
+        "ours_fp32_tf_function": _load_ours_tf_function,
         "ours_int8": _load_ours,
         "transformers": _load_pipeline,
         "onnxruntime_fp32": _load_onnxruntime,
@@ -218,12 +233,52 @@ def load(name, manifest, sequence_length, threads):
     return loaders[name](name, manifest, sequence_length, threads)
 
 
+def _thread_counts(name, manifest, threads):
+    """(intra-op, inter-op) threads: an export with streams is served as
+    `export_saved_model` says, one intra-op thread and an inter-op thread
+    per stream; others with TensorFlow's defaults, both pools at `threads`.
+    """
+    streams = manifest.get("streams", {}).get(name)
+    return (1, streams) if streams else (threads, threads)
+
+
 def _load_ours(name, manifest, sequence_length, threads):
+    """As TF Serving runs a SavedModel: loaded into a C++ Session, one
+    `Session::Run` per request (`tf.compat.v1.saved_model.load`, the
+    loader TF Serving's `SavedModelBundle` is), with its thread pools set
+    as the server's `--tensorflow_intra_op_parallelism` and
+    `--tensorflow_inter_op_parallelism` would."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
 
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    intra, inter = _thread_counts(name, manifest, threads)
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    )
+    graph = tf.Graph()
+    session = tf.compat.v1.Session(graph=graph, config=config)
+    with graph.as_default():
+        meta_graph = tf.compat.v1.saved_model.load(
+            session, ["serve"], manifest[name]
+        )
+    signature = meta_graph.signature_def["serving_default"]
+    text = signature.inputs["text"].name
+    label_id = signature.outputs["label_id"].name
+
+    def predict(texts):
+        return session.run(label_id, {text: list(texts)})
+
+    return predict
+
+
+def _load_ours_tf_function(name, manifest, sequence_length, threads):
+    """The SavedModel as a TF2 Python program calls it."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+
+    intra, inter = _thread_counts(name, manifest, threads)
+    tf.config.threading.set_intra_op_parallelism_threads(intra)
+    tf.config.threading.set_inter_op_parallelism_threads(inter)
     serve = tf.saved_model.load(manifest[name]).signatures["serving_default"]
 
     def predict(texts):

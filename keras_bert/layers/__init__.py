@@ -5,6 +5,7 @@ from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.closed_form_layer_norm import LayerNorm  # noqa: F401
 from keras_bert.layers.half_bits_dropout import Dropout  # noqa: F401
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
+from keras_bert.layers.head_parallel_block import HeadParallelBlock
 from keras_bert.layers.hidden_state_combination import HiddenStateCombination
 from keras_bert.layers.lora_dense import LoraDense
 from keras_bert.layers.masked_lm_head import MaskedLMHead
@@ -21,6 +22,7 @@ __all__ = [
     "BertEmbedding",
     "ClosedFormLayerNorm",
     "HalfBitsDropout",
+    "HeadParallelBlock",
     "HiddenStateCombination",
     "LoraDense",
     "MaskedLMHead",

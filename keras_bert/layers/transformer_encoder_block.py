@@ -23,6 +23,13 @@ from keras_bert.validation import check_rate
 _MASK_SCORE = -1e9
 
 
+class _Untracked:
+    """Holds a layer out of sight of Keras' and TensorFlow's tracking."""
+
+    def __init__(self, layer):
+        self.layer = layer
+
+
 def _next_seed(dropout):
     """The seed a dropout layer's next training call would use."""
     # Keras' Dropout has no seed generator at rate 0.
@@ -188,6 +195,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_dropout = Dropout(
             dropout, dtype=self.dtype_policy, name="output_dropout"
         )
+        # What `set_inference_layer` installs, in a holder that neither
+        # Keras nor SavedModel tracks (its owner's export tracks it).
+        self._inference_layer = _Untracked(None)
 
     def build(
         self, inputs_shape, padding_mask_shape=None, query_positions_shape=None
@@ -239,6 +249,17 @@ class TransformerEncoderBlock(keras.layers.Layer):
         training=None,
         return_attention_probabilities=False,
     ):
+        inference_layer = self._inference_layer.layer
+        if (
+            inference_layer is not None
+            and not training
+            and not return_attention_probabilities
+        ):
+            return inference_layer(
+                inputs,
+                padding_mask=padding_mask,
+                query_positions=query_positions,
+            )
         outputs, probs = self._outputs_and_probabilities(
             inputs,
             padding_mask,
@@ -251,6 +272,28 @@ class TransformerEncoderBlock(keras.layers.Layer):
         # Unused, `probs` costs nothing: it is computed on the way to
         # `outputs` anyway, and a graph prunes what nothing reads.
         return outputs
+
+    def set_inference_layer(self, layer):
+        """Computes this block's inference (`training` false) with `layer`.
+
+        `layer` is called as the block is, `(inputs, padding_mask=,
+        query_positions=)`, and must compute the same function from its own
+        copy of the weights, e.g. `keras_bert.layers.HeadParallelBlock`
+        (`keras_bert.models.head_parallel_copy` installs one per block).
+        Training calls and `return_attention_probabilities` still run the
+        block itself. The block does not track `layer`: whoever saves or
+        exports the model tracks it (`export_saved_model` does); it is not
+        part of the block's config or weights. `None` removes it.
+
+        Args:
+            layer: a callable layer, or `None`.
+        """
+        self._inference_layer = _Untracked(layer)
+
+    @property
+    def inference_layer(self):
+        """The layer set by `set_inference_layer`, or `None`."""
+        return self._inference_layer.layer
 
     def _outputs_and_probabilities(
         self, inputs, padding_mask, query_positions, training, gather_probs

@@ -6,6 +6,7 @@ from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
+from keras_bert.models.head_parallel import head_parallel_copy
 from keras_bert.models.lora import merge_lora
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.quantization import QUANTIZATION_MODES
@@ -22,6 +23,7 @@ __all__ = [
     "BertTextEmbedder",
     "BertTokenClassifier",
     "Task",
+    "head_parallel_copy",
     "merge_lora",
     "quantized_copy",
 ]

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.models.head_parallel import head_parallel_copy
 from keras_bert.models.lora import merge_lora
 from keras_bert.models.quantization import check_quantization_mode
 from keras_bert.models.quantization import quantized_copy
@@ -19,6 +20,7 @@ def export_saved_model(
     export_dir=None,
     version=None,
     quantize=None,
+    streams=None,
     **options,
 ):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
@@ -93,6 +95,17 @@ def export_saved_model(
             size and speed; slower than float32 for single short
             requests, faster for batches). Defaults to `None`: float
             weights.
+        streams: `None` or int. With `N`, the export serves
+            `keras_bert.models.head_parallel_copy(model, N)`: each block's
+            heads and feed-forward units split into `N` independent
+            chains that TensorFlow runs at the same time on its inter-op
+            threads. Serve it with one intra-op thread and `N` inter-op
+            threads (TF Serving: `--tensorflow_intra_op_parallelism=1
+            --tensorflow_inter_op_parallelism=N`), `N` the number of
+            cores: then short requests use every core, where TensorFlow's
+            matmuls of a few dozen rows use one (README, "Serve").
+            The same outputs, to float rounding; float weights only.
+            Defaults to `None`: the blocks as they are.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
             output; defaults to `"0"`, `"1"`, ...) and `pair` (bool: the
@@ -147,12 +160,22 @@ def export_saved_model(
     # LoRA's updates are added into the kernels: one matmul per layer.
     model = merge_lora(model)
     if quantize is not None:
+        if streams is not None:
+            raise ValueError(
+                f"Received quantize={quantize!r} and streams={streams!r}: "
+                "the streams split float weights only. Pass one of them."
+            )
         model = quantized_copy(model, quantize)
+    if streams is not None:
+        model = head_parallel_copy(model, streams)
     endpoints = serving_endpoints(model, preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    archive.track(model)
+    if streams is None:
+        archive.track(model)
+    # Otherwise only what the endpoints read is saved (`add_endpoint`
+    # tracks it): the streams' weights, not also the blocks' own layout.
     archive.track(preprocessor)
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, function, signature)
