@@ -13,6 +13,12 @@ TensorFlow and tensorflow-text at serving time.
     python recipes/export.py --model=clf.keras --quantize=int8 \
         --labels=negative,positive --export_dir=saved_models/sst2_int8
 
+    # For a CPU server of 2 cores: each block in 2 parallel streams (serve
+    # with --tensorflow_intra_op_parallelism=1
+    # --tensorflow_inter_op_parallelism=2; README "Serve"):
+    python recipes/export.py --model=clf.keras --streams=2 \
+        --labels=negative,positive --export_dir=saved_models/sst2
+
     # Sentence embeddings from a pretrained checkpoint directory:
     python recipes/export.py --checkpoint=path/to/bert \
         --export_dir=saved_models/bert_embeddings
@@ -116,6 +122,14 @@ flags.DEFINE_enum(
     "Export int8 weights (keras_bert.models.quantized_copy; see "
     "keras_bert.serving.export_saved_model's `quantize`). Default: float.",
 )
+flags.DEFINE_integer(
+    "streams",
+    None,
+    "Serve each block as this many parallel streams, the cores TF Serving "
+    "runs on with --tensorflow_intra_op_parallelism=1 and "
+    "--tensorflow_inter_op_parallelism=<streams> (see "
+    "keras_bert.serving.export_saved_model's `streams`). Default: none.",
+)
 flags.DEFINE_string(
     "export_options",
     None,
@@ -186,6 +200,7 @@ def main(argv):
         FLAGS.export_dir,
         version=FLAGS.version,
         quantize=FLAGS.quantize,
+        streams=FLAGS.streams,
         **options,
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))

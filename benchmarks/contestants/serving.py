@@ -88,7 +88,10 @@ def prepare(
         streams=streams,
     )
     manifest["ours_fp32_tf_function"] = manifest["ours_fp32"]
-    manifest["streams"] = {"ours_fp32": streams, "ours_fp32_tf_function": streams}
+    manifest["streams"] = {
+        "ours_fp32": streams,
+        "ours_fp32_tf_function": streams,
+    }
     try:
         manifest["ours_int8"] = export_saved_model(
             classifier,

@@ -54,7 +54,9 @@ _MASK_SCORE = -1e9
 def stream_slices(size, streams):
     """`streams` contiguous `(start, stop)` ranges covering `range(size)`,
     as even as possible (the first ones one larger)."""
-    bounds = np.cumsum([0] + [len(a) for a in np.array_split(range(size), streams)])
+    bounds = np.cumsum(
+        [0] + [len(a) for a in np.array_split(range(size), streams)]
+    )
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
@@ -148,7 +150,9 @@ class HeadParallelBlock(keras.layers.Layer):
             name="output_layer_norm",
         )
 
-    def build(self, inputs_shape, padding_mask_shape=None, query_positions_shape=None):
+    def build(
+        self, inputs_shape, padding_mask_shape=None, query_positions_shape=None
+    ):
         hidden_dim = inputs_shape[-1]
         if hidden_dim % self.num_heads != 0:
             raise ValueError(
@@ -274,7 +278,9 @@ class HeadParallelBlock(keras.layers.Layer):
         layer.attention_layer_norm.set_weights(
             block.attention_layer_norm.get_weights()
         )
-        layer.output_layer_norm.set_weights(block.output_layer_norm.get_weights())
+        layer.output_layer_norm.set_weights(
+            block.output_layer_norm.get_weights()
+        )
         return layer
 
     def call(self, inputs, padding_mask=None, query_positions=None):
@@ -286,7 +292,9 @@ class HeadParallelBlock(keras.layers.Layer):
             query_positions = ops.cast(query_positions, "int32")
             query_length = ops.shape(query_positions)[1]
             queries = ops.reshape(
-                ops.take_along_axis(inputs, query_positions[:, :, None], axis=1),
+                ops.take_along_axis(
+                    inputs, query_positions[:, :, None], axis=1
+                ),
                 (-1, self.hidden_dim),
             )  # (batch * queries, hidden)
         key_mask = None
@@ -308,9 +316,13 @@ class HeadParallelBlock(keras.layers.Layer):
         partials = []
         for weights, (h0, h1) in zip(self.stream_weights, self.head_slices):
             heads = h1 - h0
-            query = dense(queries, weights["query_kernel"], weights["query_bias"])
+            query = dense(
+                queries, weights["query_kernel"], weights["query_bias"]
+            )
             key, value = ops.split(
-                dense(x, weights["key_value_kernel"], weights["key_value_bias"]),
+                dense(
+                    x, weights["key_value_kernel"], weights["key_value_bias"]
+                ),
                 2,
                 axis=-1,
             )

@@ -1,0 +1,102 @@
+"""export_saved_model(streams=N): the same answers from parallel streams."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.serving import TF_SERVING_TEXT_OPS
+from keras_bert.serving import export_saved_model
+from keras_bert.serving import saved_model_op_types
+from tests.helpers import non_core_ops
+
+VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
+]  # fmt: skip
+SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+TOLERANCE = 2e-6
+
+
+def _classifier():
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    return keras_bert.BertClassifier(backbone, num_classes=3)
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+    classifier = _classifier()
+    path = export_saved_model(
+        classifier,
+        preprocessor,
+        str(tmp_path_factory.mktemp("streams") / "clf"),
+        streams=2,
+    )
+    return classifier, preprocessor, path
+
+
+def test_streams_export_answers_as_the_model(export):
+    classifier, preprocessor, path = export
+    loaded = tf.saved_model.load(path)
+    inputs = preprocessor(SENTENCES)
+    expected = tf.nn.softmax(classifier(inputs, training=False)).numpy()
+    served = loaded.signatures["serving_default"](text=tf.constant(SENTENCES))
+    np.testing.assert_allclose(
+        served["probabilities"].numpy(), expected, atol=TOLERANCE
+    )
+    ids = loaded.signatures["predict_ids"](**inputs)
+    np.testing.assert_allclose(
+        ids["probabilities"].numpy(), expected, atol=TOLERANCE
+    )
+
+
+def test_streams_export_saves_each_weight_once(export):
+    # The streams hold the blocks' numbers in another layout; the blocks'
+    # own kernels are not read, so not saved (nor saved twice, as a whole
+    # model's export does under `variables` and `_all_variables`).
+    classifier, _, path = export
+    reader = tf.train.load_checkpoint(
+        os.path.join(path, "variables", "variables")
+    )
+    dtypes = reader.get_variable_to_dtype_map()
+    saved = sum(
+        int(np.prod(shape))
+        for key, shape in reader.get_variable_to_shape_map().items()
+        if dtypes[key] == tf.float32 and key.endswith("VARIABLE_VALUE")
+    )
+    assert saved == classifier.count_params()
+
+
+def test_streams_export_keeps_the_op_allowlist(export, tmp_path):
+    _, _, path = export
+    ops = saved_model_op_types(path)
+    non_core = non_core_ops(ops, tmp_path)
+    assert "FastWordpieceTokenizeWithOffsets" in non_core
+    assert non_core <= TF_SERVING_TEXT_OPS, non_core - TF_SERVING_TEXT_OPS
+
+
+def test_streams_with_int8_is_refused_before_anything(tmp_path):
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY)
+    )
+    with pytest.raises(ValueError, match="quantize='int8' and streams=2"):
+        export_saved_model(
+            _classifier(),
+            preprocessor,
+            str(tmp_path / "x"),
+            quantize="int8",
+            streams=2,
+        )
+    assert not os.path.exists(tmp_path / "x")
