@@ -12,9 +12,12 @@ start-up): intra-op and inter-op threads (1, 1), (2, 2) (TensorFlow's
 default on 2 cores) and (1, 2). This is the profile behind
 `export_saved_model(streams=...)` and its advice to serve with one
 intra-op thread and an inter-op thread per stream; it prints p50
-milliseconds.
+milliseconds. With `--trace`, the (1, 2) worker then traces 50 batch-1
+requests of each export (`RunOptions(trace_level=FULL_TRACE)`, TensorFlow's
+step stats) and prints the op time summed per op type, the matmuls' share
+of it, and the number of ops run.
 
-    python benchmarks/serving_threads.py [--calls=100] [--work_dir=DIR]
+    python benchmarks/serving_threads.py [--calls=100] [--trace]
 """
 
 import json
@@ -31,6 +34,7 @@ from absl import flags  # noqa: E402
 flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
 flags.DEFINE_integer("intra", 0, "Internal: run one setting's worker.")
 flags.DEFINE_integer("inter", 0, "Internal: the worker's inter-op threads.")
+flags.DEFINE_bool("trace", False, "Also print where the op time goes.")
 flags.DEFINE_string(
     "work_dir", "/tmp/keras_bert_serving_threads", "Where the exports go."
 )
@@ -100,7 +104,51 @@ def worker(intra, inter, calls, paths):
                 f"{np.median(times) * 1e3:.2f} ms",
                 flush=True,
             )
+        if FLAGS.trace and (intra, inter) == (1, 2):
+            feed = {
+                signature.inputs[key].name: value
+                for key, value in requests[1].items()
+            }
+            print_op_times(session, output, feed, name)
         session.close()
+
+
+def print_op_times(session, output, feed, name, runs=50):
+    """Op time summed per op type over `runs` traced requests."""
+    import collections
+
+    import tensorflow as tf
+
+    totals, counts = collections.Counter(), collections.Counter()
+    for _ in range(runs):
+        metadata = tf.compat.v1.RunMetadata()
+        session.run(
+            output,
+            feed,
+            options=tf.compat.v1.RunOptions(
+                trace_level=tf.compat.v1.RunOptions.FULL_TRACE
+            ),
+            run_metadata=metadata,
+        )
+        for device in metadata.step_stats.dev_stats:
+            for node in device.node_stats:
+                label = node.timeline_label.split("(")[0]
+                op = label.split(" = ")[-1].strip() or node.node_name
+                totals[op] += node.op_end_rel_micros - node.op_start_rel_micros
+                counts[op] += 1
+    total = sum(totals.values())
+    matmul = sum(t for op, t in totals.items() if "MatMul" in op)
+    print(
+        f"{name}, batch 1 width 24, traced: {total / runs / 1e3:.2f} ms of "
+        f"op time per request over both threads, {sum(counts.values()) // runs}"
+        f" ops; matmuls {100 * matmul / total:.0f}%",
+        flush=True,
+    )
+    for op, micros in totals.most_common(12):
+        print(
+            f"  {op:32} {micros / runs:7.0f} us  ({counts[op] // runs} ops)",
+            flush=True,
+        )
 
 
 def main(argv):
@@ -119,7 +167,7 @@ def main(argv):
         subprocess.run(
             [sys.executable, __file__, f"--intra={intra}",
              f"--inter={inter}", f"--calls={FLAGS.calls}",
-             f"--work_dir={FLAGS.work_dir}"],
+             f"--work_dir={FLAGS.work_dir}", f"--trace={FLAGS.trace}"],
             check=True,
         )  # fmt: skip
     with open("/proc/loadavg") as f:
