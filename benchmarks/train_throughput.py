@@ -360,14 +360,25 @@ def main(argv):
         "" if FLAGS.contestants is None else f" --contestants={','.join(names)}"
     )
     load = ", ".join(f"{value:.1f}" for value in loads)
+    if max(loads) > (os.cpu_count() or 1):
+        sharing = (
+            "more runnable jobs than cores: other jobs shared the machine,"
+            " so the\npaired ratios (contestants alternating in one run) "
+            "are the figures to\ntrust, not the absolute rates."
+        )
+    else:
+        sharing = (
+            "no more runnable jobs than cores (only this benchmark's own "
+            "processes);\nthe paired ratios (contestants alternating in "
+            "one run) are still the\nfigures to trust over the absolute "
+            "rates."
+        )
     markdown = f"""## Training throughput (issue 9)
 
 Machine: {common.machine_description()}.
 Command: `python benchmarks/train_throughput.py --rounds={FLAGS.rounds} --steps={FLAGS.steps}{subset}`.
 Load average (1 min, `os.getloadavg`) at the start of each round: {load};
-the machine's 2 cores were shared with other engineers' jobs, so the
-paired ratios (contestants alternating in one run) are the figures to
-trust, not the absolute rates.
+{sharing}
 Model L{CONFIG["num_layers"]}/H{CONFIG["hidden_dim"]}/A{CONFIG["num_heads"]}/I{CONFIG["intermediate_dim"]},
 vocab {CONFIG["vocabulary_size"]}, sequence {SEQUENCE}, batch {BATCH}, AdamW (lr 1e-5, decay 0.01; each
 library's own: `keras_bert.training.AdamW` for ours, Keras' `AdamW` for keras-hub,

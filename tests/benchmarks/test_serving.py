@@ -189,3 +189,46 @@ def test_onnx_contestants_match_pytorch(tmp_path):
             logits["onnxruntime_int8"], expected, atol=0.05
         )
         assert not np.array_equal(logits["onnxruntime_int8"], expected)
+
+
+def test_our_contestants_serve_the_streams_export_in_a_session(tmp_path):
+    """ours_fp32 (a C++ Session, as TF Serving) gives the model's labels;
+    an export with streams runs on one intra-op thread and an inter-op
+    thread per stream. (ours_fp32_tf_function sets TensorFlow's global
+    thread pools, possible only in a fresh process: not run here.)"""
+    import keras_bert
+    from keras_bert.serving import export_saved_model
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
+        "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
+    ]  # fmt: skip
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(vocabulary),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=16
+    )
+    path = export_saved_model(
+        classifier, preprocessor, str(tmp_path / "ours"), streams=2
+    )
+    manifest = {
+        "ours_fp32": path,
+        "ours_fp32_tf_function": path,
+        "ours_int8": path,
+        "streams": {"ours_fp32": 2, "ours_fp32_tf_function": 2},
+    }
+    assert contestants._thread_counts("ours_fp32", manifest, 4) == (1, 2)
+    assert contestants._thread_counts("ours_int8", manifest, 4) == (4, 4)
+    texts = ["the cat sat on the mat", "a dog ran", ""]
+    expected = np.argmax(
+        classifier.predict(preprocessor(texts), verbose=0), axis=-1
+    )
+    predict = contestants.load("ours_fp32", manifest, 16, 2)
+    np.testing.assert_array_equal(predict(texts), expected)
+    np.testing.assert_array_equal(predict(texts[:1]), expected[:1])
