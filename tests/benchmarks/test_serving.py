@@ -191,6 +191,7 @@ def test_onnx_contestants_match_pytorch(tmp_path):
         assert not np.array_equal(logits["onnxruntime_int8"], expected)
 
 
+@pytest.mark.slow  # exports a SavedModel
 def test_our_contestants_serve_the_streams_export_in_a_session(tmp_path):
     """ours_fp32 (a C++ Session, as TF Serving) gives the model's labels;
     an export with streams runs on one intra-op thread and an inter-op

@@ -47,6 +47,7 @@ def export(tmp_path_factory):
     return classifier, preprocessor, path
 
 
+@pytest.mark.slow  # the module's export fixture takes 4-10 s
 def test_streams_export_answers_as_the_model(export):
     classifier, preprocessor, path = export
     loaded = tf.saved_model.load(path)
@@ -62,6 +63,7 @@ def test_streams_export_answers_as_the_model(export):
     )
 
 
+@pytest.mark.slow  # the module's export fixture takes 4-10 s
 def test_streams_export_saves_each_weight_once(export):
     # The streams hold the blocks' numbers in another layout; the blocks'
     # own kernels are not read, so not saved (nor saved twice, as a whole
@@ -79,6 +81,7 @@ def test_streams_export_saves_each_weight_once(export):
     assert saved == classifier.count_params()
 
 
+@pytest.mark.slow  # the module's export fixture takes 4-10 s
 def test_streams_export_keeps_the_op_allowlist(export, tmp_path):
     _, _, path = export
     ops = saved_model_op_types(path)
