@@ -318,3 +318,38 @@ def read_records(directory):
         for name in sorted(os.listdir(directory))
         if name.endswith(".json")
     ]
+
+
+def traced_op_times(session, fetches, feed, runs):
+    """Op time summed per op type over `runs` traced `session.run`s
+    (`RunOptions(trace_level=FULL_TRACE)`, TensorFlow's step stats).
+
+    Returns two `collections.Counter`s keyed by op type: microseconds and
+    the number of ops run, both summed over the runs.
+    """
+    import collections
+
+    import tensorflow as tf
+
+    micros, counts = collections.Counter(), collections.Counter()
+    for _ in range(runs):
+        run_metadata = tf.compat.v1.RunMetadata()
+        session.run(
+            fetches,
+            feed,
+            options=tf.compat.v1.RunOptions(
+                trace_level=tf.compat.v1.RunOptions.FULL_TRACE
+            ),
+            run_metadata=run_metadata,
+        )
+        for device in run_metadata.step_stats.dev_stats:
+            for node in device.node_stats:
+                op_type = node.timeline_label.split("(")[0].split("=")
+                op_type = (
+                    op_type[-1].strip().split(" ")[0]
+                    if len(op_type) > 1
+                    else node.node_name.split(":")[0]
+                )
+                micros[op_type] += node.op_end_rel_micros
+                counts[op_type] += 1
+    return micros, counts

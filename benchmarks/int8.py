@@ -123,8 +123,6 @@ def examples_per_second(serve, sentences, batch_size):
 
 def profile_by_op_type(version_dir, sentences, calls=3):
     """Summed op time (ms per call) by op type, from TF1 step stats."""
-    import collections
-
     import tensorflow as tf
 
     graph = tf.Graph()
@@ -137,27 +135,8 @@ def profile_by_op_type(version_dir, sentences, calls=3):
         label = signature.outputs["label_id"].name
         feed = {text: sentences}
         session.run(label, feed)  # warm-up
-        totals = collections.Counter()
-        for _ in range(calls):
-            metadata = tf.compat.v1.RunMetadata()
-            session.run(
-                label,
-                feed,
-                options=tf.compat.v1.RunOptions(
-                    trace_level=tf.compat.v1.RunOptions.FULL_TRACE
-                ),
-                run_metadata=metadata,
-            )
-            for device in metadata.step_stats.dev_stats:
-                for node in device.node_stats:
-                    op_type = node.timeline_label.split("(")[0].split("=")
-                    op_type = (
-                        op_type[-1].strip().split(" ")[0]
-                        if len(op_type) > 1
-                        else node.node_name.split(":")[0]
-                    )
-                    totals[op_type] += node.op_end_rel_micros / 1000.0
-    return {op: ms / calls for op, ms in totals.items()}
+        micros, _ = common.traced_op_times(session, label, feed, calls)
+    return {op: us / 1000.0 / calls for op, us in micros.items()}
 
 
 def print_profile(profiles):

@@ -115,27 +115,9 @@ def worker(intra, inter, calls, paths):
 
 def print_op_times(session, output, feed, name, runs=50):
     """Op time summed per op type over `runs` traced requests."""
-    import collections
+    from benchmarks.common import traced_op_times
 
-    import tensorflow as tf
-
-    totals, counts = collections.Counter(), collections.Counter()
-    for _ in range(runs):
-        metadata = tf.compat.v1.RunMetadata()
-        session.run(
-            output,
-            feed,
-            options=tf.compat.v1.RunOptions(
-                trace_level=tf.compat.v1.RunOptions.FULL_TRACE
-            ),
-            run_metadata=metadata,
-        )
-        for device in metadata.step_stats.dev_stats:
-            for node in device.node_stats:
-                label = node.timeline_label.split("(")[0]
-                op = label.split(" = ")[-1].strip() or node.node_name
-                totals[op] += node.op_end_rel_micros - node.op_start_rel_micros
-                counts[op] += 1
+    totals, counts = traced_op_times(session, output, feed, runs)
     total = sum(totals.values())
     matmul = sum(t for op, t in totals.items() if "MatMul" in op)
     print(
