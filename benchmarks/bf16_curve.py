@@ -62,9 +62,9 @@ def run_worker(precision, seed):
     import tensorflow as tf
 
     import keras_bert
-    from keras_bert.tasks.glue.dataset import glue_dataset
-    from keras_bert.tasks.glue.dataset import preprocess_glue
-    from keras_bert.tasks.glue.loader import load_glue
+    from keras_bert.fine_tuning.glue.dataset import glue_dataset
+    from keras_bert.fine_tuning.glue.dataset import preprocess_glue
+    from keras_bert.fine_tuning.glue.loader import load_glue
     from keras_bert.training.optimizers import create_adamw
     from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 

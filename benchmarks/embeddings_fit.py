@@ -6,7 +6,7 @@ question → paragraph pairs from `../shared/squad/train.json` and are scored
 by retrieval before and after training: each of the 1,702 questions of
 `../shared/squad/dev.json` retrieves its paragraph among all 333 dev
 paragraphs by cosine similarity; Recall@1 and MRR@10 by the same code
-(`keras_bert.tasks.embeddings.retrieval_metrics`) on each side's
+(`keras_bert.fine_tuning.embeddings.retrieval_metrics`) on each side's
 embeddings. Settings, identical for both (`SETTINGS`):
 
   loss            MultipleNegativesRankingLoss, scale 20, cosine
@@ -130,8 +130,8 @@ FLAGS = flags.FLAGS
 
 def pairs_paths():
     """`(train.jsonl, dev.jsonl)` under --pairs_dir, written if missing."""
-    from keras_bert.tasks.embeddings import squad_question_paragraph_pairs
-    from keras_bert.tasks.embeddings import write_pairs_jsonl
+    from keras_bert.fine_tuning.embeddings import squad_question_paragraph_pairs
+    from keras_bert.fine_tuning.embeddings import write_pairs_jsonl
 
     paths = {}
     for split in ("train", "dev"):
@@ -158,7 +158,7 @@ def pairs_paths():
 
 def retrieval_set(dev_path):
     """Queries, the corpus of distinct paragraphs, each query's row."""
-    from keras_bert.tasks.embeddings import read_pairs
+    from keras_bert.fine_tuning.embeddings import read_pairs
 
     pairs = read_pairs(dev_path)
     corpus = list(dict.fromkeys(positive for _, positive in pairs))
@@ -178,8 +178,8 @@ def run_keras_bert(run_dir, train_path, dev_path):
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import keras_bert
-    from keras_bert.tasks.embeddings import encode_texts
-    from keras_bert.tasks.embeddings import retrieval_metrics
+    from keras_bert.fine_tuning.embeddings import encode_texts
+    from keras_bert.fine_tuning.embeddings import retrieval_metrics
 
     queries, corpus, relevant = retrieval_set(dev_path)
     embedder = keras_bert.BertTextEmbedder.from_checkpoint(
@@ -298,8 +298,8 @@ def run_sentence_transformers(run_dir, train_path, dev_path):
     from sentence_transformers.losses import MultipleNegativesRankingLoss
     from sentence_transformers.training_args import BatchSamplers
 
-    from keras_bert.tasks.embeddings import read_pairs
-    from keras_bert.tasks.embeddings import retrieval_metrics
+    from keras_bert.fine_tuning.embeddings import read_pairs
+    from keras_bert.fine_tuning.embeddings import retrieval_metrics
 
     torch.manual_seed(SETTINGS["seed"])
     model = sentence_transformers.SentenceTransformer(

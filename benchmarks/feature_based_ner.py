@@ -11,7 +11,7 @@ embedding output and the 6 blocks), every row a run of `recipes/ner.py`:
   embeddings, second_to_last, last, sum_last_four, concat_last_four,
   weighted_sum_all  `recipes/ner.py --features=<row>`: the backbone frozen
                     (always in inference mode), a BiLSTM tagger
-                    (`keras_bert.tasks.ner.FrozenFeaturesTagger`: two
+                    (`keras_bert.models.FrozenFeaturesTagger`: two
                     layers, 192 units per direction, dropout 0.1) trained
                     at the tagger's learning rate 1e-3
 
@@ -100,7 +100,7 @@ flags.DEFINE_string("run_dir", None, "Default /tmp/feature_based_ner/<row>.")
 
 def limited_file(path, limit, directory):
     """`path`, or a copy in `directory` of its first `limit` sentences."""
-    from keras_bert.tasks.ner import read_conll
+    from keras_bert.fine_tuning.ner import read_conll
 
     first_lines = read_conll(path)["line"]
     if not limit or limit >= len(first_lines):
@@ -232,7 +232,7 @@ def table():
             'Table 7) on all-MiniLM-L6-v2 (6 layers, hidden 384; "all" is '
             "the embedding output and the 6 blocks). Feature-based rows: "
             "the backbone frozen, `recipes/ner.py --features=ROW` trains "
-            "`keras_bert.tasks.ner.FrozenFeaturesTagger` (two BiLSTM "
+            "`keras_bert.models.FrozenFeaturesTagger` (two BiLSTM "
             "layers of 192 units per direction, dropout 0.1, learning rate "
             f"{SETTINGS['features_learning_rate']:g}); fine-tuning: "
             "`recipes/ner.py` as it is (learning rate "

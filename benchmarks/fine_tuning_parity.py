@@ -2,7 +2,7 @@
 
 Real all-MiniLM-L6-v2 weights as a 9-tag token classifier (the head drawn
 by `transformers`, copied into ours), the first `--steps` length-grouped
-batches of 32 CoNLL-2003 training windows (`keras_bert.tasks.ner`
+batches of 32 CoNLL-2003 training windows (`keras_bert.fine_tuning.ner`
 features), dropout off, and BERT's fine-tuning optimisation on both sides:
 AdamW (lr 5e-5, betas 0.9/0.999, eps 1e-6, weight decay 0.01 except biases
 and LayerNorm), linear warmup over 10% of the steps then linear decay,
@@ -59,9 +59,9 @@ def make_windows(tokenizer, steps, batch_size):
     sentences, and the rows of the first `steps` length-grouped batches
     (seed 0, epoch 0)."""
     from keras_bert.data.length_grouped_epochs import length_grouped_order
-    from keras_bert.tasks.ner import label_list
-    from keras_bert.tasks.ner import ner_features
-    from keras_bert.tasks.ner import read_conll
+    from keras_bert.fine_tuning.ner import label_list
+    from keras_bert.fine_tuning.ner import ner_features
+    from keras_bert.fine_tuning.ner import read_conll
 
     data = read_conll(TRAIN_FILE)
     labels = label_list(data["tags"])

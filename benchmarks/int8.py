@@ -224,8 +224,8 @@ def main(argv):
     import numpy as np
     import tensorflow as tf
 
+    from keras_bert.fine_tuning.glue.loader import load_glue
     from keras_bert.serving import export_saved_model
-    from keras_bert.tasks.glue.loader import load_glue
 
     dev = load_glue("sst2", "validation", data_dir=FLAGS.data_dir)
     sentences = [

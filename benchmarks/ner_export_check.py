@@ -4,7 +4,7 @@ Two steps, two processes:
 
 1. `--write_expected`: rebuilds the recipe's best model (the checkpoint it
    started from + `best.weights.h5`) in Keras and runs
-   `keras_bert.tasks.ner.entities.find_entities` on every sentence of a
+   `keras_bert.fine_tuning.ner.entities.find_entities` on every sentence of a
    CoNLL file given as raw text (its words joined by spaces); writes them.
 2. Without it: loads the export in a process that imports only TensorFlow
    and tensorflow-text (it fails if keras_bert got imported), sends the same
@@ -64,7 +64,7 @@ def read_texts(path):
 
 def write_expected(texts):
     import keras_bert
-    from keras_bert.tasks.ner.entities import find_entities
+    from keras_bert.fine_tuning.ner.entities import find_entities
 
     with tf.io.gfile.GFile(f"{FLAGS.run_dir}/results.json") as file:
         results = json.load(file)

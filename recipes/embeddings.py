@@ -19,8 +19,8 @@ trains it with in-batch negatives (sentence-transformers'
 MultipleNegativesRankingLoss: cross-entropy over `--scale` x the cosine
 similarity of each anchor with every positive of its batch) on batches
 that never hold the same text twice, with AdamW and BERT's warmup +
-linear decay (`keras_bert.tasks.embeddings.EmbeddingFineTuning`, trained
-by `keras_bert.tasks.run_fine_tuning`). After every epoch it scores
+linear decay (`keras_bert.fine_tuning.embeddings.EmbeddingFineTuning`, trained
+by `keras_bert.fine_tuning.run_fine_tuning`). After every epoch it scores
 retrieval (`--retrieval_file`: each anchor retrieves its positive among
 the file's distinct positives; Recall@1, MRR@10) and STS (`--sts_file`,
 an STS-B style TSV: Spearman of cosine), keeping the best epoch (by
@@ -42,11 +42,11 @@ from absl import app
 from absl import flags
 
 import keras_bert
-from keras_bert.tasks import load_task_model
-from keras_bert.tasks import recipe_flags
-from keras_bert.tasks import run_fine_tuning
-from keras_bert.tasks.embeddings import EmbeddingFineTuning
-from keras_bert.tasks.embeddings import PairEmbeddingModel
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning import load_task_model
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.embeddings import EmbeddingFineTuning
+from keras_bert.models import PairEmbeddingModel
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)

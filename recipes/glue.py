@@ -10,8 +10,8 @@ in MNLI's layout (made-up sentences, not a benchmark) and trains on it.
 
 What it does: fine-tunes `keras_bert.BertClassifier` (a regressor for
 STS-B) with AdamW and BERT's warmup + linear decay (the task is
-`keras_bert.tasks.glue.GlueFineTuning`, trained by the runner every task
-shares, `keras_bert.tasks.run_fine_tuning`); after every epoch
+`keras_bert.fine_tuning.glue.GlueFineTuning`, trained by the runner every task
+shares, `keras_bert.fine_tuning.run_fine_tuning`); after every epoch
 predicts each eval split in full and computes GLUE's metrics over it,
 keeping the best epoch's weights; then writes, under `--model_dir`:
 
@@ -34,12 +34,12 @@ from absl import flags
 from absl import logging
 
 import keras_bert
-from keras_bert.tasks import load_task_model
-from keras_bert.tasks import recipe_flags
-from keras_bert.tasks import run_fine_tuning
-from keras_bert.tasks.glue import GLUE_TASKS
-from keras_bert.tasks.glue import GlueFineTuning
-from keras_bert.tasks.glue import write_mnli_demo
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning import load_task_model
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.glue import GLUE_TASKS
+from keras_bert.fine_tuning.glue import GlueFineTuning
+from keras_bert.fine_tuning.glue import write_mnli_demo
 from keras_bert.validation import check_rate
 
 # === Flags ===

@@ -31,7 +31,7 @@ started again with the same `--model_dir`.
 
 Feature-based instead of fine-tuning (the BERT paper's Table 7):
 `--features=ROW` freezes the backbone and trains
-`keras_bert.tasks.ner.FrozenFeaturesTagger`, a two-layer BiLSTM of
+`keras_bert.models.FrozenFeaturesTagger`, a two-layer BiLSTM of
 `--lstm_units` per direction, on its hidden states combined as ROW says
 (`last`, `sum_last_four`, `concat_last_four`, `weighted_sum_all`,
 `second_to_last` or `embeddings`; see `--helpfull`), with the same data,
@@ -45,12 +45,12 @@ from absl import app
 from absl import flags
 
 import keras_bert
-from keras_bert.tasks import load_task_model
-from keras_bert.tasks import recipe_flags
-from keras_bert.tasks import run_fine_tuning
-from keras_bert.tasks.ner import FrozenFeaturesTagger
-from keras_bert.tasks.ner import NerFineTuning
-from keras_bert.tasks.ner.frozen_features_tagger import FEATURES
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning import load_task_model
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.ner import NerFineTuning
+from keras_bert.models import FrozenFeaturesTagger
+from keras_bert.models.frozen_features_tagger import FEATURES
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -91,7 +91,7 @@ flags.DEFINE_enum(
     None,
     list(FEATURES),
     "Feature-based instead of fine-tuning: freeze the backbone and train a "
-    "BiLSTM tagger (keras_bert.tasks.ner.FrozenFeaturesTagger) on "
+    "BiLSTM tagger (keras_bert.models.FrozenFeaturesTagger) on "
     + "; ".join(f"{name}: {text}" for name, text in FEATURES.items())
     + ". Unset: fine-tune the whole model.",
 )

@@ -81,7 +81,7 @@ import keras_bert
 from keras_bert import BertTokenizer
 from keras_bert import data
 from keras_bert import training
-from keras_bert.tasks import recipe_flags
+from keras_bert.cli import recipe_flags
 
 FLAGS = flags.FLAGS
 

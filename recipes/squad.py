@@ -33,10 +33,10 @@ from absl import app
 from absl import flags
 
 import keras_bert
-from keras_bert.tasks import load_task_model
-from keras_bert.tasks import recipe_flags
-from keras_bert.tasks import run_fine_tuning
-from keras_bert.tasks.squad import SquadFineTuning
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning import load_task_model
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.squad import SquadFineTuning
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)

@@ -14,8 +14,8 @@ outside the repository.
 from absl import app
 from absl import flags
 
-from keras_bert.tasks.embeddings import squad_question_paragraph_pairs
-from keras_bert.tasks.embeddings import write_pairs_jsonl
+from keras_bert.fine_tuning.embeddings import squad_question_paragraph_pairs
+from keras_bert.fine_tuning.embeddings import write_pairs_jsonl
 
 flags.DEFINE_string("squad_file", None, "A SQuAD v1.1 / v2.0 JSON file.")
 flags.DEFINE_string("output", None, "The JSONL file to write.")

@@ -13,8 +13,10 @@ the floors below it, never from a floor above:
 3. Models: the backbone and the task models built from layers (`models`).
 4. What is done with a model: reading and writing checkpoint formats
    (`checkpoints`) and exporting it for serving (`serving`).
-5. Fine-tuning tasks: a task's data, metrics, outputs and the shared
-   runner (`tasks`).
+5. Fine-tuning jobs: a job's data, metrics, outputs and the shared
+   runner (`fine_tuning`).
+6. What the command-line recipes share (`cli`), and the deprecated names
+   (`deprecations`), which alias every floor.
 
 Recipes and benchmarks stand on top and may import anything.
 
@@ -49,7 +51,9 @@ FLOORS = {
     "models": 3,
     "checkpoints": 4,
     "serving": 4,
-    "tasks": 5,
+    "fine_tuning": 5,
+    "cli": 6,
+    "deprecations": 6,
 }
 # Function name → the higher floor it may import, inside the function.
 FACADES = {
@@ -183,7 +187,7 @@ def test_no_import_cycles_between_folders():
 def test_the_checks_catch_what_they_forbid():
     """An upward import, a façade import and a cycle, in made-up code."""
     tree = ast.parse(
-        "import keras_bert.tasks\n"
+        "import keras_bert.fine_tuning\n"
         "def from_checkpoint():\n"
         "    from keras_bert.checkpoints import load_checkpoint\n"
         "def other():\n"
@@ -192,7 +196,7 @@ def test_the_checks_catch_what_they_forbid():
     )
     imports = _imports(tree)
     assert [(m, f) for m, _, f in imports] == [
-        ("keras_bert.tasks", None),
+        ("keras_bert.fine_tuning", None),
         ("keras_bert.checkpoints", "from_checkpoint"),
         ("keras_bert.serving", "other"),
         ("keras_bert.files", None),

@@ -2,7 +2,7 @@
 
 Also what every fine-tuning task shares (`pack_texts`, `packed_batches`,
 `shuffled_epochs`, `trim_batch`). Each task's
-own data reading lives with the task, in `keras_bert.tasks.<task>`.
+own data reading lives with the task, in `keras_bert.fine_tuning.<task>`.
 """
 
 from keras_bert.data.corpus import expand_input_files

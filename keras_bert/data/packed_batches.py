@@ -1,6 +1,6 @@
 """Texts to packed ids once, then batches cut to their longest row.
 
-What the GLUE recipe (`keras_bert.tasks.glue`) and a task model's `fit`
+What the GLUE recipe (`keras_bert.fine_tuning.glue`) and a task model's `fit`
 on raw strings (`keras_bert.models.Task`) both do: tokenize every text in
 one pass of a `tf.data` pipeline, then batch the packed ids, in order or
 shuffled per epoch (optionally grouping rows of like length), each batch

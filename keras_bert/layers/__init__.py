@@ -2,8 +2,6 @@
 
 from keras_bert.layers.bert_embedding import BertEmbedding
 from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
-from keras_bert.layers.closed_form_layer_norm import LayerNorm  # noqa: F401
-from keras_bert.layers.half_bits_dropout import Dropout  # noqa: F401
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.head_parallel_block import HeadParallelBlock
 from keras_bert.layers.hidden_state_combination import HiddenStateCombination
@@ -15,8 +13,6 @@ from keras_bert.layers.segment_embedding import SegmentEmbedding
 from keras_bert.layers.sentence_pooling import SentencePooling
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 
-# `Dropout` and `LayerNorm` are the deprecated names of `HalfBitsDropout` and
-# `ClosedFormLayerNorm` (before issue 29), importable for old code.
 __all__ = [
     "OPTIMIZATIONS",
     "BertEmbedding",

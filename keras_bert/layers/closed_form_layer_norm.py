@@ -69,14 +69,6 @@ class ClosedFormLayerNorm(keras.layers.LayerNormalization):
         return ops.cast(outputs, self.compute_dtype)
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
-class LayerNorm(ClosedFormLayerNorm):
-    """Deprecated: `ClosedFormLayerNorm`'s name before issue 29.
-
-    Kept, registered as `keras_bert>LayerNorm`, so that `.keras` files and
-    configs saved with it still load. Use `ClosedFormLayerNorm`.
-    """
-
 
 def _layer_norm(x, gamma, beta, epsilon):
     """LayerNorm over the last axis with the closed-form gradient.

@@ -44,14 +44,6 @@ class HalfBitsDropout(keras.layers.Dropout):
         return _dropout(inputs, self.rate, self.seed_generator.next())
 
 
-@keras.saving.register_keras_serializable(package="keras_bert")
-class Dropout(HalfBitsDropout):
-    """Deprecated: `HalfBitsDropout`'s name before issue 29.
-
-    Kept, registered as `keras_bert>Dropout`, so that `.keras` files and
-    configs saved with it still load. Use `HalfBitsDropout`.
-    """
-
 
 def _dropout(x, rate, seed):
     import tensorflow as tf

@@ -6,8 +6,10 @@ from keras_bert.models.bert_masked_lm import BertMaskedLM
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
+from keras_bert.models.frozen_features_tagger import FrozenFeaturesTagger
 from keras_bert.models.head_parallel import head_parallel_copy
 from keras_bert.models.lora import merge_lora
+from keras_bert.models.pair_embedding_model import PairEmbeddingModel
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.quantization import QUANTIZATION_MODES
 from keras_bert.models.quantization import quantized_copy
@@ -22,6 +24,8 @@ __all__ = [
     "BertQuestionAnswerer",
     "BertTextEmbedder",
     "BertTokenClassifier",
+    "FrozenFeaturesTagger",
+    "PairEmbeddingModel",
     "Task",
     "head_parallel_copy",
     "merge_lora",

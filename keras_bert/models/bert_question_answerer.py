@@ -22,7 +22,7 @@ class BertQuestionAnswerer(Task):
 
     One dense layer on every token of the backbone's `sequence_output`
     gives a start and an end logit per position; the answer is the span
-    with the best start + end logit (see `keras_bert.tasks.squad`). Inputs
+    with the best start + end logit (see `keras_bert.fine_tuning.squad`). Inputs
     are packed `[CLS] question [SEP] context [SEP]`, the context in segment
     1. Positions that cannot hold an answer — the question, both `[SEP]`s
     and padding — get the logit `-10000` (probability 0). `[CLS]` stays

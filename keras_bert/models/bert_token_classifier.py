@@ -23,7 +23,7 @@ class BertTokenClassifier(Task):
     Dropout and one dense layer on every token of the backbone's
     `sequence_output` give each token a logit per class; every weight
     trains. A word is labelled on its first sub-token (see
-    `keras_bert.tasks.ner`), the other positions carry the label `-100`.
+    `keras_bert.fine_tuning.ner`), the other positions carry the label `-100`.
 
     The head's kernel is drawn from a normal distribution of standard
     deviation `backbone.initializer_range` (Hugging Face's

@@ -6,7 +6,7 @@ windows (`keras_bert.text.question_windows`), the model, and choosing the
 answer span — as TensorFlow and tensorflow-text ops, so TF Serving answers
 raw `question` and `context` strings of any length. The span choice
 (`best_answers`) is the graph twin of the evaluation's numpy
-post-processing, `keras_bert.tasks.squad.postprocess.compute_predictions`
+post-processing, `keras_bert.fine_tuning.squad.postprocess.compute_predictions`
 (and so of `run_squad.py`), exactly for the top answer: the `n_best_size`
 best starts and ends of each window, a start only where its token has the
 most context, both ends in the context, at most `max_answer_length` tokens,
@@ -133,7 +133,7 @@ def best_answers(
 ):
     """The best answer span of each example, with TensorFlow ops.
 
-    The graph twin of `keras_bert.tasks.squad.postprocess`'s
+    The graph twin of `keras_bert.fine_tuning.squad.postprocess`'s
     `compute_predictions` (its top answer).
 
     Only real positions (`padding_mask` 1) are ranked, so padding never

@@ -16,9 +16,9 @@ word's start to its last word's end, scored by the mean of its words'
 probabilities.
 
 The numpy twin, for a Keras model in Python, is
-`keras_bert.tasks.ner.entities.find_entities` (each word's prediction by
-`keras_bert.tasks.ner.features.word_predictions`, the chunks by
-`keras_bert.tasks.ner.metrics.get_entities`); both give the same entities.
+`keras_bert.fine_tuning.ner.entities.find_entities` (each word's prediction by
+`keras_bert.fine_tuning.ner.features.word_predictions`, the chunks by
+`keras_bert.fine_tuning.ner.metrics.get_entities`); both give the same entities.
 """
 
 import numpy as np
@@ -196,8 +196,8 @@ def entities_from_windows(
 ):
     """The entities of each text from its windows' logits (graph ops).
 
-    The graph twin of `keras_bert.tasks.ner.features.word_predictions`
-    followed by `keras_bert.tasks.ner.metrics.get_entities`.
+    The graph twin of `keras_bert.fine_tuning.ner.features.word_predictions`
+    followed by `keras_bert.fine_tuning.ner.metrics.get_entities`.
 
     Args:
         windows: `window_tokens`' dict for the texts' tokens.

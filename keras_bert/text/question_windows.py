@@ -5,7 +5,7 @@ original BERT `run_squad.py` does: each window is
 `[CLS] question [SEP] context tokens [SEP]`, padded to `max_seq_length`.
 `make_windows` builds them for a batch of `(question, context)` strings with
 TensorFlow and tensorflow-text ops only, so the same code makes training
-features in `tf.data` (`keras_bert.tasks.squad.features`) and splits
+features in `tf.data` (`keras_bert.fine_tuning.squad.features`) and splits
 contexts inside an exported SavedModel
 (`keras_bert.serving.question_answerer`).
 """

@@ -89,7 +89,7 @@ TRAINING_DEFAULTS = {
     "token_classification": TrainingDefaults(learning_rate=5e-5),
     "masked_lm": TrainingDefaults(learning_rate=1e-4),
     # A tagger trained from scratch on a frozen BERT's features
-    # (keras_bert.tasks.ner.FrozenFeaturesTagger): an LSTM's usual rate.
+    # (keras_bert.models.FrozenFeaturesTagger): an LSTM's usual rate.
     "frozen_features_tagging": TrainingDefaults(learning_rate=1e-3),
 }
 

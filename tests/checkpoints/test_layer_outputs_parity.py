@@ -11,7 +11,7 @@ import pytest
 from benchmarks.layer_outputs_parity import compare
 from benchmarks.layer_outputs_parity import read_sentences
 from tests.checkpoints.conftest import require_references
-from tests.tasks.ner.data import shared_path
+from tests.fine_tuning.ner.data import shared_path
 
 require_references()
 

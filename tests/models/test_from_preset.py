@@ -27,8 +27,8 @@ from keras_bert import BertMaskedLM
 from keras_bert import BertQuestionAnswerer
 from keras_bert import BertTokenClassifier
 from keras_bert.checkpoints import save_huggingface
+from keras_bert.cli.recipe_flags import check_architecture_preset
 from keras_bert.models.presets import preset_hub_id
-from keras_bert.tasks.recipe_flags import check_architecture_preset
 from tests.helpers import tiny_backbone_config
 from tests.hub_cache import add_to_hub_cache
 from tests.hub_cache import use_hub_cache

@@ -244,7 +244,7 @@ def test_docstring_examples_run(documented, check):
 def test_the_recipes_lora_rank_flag():
     from absl import app
 
-    from keras_bert.tasks import recipe_flags
+    from keras_bert.cli import recipe_flags
 
     values = {"init_checkpoint": "ckpt", "preset": None, "lora_rank": -1}
     values["warmup_fraction"] = 0.1

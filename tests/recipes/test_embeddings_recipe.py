@@ -37,7 +37,7 @@ def _write_inputs(tmp_path):
     )
     pairs = [(f"{WORDS[i % 10]} {WORDS[(i * 3) % 10]}", f"{WORDS[i % 4]} mat")
              for i in range(12)]  # fmt: skip
-    keras_bert.tasks.embeddings.write_pairs_jsonl(
+    keras_bert.fine_tuning.embeddings.write_pairs_jsonl(
         pairs, str(tmp_path / "train.jsonl")
     )
     return checkpoint

@@ -31,7 +31,7 @@ import pytest
 
 import keras_bert
 from keras_bert.checkpoints import save_huggingface
-from keras_bert.tasks.glue.demo import write_mnli_demo
+from keras_bert.fine_tuning.glue.demo import write_mnli_demo
 from tests.training.test_distribute_multi_worker import free_ports
 
 pytestmark = pytest.mark.slow

@@ -16,15 +16,16 @@ from absl import flags
 
 import keras_bert
 from keras_bert.checkpoints import save_huggingface
-from keras_bert.tasks.glue import tfds as glue_tfds
-from keras_bert.tasks.glue.dataset import preprocess_glue
-from keras_bert.tasks.glue.metrics import compute_glue_metrics
-from keras_bert.tasks.glue.tfds import GlueDataNotFoundError
-from keras_bert.tasks.glue.tsv import read_glue_tsv
-from tests.tasks.glue.fixtures import glue_fixture_dir
+from keras_bert.fine_tuning.glue import tfds as glue_tfds
+from keras_bert.fine_tuning.glue.dataset import preprocess_glue
+from keras_bert.fine_tuning.glue.metrics import compute_glue_metrics
+from keras_bert.fine_tuning.glue.tfds import GlueDataNotFoundError
+from keras_bert.fine_tuning.glue.tsv import read_glue_tsv
+from tests.fine_tuning.glue.fixtures import glue_fixture_dir
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-FIXTURES = glue_fixture_dir()  # tests/tasks/glue/fixtures.py, written once
+# tests/fine_tuning/glue/fixtures.py, written once
+FIXTURES = glue_fixture_dir()
 
 
 def _import_recipe():

@@ -16,8 +16,8 @@ import pytest
 from absl import app
 
 import keras_bert
-from keras_bert.tasks import recipe_flags
-from keras_bert.tasks.task_model import load_task_model
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning.starting_model import load_task_model
 from tests.hub_cache import add_to_hub_cache
 from tests.hub_cache import hub_environment
 from tests.hub_cache import use_hub_cache

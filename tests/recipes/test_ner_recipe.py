@@ -13,7 +13,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from keras_bert.tasks.ner import get_entities
+from keras_bert.fine_tuning.ner import get_entities
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.text import generate_unicode_tables
-from tests.tasks.squad.data import squad_path
+from tests.fine_tuning.squad.data import squad_path
 from tests.text import hard_strings
 from tests.text import references
 from tests.text.test_parity import CASINGS

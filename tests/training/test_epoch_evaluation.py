@@ -6,7 +6,7 @@ import logging
 import numpy as np
 import pytest
 
-from keras_bert.tasks.glue.metrics import compute_glue_metrics
+from keras_bert.fine_tuning.glue.metrics import compute_glue_metrics
 from keras_bert.training.epoch_evaluation import EpochEvaluation
 
 

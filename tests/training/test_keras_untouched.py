@@ -59,8 +59,8 @@ result = {}
 if mode == "ours":
     before = snapshot()
     import keras_bert
-    from keras_bert.tasks import run_fine_tuning
-    from tests.tasks.test_fine_tuning import TinySentiment
+    from keras_bert.fine_tuning import run_fine_tuning
+    from tests.fine_tuning.test_fine_tuning import TinySentiment
     after_import = snapshot()
     run_fine_tuning(TinySentiment(), tempfile.mkdtemp(), epochs=1, batch_size=4,
                     mixed_precision="mixed_bfloat16")

@@ -1,0 +1,246 @@
+"""The absl flags every fine-tuning recipe shares, defined once.
+
+`recipes/glue.py`, `recipes/squad.py` and `recipes/ner.py` take the same
+model-source flags (`--init_checkpoint` or `--preset` + `--vocabulary`) and
+training flags (`--batch_size`, `--learning_rate`, `--epochs`, ...) with
+the same names and meanings; each recipe defines only its task's own.
+
+Example (a recipe):
+```python
+from absl import flags
+from keras_bert.cli import recipe_flags
+
+recipe_flags.define_model_source_flags()
+# Defaults from keras_bert.training.TRAINING_DEFAULTS["question_answering"].
+recipe_flags.define_training_flags("question_answering")
+FLAGS = flags.FLAGS
+
+def main(argv):
+    recipe_flags.check_flags(FLAGS)
+    result = run_fine_tuning(task, FLAGS.model_dir,
+                             **recipe_flags.training_arguments(FLAGS))
+```
+"""
+
+from absl import app
+from absl import flags
+
+from keras_bert.models.presets import BACKBONE_PRESETS
+from keras_bert.models.presets import preset_hub_id
+from keras_bert.models.presets import suggest_preset
+from keras_bert.text.bert_tokenizer import BertTokenizer
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
+from keras_bert.training.optimizers import training_defaults
+from keras_bert.training.strategies import STRATEGIES
+
+
+def define_model_source_flags():
+    """`--init_checkpoint`, or `--preset` with `--vocabulary`/`--lowercase`."""
+    flags.DEFINE_string(
+        "init_checkpoint",
+        None,
+        "Pre-trained weights: a Hugging Face or Google BERT directory, a "
+        "keras-bert pre-training output, a Hugging Face Hub id "
+        "(google-bert/bert-base-uncased, hf://org/name@revision) or a "
+        "trained preset name (bert_base_en_uncased). Its vocab.txt gives "
+        "the tokenizer.",
+    )
+    flags.DEFINE_string(
+        "preset",
+        None,
+        "Instead of --init_checkpoint: a BertBackbone architecture with "
+        "random weights (bert_tiny ... bert_large); needs --vocabulary. "
+        "Trained presets (bert_base_en_uncased, ...) go to "
+        "--init_checkpoint.",
+    )
+    flags.DEFINE_string("vocabulary", None, "vocab.txt for --preset.")
+    flags.DEFINE_bool("lowercase", True, "Lowercase text (with --preset).")
+
+
+def define_training_flags(task_name, batch_unit="examples"):
+    """`--model_dir`, the optimisation flags, strategy, precision, export.
+
+    Args:
+        task_name: str. The task model's `TASK_NAME` (e.g. `"classifier"`):
+            `--batch_size`, `--learning_rate`, `--epochs` and
+            `--warmup_fraction` default to its
+            `keras_bert.training.TRAINING_DEFAULTS`.
+        batch_unit: str. What a batch counts, for the help text.
+    """
+    defaults = training_defaults(task_name)
+    flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
+    flags.DEFINE_integer(
+        "batch_size",
+        defaults.batch_size,
+        f"Training batch size ({batch_unit}); per micro-batch with "
+        "--gradient_accumulation_steps.",
+    )
+    flags.DEFINE_integer("eval_batch_size", 64, "Batch size to predict.")
+    flags.DEFINE_float(
+        "learning_rate", defaults.learning_rate, "Peak learning rate."
+    )
+    flags.DEFINE_integer("epochs", defaults.epochs, "Training epochs.")
+    flags.DEFINE_float(
+        "warmup_fraction",
+        defaults.warmup_fraction,
+        "Share of the update steps of warmup.",
+    )
+    flags.DEFINE_integer("seed", 0, "Seed of initialisation, dropout, order.")
+    flags.DEFINE_enum(
+        "strategy",
+        "one_device",
+        list(STRATEGIES),
+        "tf.distribute strategy (keras_bert.training.create_strategy).",
+    )
+    flags.DEFINE_string(
+        "tpu", None, "With --strategy=tpu: the TPU's name, address or 'local'."
+    )
+    flags.DEFINE_enum(
+        "mixed_precision",
+        "none",
+        ["none", "mixed_float16", "mixed_bfloat16"],
+        "Keras dtype policy; mixed_float16 on GPUs, mixed_bfloat16 on TPUs.",
+    )
+    flags.DEFINE_string(
+        "export_dir",
+        None,
+        "If set, export the best model with its preprocessor for serving.",
+    )
+    flags.DEFINE_bool(
+        "adam_epsilon_hat",
+        True,
+        "AdamW's epsilon as Keras adds it (before the bias correction, "
+        "'epsilon hat'); --noadam_epsilon_hat adds it as PyTorch and "
+        "Hugging Face do, which trains like them step for step.",
+    )
+    # --- Gradient accumulation ---
+    flags.DEFINE_integer(
+        "gradient_accumulation_steps",
+        1,
+        "Run each update's batch as this many micro-batches of "
+        "--batch_size, one after the other: the batches and updates of "
+        "--batch_size times this (the same weights, to float rounding) in "
+        "the activation memory of --batch_size.",
+    )
+    # --- LoRA (BertBackbone.enable_lora) ---
+    flags.DEFINE_integer(
+        "lora_rank",
+        0,
+        "If > 0, fine-tune with LoRA of this rank: the backbone is frozen "
+        "and rank-r updates of its blocks' q|k|v projections train, with "
+        "the head. LoRA usually wants a higher --learning_rate than full "
+        "fine-tuning (e.g. 1e-3; docs/fine_tuning.md). 0 = off.",
+    )
+
+
+def check_architecture_preset(name):
+    """Raises `app.UsageError` unless `--preset=name` is an architecture.
+
+    `--preset` builds random weights (`bert_tiny` ... `bert_large`); a
+    trained preset name is a checkpoint, for `--init_checkpoint`. Every
+    recipe with `--preset` (the fine-tuning ones and `pretrain.py`) checks
+    it here.
+
+    Example:
+    ```python
+    check_architecture_preset("bert_tiny")  # fine
+    check_architecture_preset("bert_base_en_uncased")  # app.UsageError
+    ```
+    """
+    architectures = ", ".join(BACKBONE_PRESETS)
+    if preset_hub_id(name):
+        raise app.UsageError(
+            f"--preset={name} names trained weights; --preset builds random "
+            f"ones. Pass --init_checkpoint={name} to start from its weights "
+            "(its vocabulary comes with it), or an architecture for random "
+            f"weights: --preset={{{architectures}}}."
+        )
+    if name not in BACKBONE_PRESETS:
+        raise app.UsageError(
+            f"Unknown --preset={name}.{suggest_preset(name)} --preset takes "
+            f"an architecture (random weights): {architectures}; pass "
+            "trained weights (a preset name, Hub id or directory) as "
+            "--init_checkpoint."
+        )
+
+
+def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
+    """Raises `app.UsageError` naming a bad model-source or training flag.
+
+    Args:
+        values: `flags.FLAGS`, or a dict of flag values.
+        positive: names of integer flags that must be > 0.
+    """
+    get = values.get if isinstance(values, dict) else values.__getattr__
+    if bool(get("init_checkpoint")) == bool(get("preset")):
+        raise app.UsageError(
+            "Pass exactly one of --init_checkpoint (pre-trained weights) and "
+            f"--preset (random weights). Received: init_checkpoint="
+            f"{get('init_checkpoint')!r}, preset={get('preset')!r}"
+        )
+    if get("preset"):
+        check_architecture_preset(get("preset"))
+    if get("preset") and not get("vocabulary"):
+        raise app.UsageError(
+            f"--preset={get('preset')} has no vocabulary; pass "
+            "--vocabulary=PATH/vocab.txt."
+        )
+    for name in positive:
+        if get(name) <= 0:
+            raise app.UsageError(
+                f"--{name} must be positive. Received: {get(name)}"
+            )
+    if (get("lora_rank") or 0) < 0:
+        raise app.UsageError(
+            "--lora_rank must be 0 (off) or a positive LoRA rank. Received: "
+            f"{get('lora_rank')}"
+        )
+    if not 0 <= get("warmup_fraction") <= 1:
+        raise app.UsageError(
+            "--warmup_fraction must be in [0, 1]. Received: "
+            f"{get('warmup_fraction')}"
+        )
+    if get("gradient_accumulation_steps") is not None:
+        check_gradient_accumulation_steps(
+            get("gradient_accumulation_steps"),
+            name="--gradient_accumulation_steps",
+            error=app.UsageError,
+        )
+
+
+def tokenizer_from_flags(values):
+    """The tokenizer of `--init_checkpoint`, or of `--vocabulary`."""
+    if values.init_checkpoint:
+        return BertTokenizer.from_checkpoint(values.init_checkpoint)
+    return BertTokenizer(values.vocabulary, lowercase=values.lowercase)
+
+
+def training_arguments(values):
+    """`run_fine_tuning` keyword arguments from the training flags."""
+    return {
+        name: getattr(values, name)
+        for name in (
+            "epochs",
+            "batch_size",
+            "learning_rate",
+            "warmup_fraction",
+            "seed",
+            "strategy",
+            "tpu",
+            "mixed_precision",
+            "export_dir",
+            "adam_epsilon_hat",
+            "lora_rank",
+            "gradient_accumulation_steps",
+        )
+    }
+
+
+def model_source_arguments(values):
+    """`load_task_model` keyword arguments from the model-source flags."""
+    return {
+        name: getattr(values, name)
+        for name in ("init_checkpoint", "preset", "vocabulary", "lowercase")
+    }

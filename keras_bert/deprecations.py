@@ -1,0 +1,169 @@
+"""Every deprecated name of keras_bert, in one place.
+
+Old names keep working for a release, each with a `FutureWarning` naming
+its replacement (`FutureWarning`, not `DeprecationWarning`, because
+Python hides the latter outside `__main__` and the users of these names
+are scripts). A name leaves this file, and the package, one release
+after it arrived here.
+
+- `keras_bert.tasks` (and every module under it) is now
+  `keras_bert.fine_tuning`: "task" names the Keras models with a head
+  (`keras_bert.models.Task`); the fine-tuning jobs live apart. Inside it
+  `fine_tuning` became `runner`, each job folder's `fine_tuning` became
+  `job`, `fine_tuning_task.FineTuningTask` became `job.FineTuningJob`,
+  `task_model` became `starting_model`; `recipe_flags` moved to
+  `keras_bert.cli`; `ner.FrozenFeaturesTagger` and
+  `embeddings.PairEmbeddingModel` moved to `keras_bert.models`.
+- The layers `Dropout` and `LayerNorm` are `HalfBitsDropout` and
+  `ClosedFormLayerNorm`. They stay registered under their old names
+  (`keras_bert>Dropout`, `keras_bert>LayerNorm`), so that `.keras` files
+  and configs that name them still load, without a warning.
+
+Importing `keras_bert` installs these aliases (`install`); nothing else
+in the package imports this module.
+"""
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import warnings
+
+import keras
+
+from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
+from keras_bert.layers.half_bits_dropout import HalfBitsDropout
+
+OLD_PACKAGE = "keras_bert.tasks"
+
+# Old module → new module; a module under an old one not listed here moved
+# with its parent (`keras_bert.tasks.glue.tsv` → `...fine_tuning.glue.tsv`).
+RENAMED_MODULES = {
+    "keras_bert.tasks": "keras_bert.fine_tuning",
+    "keras_bert.tasks.fine_tuning": "keras_bert.fine_tuning.runner",
+    "keras_bert.tasks.fine_tuning_task": "keras_bert.fine_tuning.job",
+    "keras_bert.tasks.task_model": "keras_bert.fine_tuning.starting_model",
+    "keras_bert.tasks.recipe_flags": "keras_bert.cli.recipe_flags",
+    "keras_bert.tasks.glue.fine_tuning": "keras_bert.fine_tuning.glue.job",
+    "keras_bert.tasks.squad.fine_tuning": "keras_bert.fine_tuning.squad.job",
+    "keras_bert.tasks.ner.fine_tuning": "keras_bert.fine_tuning.ner.job",
+    "keras_bert.tasks.embeddings.fine_tuning": (
+        "keras_bert.fine_tuning.embeddings.job"
+    ),
+    "keras_bert.tasks.ner.frozen_features_tagger": (
+        "keras_bert.models.frozen_features_tagger"
+    ),
+    "keras_bert.tasks.embeddings.pair_embedding_model": (
+        "keras_bert.models.pair_embedding_model"
+    ),
+}
+# (old module, old name) → (new module, new name), for names that left
+# their module or were renamed.
+RENAMED_NAMES = {
+    ("keras_bert.tasks", "FineTuningTask"): (
+        "keras_bert.fine_tuning",
+        "FineTuningJob",
+    ),
+    ("keras_bert.tasks", "recipe_flags"): ("keras_bert.cli", "recipe_flags"),
+    ("keras_bert.tasks.fine_tuning_task", "FineTuningTask"): (
+        "keras_bert.fine_tuning.job",
+        "FineTuningJob",
+    ),
+    ("keras_bert.tasks.ner", "FrozenFeaturesTagger"): (
+        "keras_bert.models",
+        "FrozenFeaturesTagger",
+    ),
+    ("keras_bert.tasks.embeddings", "PairEmbeddingModel"): (
+        "keras_bert.models",
+        "PairEmbeddingModel",
+    ),
+}
+
+
+def new_module_name(old):
+    """The module that replaced the deprecated module `old`."""
+    if old in RENAMED_MODULES:
+        return RENAMED_MODULES[old]
+    parent, _, child = old.rpartition(".")
+    return f"{new_module_name(parent)}.{child}"
+
+
+def _warn(old, new):
+    warnings.warn(
+        f"`{old}` is deprecated and will be removed in the next release; "
+        f"use `{new}`.",
+        FutureWarning,
+        stacklevel=3,
+    )
+
+
+class _AliasModule(types.ModuleType):
+    """A deprecated module: every attribute read from its replacement."""
+
+    def __init__(self, old, new):
+        super().__init__(old)
+        self.__path__ = []  # a package, so its old submodules import too
+        self._new = new
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        module, attribute = RENAMED_NAMES.get(
+            (self.__name__, name), (self._new, name)
+        )
+        _warn(f"{self.__name__}.{name}", f"{module}.{attribute}")
+        return getattr(importlib.import_module(module), attribute)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def create_module(self, spec):
+        new = new_module_name(spec.name)
+        _warn(spec.name, new)
+        importlib.import_module(new)  # fails, as before, if it is gone
+        return _AliasModule(spec.name, new)
+
+    def exec_module(self, module):
+        pass
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    """Finds `keras_bert.tasks` and the modules under it, nothing else."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != OLD_PACKAGE and not fullname.startswith(
+            OLD_PACKAGE + "."
+        ):
+            return None
+        return importlib.machinery.ModuleSpec(
+            fullname, _AliasLoader(), is_package=True
+        )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class Dropout(HalfBitsDropout):
+    """Deprecated: `keras_bert.layers.HalfBitsDropout`'s old name.
+
+    Registered as `keras_bert>Dropout`, so that `.keras` files and configs
+    saved with it still load. Use `HalfBitsDropout`.
+    """
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class LayerNorm(ClosedFormLayerNorm):
+    """Deprecated: `keras_bert.layers.ClosedFormLayerNorm`'s old name.
+
+    Registered as `keras_bert>LayerNorm`, so that `.keras` files and
+    configs saved with it still load. Use `ClosedFormLayerNorm`.
+    """
+
+
+def install():
+    """Makes the deprecated names importable (called by `keras_bert`)."""
+    if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
+        # First: a stale `keras_bert/tasks/__pycache__` would otherwise
+        # import as an empty namespace package.
+        sys.meta_path.insert(0, _AliasFinder())
+    layers = importlib.import_module("keras_bert.layers")
+    layers.Dropout = Dropout
+    layers.LayerNorm = LayerNorm

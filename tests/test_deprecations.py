@@ -1,0 +1,114 @@
+"""Deprecated names still work, each warning with its replacement."""
+
+import importlib
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import keras_bert
+from keras_bert import deprecations
+
+
+@pytest.fixture(autouse=True)
+def fresh_aliases():
+    """Each test imports the old modules anew, so that they warn again."""
+    yield
+    for name in list(sys.modules):
+        if name == "keras_bert.tasks" or name.startswith("keras_bert.tasks."):
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("keras_bert.tasks", "keras_bert.fine_tuning"),
+        ("keras_bert.tasks.glue.tsv", "keras_bert.fine_tuning.glue.tsv"),
+        ("keras_bert.tasks.fine_tuning", "keras_bert.fine_tuning.runner"),
+        (
+            "keras_bert.tasks.squad.fine_tuning",
+            "keras_bert.fine_tuning.squad.job",
+        ),
+        ("keras_bert.tasks.recipe_flags", "keras_bert.cli.recipe_flags"),
+        (
+            "keras_bert.tasks.ner.frozen_features_tagger",
+            "keras_bert.models.frozen_features_tagger",
+        ),
+    ],
+)
+def test_an_old_module_warns_and_reads_the_new_one(old, new):
+    assert deprecations.new_module_name(old) == new
+    with pytest.warns(FutureWarning, match=f"`{old}` is deprecated.*`{new}`"):
+        module = importlib.import_module(old)
+    replacement = importlib.import_module(new)
+    public = [n for n in dir(replacement) if not n.startswith("_")]
+    assert public, new
+    with pytest.warns(FutureWarning):
+        assert getattr(module, public[0]) is getattr(replacement, public[0])
+
+
+@pytest.mark.parametrize(
+    "statement, expected",
+    [
+        (
+            "from keras_bert.tasks import FineTuningTask as value",
+            keras_bert.fine_tuning.FineTuningJob,
+        ),
+        (
+            "from keras_bert.tasks import run_fine_tuning as value",
+            keras_bert.fine_tuning.run_fine_tuning,
+        ),
+        (
+            "from keras_bert.tasks.ner import FrozenFeaturesTagger as value",
+            keras_bert.models.FrozenFeaturesTagger,
+        ),
+        (
+            "from keras_bert.tasks.embeddings import PairEmbeddingModel as "
+            "value",
+            keras_bert.models.PairEmbeddingModel,
+        ),
+        (
+            "from keras_bert.tasks.glue.fine_tuning import GlueFineTuning as "
+            "value",
+            keras_bert.fine_tuning.glue.GlueFineTuning,
+        ),
+    ],
+)
+def test_an_old_name_warns_and_is_the_new_object(statement, expected):
+    scope = {}
+    with pytest.warns(FutureWarning, match="deprecated"):
+        exec(statement, scope)
+    assert scope["value"] is expected
+
+
+def test_the_package_attribute_is_the_alias():
+    with pytest.warns(FutureWarning):
+        assert keras_bert.tasks.run_fine_tuning is (
+            keras_bert.fine_tuning.run_fine_tuning
+        )
+
+
+def test_a_name_that_never_existed_still_fails():
+    with pytest.raises(ModuleNotFoundError):
+        with pytest.warns(FutureWarning):
+            importlib.import_module("keras_bert.tasks.no_such_module")
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("Dropout", keras_bert.layers.HalfBitsDropout),
+        ("LayerNorm", keras_bert.layers.ClosedFormLayerNorm),
+    ],
+)
+def test_old_layer_names_import_and_deserialize(old, new):
+    layer_class = getattr(keras_bert.layers, old)
+    assert issubclass(layer_class, new)
+    layer = layer_class(0.5) if old == "Dropout" else layer_class()
+    config = keras.layers.serialize(layer)
+    assert config["registered_name"] == f"keras_bert>{old}"
+    restored = keras.layers.deserialize(config)
+    assert type(restored) is layer_class
+    x = np.ones((2, 4), "float32")
+    np.testing.assert_allclose(restored(x), layer(x))
