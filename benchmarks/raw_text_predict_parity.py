@@ -37,11 +37,11 @@ from absl import flags  # noqa: E402
 
 import keras_bert  # noqa: E402
 from benchmarks import common  # noqa: E402
+from keras_bert.decoding.entities import ENTITY_PADDING  # noqa: E402
 from keras_bert.fine_tuning.ner.conll import label_list  # noqa: E402
 from keras_bert.fine_tuning.ner.conll import read_conll  # noqa: E402
 from keras_bert.fine_tuning.squad.examples import read_squad_examples  # noqa: E402
 from keras_bert.serving import export_saved_model  # noqa: E402
-from keras_bert.serving.token_classifier import ENTITY_PADDING  # noqa: E402
 
 flags.DEFINE_string(
     "squad_file", os.path.join(common.SHARED, "squad", "dev.json"), "SQuAD."

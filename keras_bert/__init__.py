@@ -31,6 +31,7 @@ _require_tensorflow_backend()
 
 from keras_bert import checkpoints  # noqa: E402
 from keras_bert import data  # noqa: E402
+from keras_bert import decoding  # noqa: E402
 from keras_bert import deprecations  # noqa: E402
 from keras_bert import files  # noqa: E402
 from keras_bert import fine_tuning  # noqa: E402  # noqa: E402
@@ -63,6 +64,7 @@ __all__ = [
     "__version__",
     "checkpoints",
     "data",
+    "decoding",
     "files",
     "fine_tuning",
     "layers",

@@ -135,7 +135,7 @@ flags.DEFINE_string(
     None,
     "Other export options of the model, as JSON, e.g. "
     '\'{"doc_stride": 128, "max_query_length": 64}\' for a '
-    "BertQuestionAnswerer (see keras_bert.serving.question_answerer).",
+    "BertQuestionAnswerer (see keras_bert.decoding.answers).",
 )
 flags.mark_flag_as_required("export_dir")
 

@@ -1,4 +1,4 @@
-"""The package's import structure: floors, two façades, no cycles.
+"""The package's import structure: floors, one façade, no cycles.
 
 keras_bert is built in floors. A module may import from its own floor and
 the floors below it, never from a floor above:
@@ -9,7 +9,10 @@ the floors below it, never from a floor above:
 1. Building blocks that know no model: Keras layers (`layers`), text
    processing (`text`), pre-training data (`data`).
 2. Training machinery: optimizers, losses, metrics, strategies, callbacks
-   (`training`).
+   (`training`); and decoding, the raw-text functions a model is called
+   in, which know no model class (`decoding`: tokenizing, windows, the
+   model passed in, answers, entities, fill-mask), so that a task model's
+   `predict` and its SavedModel import them downward and answer alike.
 3. Models: the backbone and the task models built from layers (`models`).
 4. What is done with a model: reading and writing checkpoint formats
    (`checkpoints`) and exporting it for serving (`serving`).
@@ -20,13 +23,10 @@ the floors below it, never from a floor above:
 
 Recipes and benchmarks stand on top and may import anything.
 
-Two façades go up, each imported inside the method that is the façade:
+One façade goes up, imported inside the method that is the façade:
 `from_checkpoint` and `from_preset` on a model or the tokenizer may import
 `checkpoints`, as keras-hub's `from_preset` does, so that users find
-loading on the class they load; and `predict` on a task model may import
-`serving`, so that `BertQuestionAnswerer.predict` and
-`BertTokenClassifier.predict` on raw text answer with the very function
-their exported SavedModel serves (`keras_bert.serving.text_predict`).
+loading on the class they load.
 
 Folders also must not import each other in a loop, even on one floor: a
 change to one folder would otherwise ripple through the loop. And no
@@ -48,6 +48,7 @@ FLOORS = {
     "text": 1,
     "data": 1,
     "training": 2,
+    "decoding": 2,
     "models": 3,
     "checkpoints": 4,
     "serving": 4,
@@ -59,9 +60,6 @@ FLOORS = {
 FACADES = {
     "from_checkpoint": "checkpoints",
     "from_preset": "checkpoints",
-    "predict": "serving",
-    # BertMaskedLM.fill_mask answers as its export, like `predict` on text.
-    "fill_mask": "serving",
 }
 
 
@@ -203,6 +201,6 @@ def test_the_checks_catch_what_they_forbid():
     ]
     assert imports[3][1] == ("_private",)
     assert _is_facade("from_checkpoint", "checkpoints")
-    assert _is_facade("predict", "serving")
-    assert not _is_facade("predict", "checkpoints")
+    assert not _is_facade("predict", "serving")
+    assert not _is_facade("fill_mask", "serving")
     assert not _is_facade("other", "serving")

@@ -3,7 +3,12 @@
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from keras_bert.decoding.fill_mask import FILL_MASK_PADDING
+from keras_bert.decoding.fill_mask import check_top_k
+from keras_bert.decoding.fill_mask import fill_mask_text_function
+from keras_bert.decoding.run_text import run_text_function
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.models.bert_backbone import BACKBONE_INPUTS
 from keras_bert.models.bert_backbone import keras_inputs
@@ -172,7 +177,7 @@ class BertMaskedLM(Task):
 
         Runs the function the model's SavedModel `serving_default` runs
         (`keras_bert.serving.export_saved_model(model, ...,
-        top_k=top_k)`; `keras_bert.serving.masked_lm`), so the export
+        top_k=top_k)`; `keras_bert.decoding.fill_mask`), so the export
         answers as this method does. Every mask of a text is predicted at
         once (the others stay `[MASK]`); each mask's scores are the softmax
         over the whole vocabulary at its position, best first. Needs the
@@ -228,18 +233,12 @@ class BertMaskedLM(Task):
         guesses["num_masks"].tolist()  # [1, 2, 0]
         ```
         """
-        from absl import logging
-
-        # The façade up to serving: the exported model's own code answers.
-        from keras_bert.serving.masked_lm import FILL_MASK_PADDING
-        from keras_bert.serving.masked_lm import check_top_k
-        from keras_bert.serving.text_predict import predict_text
-
         check_top_k(top_k, self.backbone.vocabulary_size)
         if isinstance(texts, (str, bytes)):
             texts = [texts]
-        outputs = predict_text(
+        outputs = run_text_function(
             self,
+            fill_mask_text_function,
             {"text": texts},
             batch_size=batch_size,
             verbose=verbose,

@@ -5,6 +5,8 @@ from collections.abc import Mapping
 import keras
 from keras import ops
 
+from keras_bert.decoding.answers import answer_text_function
+from keras_bert.decoding.run_text import run_text_function
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
@@ -120,7 +122,7 @@ class BertQuestionAnswerer(Task):
         `preprocessor` and returns what the model's SavedModel
         `serving_default` returns (`keras_bert.serving.export_saved_model`
         with this preprocessor and `options`), computed by the same
-        function (`keras_bert.serving.question_answerer`): contexts of any
+        function (`keras_bert.decoding.answers`): contexts of any
         length are read in overlapping windows of
         `preprocessor.sequence_length` tokens, and each answer is the best
         span over its windows.
@@ -139,7 +141,7 @@ class BertQuestionAnswerer(Task):
                 `max_answer_length` (30), `n_best_size` (20),
                 `version_2_with_negative` (`False`),
                 `null_score_diff_threshold` (0.0); see
-                `keras_bert.serving.question_answerer`.
+                `keras_bert.decoding.answers.answer_text_function`.
 
         Returns:
             On ids, a dict of float32 `start_logits` and `end_logits`
@@ -183,11 +185,9 @@ class BertQuestionAnswerer(Task):
                 steps=steps,
                 callbacks=callbacks,
             )
-        # The façade up to serving: the exported model's own code answers.
-        from keras_bert.serving.text_predict import predict_text
-
-        return predict_text(
+        return run_text_function(
             self,
+            answer_text_function,
             x,
             batch_size=batch_size,
             verbose=verbose,

@@ -3,6 +3,9 @@
 import keras
 import numpy as np
 
+from keras_bert.decoding.entities import ENTITY_PADDING
+from keras_bert.decoding.entities import entity_text_function
+from keras_bert.decoding.run_text import run_text_function
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
@@ -153,7 +156,7 @@ class BertTokenClassifier(Task):
         `preprocessor` and returns what the model's SavedModel
         `serving_default` returns (`keras_bert.serving.export_saved_model`
         with this preprocessor and `options`), computed by the same
-        function (`keras_bert.serving.token_classifier`): texts of any
+        function (`keras_bert.decoding.entities`): texts of any
         length are read in overlapping windows of
         `preprocessor.sequence_length` positions, each word is tagged on
         its first sub-token, and the entities are the tags' chunks.
@@ -169,7 +172,7 @@ class BertTokenClassifier(Task):
                 defaults: `labels` (the tag of each class; defaults to the
                 model's `labels`) and `stride` (tokens between window
                 starts; defaults to half a window); see
-                `keras_bert.serving.token_classifier`.
+                `keras_bert.decoding.entities.entity_text_function`.
 
         Returns:
             On ids, float32 logits `(num_examples, sequence_length,
@@ -212,17 +215,14 @@ class BertTokenClassifier(Task):
                 steps=steps,
                 callbacks=callbacks,
             )
-        # The façade up to serving: the exported model's own code tags.
-        from keras_bert.serving.text_predict import predict_text
-        from keras_bert.serving.token_classifier import ENTITY_PADDING
-
         if isinstance(x, (str, bytes)):
             raise ValueError(
                 f"{type(self).__name__}.predict takes a list of texts; "
                 f"received one string: x={x!r}. Wrap it in a list."
             )
-        return predict_text(
+        return run_text_function(
             self,
+            entity_text_function,
             {"text": x},
             batch_size=batch_size,
             verbose=verbose,

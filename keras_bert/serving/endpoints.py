@@ -7,7 +7,7 @@ serves as a classifier). keras_bert's own models are registered below; a
 new head registers its builder once:
 
 ```python
-from keras_bert.serving.signatures import trim_to_longest_row
+from keras_bert.decoding import trim_to_longest_row
 
 def scorer_endpoints(model, preprocessor):
     def serve(text):
@@ -29,17 +29,16 @@ name to `(function, input_signature)`; `serving_default` takes raw
 strings.
 
 Trimming: a raw-text endpoint runs its model only up to the request's
-longest row, never on the export's whole `sequence_length` (at batch 1 on
-SST-2 sentences, 24 of 128 columns; `benchmarks/serving_profile.py`).
-Padding is masked, so the outputs are the same (tests/serving/
-test_trim.py). A builder gets this by building on
+longest row, never on the export's whole `sequence_length`
+(`benchmarks/serving_profile.py`). Padding is masked, so the outputs are
+the same (tests/serving/test_trim.py). A builder gets this by building on
 `keras_bert.serving.signatures.text_and_ids_endpoints(preprocessor,
 outputs_fn, ids_name)`, whose text endpoint gives `outputs_fn` the trimmed
-inputs (the classifier, regressor and backbone builders do). A builder
-that packs its own inputs (windows of long texts, as question answering
-and token classification do) cuts them itself with the one helper,
-`keras_bert.serving.signatures.trim_to_longest_row(inputs)`, before
-calling the model, as the example above does.
+inputs (the classifier, regressor, backbone and masked-LM builders do). A
+builder that packs its own inputs (windows of long texts, as question
+answering and token classification do in `keras_bert.decoding`) cuts them
+itself with the one helper, `keras_bert.decoding.trim_to_longest_row(
+inputs)`, before calling the model, as the example above does.
 
 Ids endpoints take the ids as sent, at any length up to the model's
 `max_sequence_length`.

@@ -1,41 +1,22 @@
-"""A model's `serving_default` on raw text, in Python: `predict` on text.
+"""A model's `serving_default` on raw text, in Python.
 
-`BertQuestionAnswerer.predict` and `BertTokenClassifier.predict` on raw
-text return what their exported SavedModel's `serving_default` returns,
-because they run the same function: the one the serving registry
-(`serving_endpoints`) builds for the model and its attached
-`preprocessor`, with the export's options, traced once and called batch
-by batch. So long contexts and texts are cut into windows exactly as in
-serving, and answers, offsets and scores are the export's.
-
-This module is what the models' `predict` reaches up to (imported inside
-the method, as `from_checkpoint` reaches `keras_bert.checkpoints`): the
-models' floor does not know the serving code, only that it exists.
+`predict_text` runs the raw-text endpoint the serving registry builds for
+any served model (`serving_endpoints`; a class given to
+`register_endpoints` included) batch by batch in Python, as
+`BertQuestionAnswerer.predict` runs its own text function
+(`keras_bert.decoding.run_text`).
 """
 
-from collections.abc import Mapping
-
-import keras
-import numpy as np
-import tensorflow as tf
-
+from keras_bert.decoding.run_text import run_text_function
 from keras_bert.serving.endpoints import serving_endpoints
 
-# Examples per call of the traced function when `batch_size` is None, as
-# `keras.Model.predict`.
-DEFAULT_BATCH_SIZE = 32
+
+def serving_default(model, preprocessor, **options):
+    """`(function, input_signature)` of `model`'s `serving_default`."""
+    return serving_endpoints(model, preprocessor, **options)["serving_default"]
 
 
-def predict_text(
-    model,
-    inputs,
-    batch_size=None,
-    verbose="auto",
-    steps=None,
-    callbacks=None,
-    padding=None,
-    **options,
-):
+def predict_text(model, inputs, *args, **kwargs):
     """`model`'s SavedModel `serving_default`, run on raw text in Python.
 
     Args:
@@ -44,175 +25,13 @@ def predict_text(
         inputs: dict from each `serving_default` input name (e.g.
             `question` and `context`) to a list, tuple, array or tensor of
             strings, all of one length.
-        batch_size: int or `None`. Examples per call; defaults to 32.
-        verbose: `"auto"`, 0 or 1: a progress bar over the batches when
-            not 0.
-        steps, callbacks: must be `None` (Keras' `predict` arguments; the
-            number of steps follows from the inputs).
-        padding: dict or `None`. For outputs padded to the longest row of
-            a batch (a `(batch, max_items)` array), the value padding them:
-            each batch's rows are padded to the longest of all batches.
-        **options: the export's options, passed to the model's endpoint
-            builder (see `export_saved_model`).
+        *args, **kwargs: `batch_size`, `verbose`, `steps`, `callbacks`,
+            `padding` (see `keras_bert.decoding.run_text_function`) and
+            the export's options, passed to the model's endpoint builder
+            (see `export_saved_model`).
 
     Returns:
         A dict from each `serving_default` output name to a numpy array
-        over all examples, in order; strings as Python `str` (UTF-8,
-        invalid bytes as U+FFFD).
+        over all examples, in order; strings as Python `str`.
     """
-    name = type(model).__name__
-    preprocessor = getattr(model, "preprocessor", None)
-    if preprocessor is None:
-        raise ValueError(
-            f"{name}.predict received raw text, but the model has no "
-            "preprocessor to tokenize it. Pass `preprocessor=` when building "
-            f"the model (e.g. `{name}(backbone, ..., preprocessor="
-            "keras_bert.BertPreprocessor(tokenizer, sequence_length=384))`, "
-            "or load it with `from_preset`), set `model.preprocessor`, or "
-            "pass the ids dict (`token_ids`, `segment_ids`, `padding_mask`)."
-        )
-    for argument, value in (("steps", steps), ("callbacks", callbacks)):
-        if value is not None:
-            raise ValueError(
-                f"{name}.predict on raw text takes no `{argument}` (the "
-                f"inputs give the number of steps). Received: "
-                f"{argument}={value!r}. Leave it None, or pass the ids dict."
-            )
-    if batch_size is None:
-        batch_size = DEFAULT_BATCH_SIZE
-    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(
-            "Received an invalid value for argument `batch_size`, expected a "
-            f"positive integer or None. Received: batch_size={batch_size!r}"
-        )
-    function, names = _traced_text_endpoint(model, preprocessor, options)
-    columns = _string_columns(name, inputs, names)
-    count = len(columns[names[0]])
-
-    batches = []
-    firsts = range(0, max(count, 1), batch_size)
-    progress = keras.utils.Progbar(len(firsts)) if verbose != 0 else None
-    for first in firsts:
-        batch = {
-            key: tf.constant(values[first : first + batch_size], tf.string)
-            for key, values in columns.items()
-        }
-        outputs = function(**batch)
-        batches.append({key: value.numpy() for key, value in outputs.items()})
-        if progress is not None:
-            progress.add(1)
-    return {
-        key: _concatenate(
-            [_decoded(outputs[key]) for outputs in batches],
-            (padding or {}).get(key),
-        )
-        for key in batches[0]
-    }
-
-
-class _TracedEndpoint:
-    """The last traced `serving_default` of a model, kept on the model.
-
-    A plain object: neither Keras' nor TensorFlow's tracking follows it, so
-    it never enters a `.keras` file, a weights file or an export.
-    """
-
-    def __init__(self, key, function, names):
-        self.key = key
-        self.function = function
-        self.names = names
-
-
-def _traced_text_endpoint(model, preprocessor, options):
-    """`(tf.function, input names)` of `model`'s `serving_default`,
-    traced once per preprocessor and options (a new call with the same
-    ones reuses the graph)."""
-    key = (id(preprocessor), repr(sorted(options.items())))
-    cached = getattr(model, "_traced_text_endpoint", None)
-    if isinstance(cached, _TracedEndpoint) and cached.key == key:
-        return cached.function, cached.names
-    function, signature = serving_endpoints(model, preprocessor, **options)[
-        "serving_default"
-    ]
-    traced = tf.function(function, input_signature=signature)
-    names = tuple(spec.name for spec in signature)
-    # The cached function holds the preprocessor, so its id stays unique.
-    model._traced_text_endpoint = _TracedEndpoint(key, traced, names)
-    return traced, names
-
-
-def _string_columns(model_name, inputs, names):
-    """`inputs` as `{name: 1-D object array of str/bytes}`, checked."""
-    if not isinstance(inputs, Mapping):
-        raise ValueError(
-            f"{model_name}.predict on raw text takes a dict with the keys "
-            f"{list(names)}. Received: {inputs!r}"
-        )
-    if set(inputs) != set(names):
-        missing = [key for key in names if key not in inputs]
-        unknown = sorted(key for key in inputs if key not in names)
-        raise ValueError(
-            f"{model_name}.predict on raw text takes a dict with the keys "
-            f"{list(names)}; missing: {missing}, unknown: {unknown}. "
-            f"Received keys: {sorted(inputs)}."
-        )
-    columns = {}
-    for key in names:
-        value = inputs[key]
-        if tf.is_tensor(value):
-            value = value.numpy()
-        if isinstance(value, (str, bytes)):
-            raise ValueError(
-                f"{model_name}.predict takes a list of strings for `{key}`; "
-                f"received one string: {key}={value!r}. Wrap it in a list."
-            )
-        array = np.asarray(value, dtype=object)
-        if array.ndim != 1 or not all(
-            isinstance(item, (str, bytes)) for item in array
-        ):
-            raise ValueError(
-                f"{model_name}.predict takes a flat list of strings for "
-                f"`{key}`. Received: {key}={value!r}"
-            )
-        columns[key] = array
-    lengths = {key: len(values) for key, values in columns.items()}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(
-            f"{model_name}.predict takes as many strings for each of "
-            f"{list(names)} (one example each); received "
-            + ", ".join(f"{n} for `{key}`" for key, n in lengths.items())
-            + "."
-        )
-    return columns
-
-
-def _concatenate(arrays, padding):
-    """The batches' arrays, one after another; with `padding`, each padded
-    on axis 1 to the widest first."""
-    if padding is not None:
-        width = max(array.shape[1] for array in arrays)
-        arrays = [
-            np.concatenate(
-                [
-                    array,
-                    np.full(
-                        (array.shape[0], width - array.shape[1])
-                        + array.shape[2:],
-                        padding,
-                        array.dtype,
-                    ),
-                ],
-                axis=1,
-            )
-            for array in arrays
-        ]
-    return np.concatenate(arrays, axis=0)
-
-
-def _decoded(array):
-    """Bytes (TensorFlow strings) as Python `str`; other arrays as they are."""
-    if array.dtype != object:
-        return array
-    return np.vectorize(
-        lambda value: value.decode("utf-8", errors="replace"), otypes=[object]
-    )(array)
+    return run_text_function(model, serving_default, inputs, *args, **kwargs)

@@ -6,8 +6,8 @@ original BERT `run_squad.py` does: each window is
 `make_windows` builds them for a batch of `(question, context)` strings with
 TensorFlow and tensorflow-text ops only, so the same code makes training
 features in `tf.data` (`keras_bert.fine_tuning.squad.features`) and splits
-contexts inside an exported SavedModel
-(`keras_bert.serving.question_answerer`).
+contexts for `BertQuestionAnswerer.predict` and inside its exported
+SavedModel (`keras_bert.decoding.answers`).
 """
 
 import numpy as np

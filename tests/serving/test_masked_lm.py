@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.decoding.fill_mask import FILL_MASK_PADDING
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import serving_endpoints
-from keras_bert.serving.masked_lm import FILL_MASK_PADDING
 from tests.checkpoints.test_docstring_examples import (
     test_example_runs as run_docstring_example,
 )

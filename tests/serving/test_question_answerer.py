@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import keras_bert
+from keras_bert.decoding.answers import NO_ANSWER_SCORE
 from keras_bert.fine_tuning.squad.examples import read_squad_examples
 from keras_bert.fine_tuning.squad.features import INPUT_NAMES
 from keras_bert.fine_tuning.squad.features import squad_features
@@ -20,7 +21,6 @@ from keras_bert.fine_tuning.squad.postprocess import compute_predictions
 from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
-from keras_bert.serving.question_answerer import NO_ANSWER_SCORE
 from tests.helpers import non_core_ops
 from tests.helpers import run_saved_model_outside_python
 from tests.helpers import tiny_backbone_config

@@ -18,6 +18,9 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.decoding.entities import entities_from_windows
+from keras_bert.decoding.entities import label_codes
+from keras_bert.decoding.entities import word_numbers
 from keras_bert.fine_tuning.ner.entities import find_entities
 from keras_bert.fine_tuning.ner.features import INPUT_NAMES
 from keras_bert.fine_tuning.ner.features import word_predictions
@@ -27,9 +30,6 @@ from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
 from keras_bert.serving import serving_endpoints
 from keras_bert.serving.ops import PYTHON_OPS
-from keras_bert.serving.token_classifier import entities_from_windows
-from keras_bert.serving.token_classifier import label_codes
-from keras_bert.serving.token_classifier import word_numbers
 from keras_bert.text.token_windows import window_tokens
 from tests.helpers import non_core_ops
 from tests.helpers import tiny_backbone_config

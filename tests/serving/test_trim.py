@@ -16,10 +16,10 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.decoding.answers import best_answers
+from keras_bert.decoding.text_functions import trim_to_longest_row
 from keras_bert.serving import export_saved_model
 from keras_bert.serving.endpoints import endpoints_builder
-from keras_bert.serving.question_answerer import best_answers
-from keras_bert.serving.signatures import trim_to_longest_row
 from tests.helpers import tiny_backbone_config
 
 VOCABULARY = [

@@ -8,8 +8,9 @@
 - `job`: `NerFineTuning`, the job `recipes/ner.py` runs (its
   `--features` mode trains `keras_bert.models.FrozenFeaturesTagger`).
 
-The raw-text endpoints a `BertTokenClassifier` exports (the same entities
-in graph ops) are in `keras_bert.serving.token_classifier`.
+The raw-text function a `BertTokenClassifier` exports and runs in
+`predict` (the same entities in graph ops) is in
+`keras_bert.decoding.entities`.
 """
 
 from keras_bert.fine_tuning.ner.conll import convert_tags

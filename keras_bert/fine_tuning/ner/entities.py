@@ -1,7 +1,7 @@
 """Named entities of raw texts from a Keras token classifier, in Python.
 
 `find_entities` is the Keras-side twin of the SavedModel's
-`serving_default` (`keras_bert.serving.token_classifier`, graph ops): the
+`serving_default` (`keras_bert.decoding.entities`, graph ops): the
 same words (BERT's basic-tokenizer words; a `##` WordPiece continues one),
 windows and one prediction per word, then the entities found by
 `metrics.get_entities` (conlleval's rules, written in Python) instead of

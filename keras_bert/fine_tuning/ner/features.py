@@ -18,7 +18,7 @@ position; it is predicted as the outside label `O`.
 `make_windows` is TensorFlow ops on batches (eager and in `tf.data`); the
 numpy helpers at the end gather a corpus' features and read predictions
 back per word (`word_predictions`, whose graph twin is
-`keras_bert.serving.token_classifier.entities_from_windows`).
+`keras_bert.decoding.entities.entities_from_windows`).
 """
 
 import numpy as np
@@ -224,7 +224,7 @@ def word_predictions(features, logits, sentence_lengths, outside_id):
     """Each word's predicted label id and probability, per sentence.
 
     In numpy; the graph twin is the first half of
-    `keras_bert.serving.token_classifier.entities_from_windows`.
+    `keras_bert.decoding.entities.entities_from_windows`.
 
     Args:
         features: `ner_features`' dict (numpy).

@@ -20,7 +20,7 @@ def get_entities(tags):
     """The entities of one sentence, read as `conlleval` reads them.
 
     In Python; the graph twin is the chunking in
-    `keras_bert.serving.token_classifier.entities_from_windows`.
+    `keras_bert.decoding.entities.entities_from_windows`.
 
     Args:
         tags: list of str. One tag per token: `"O"` or `<prefix>-<type>`

@@ -7,8 +7,9 @@
 - `metrics`: the official v1.1 and v2.0 exact match and F1.
 - `fine_tuning`: `SquadFineTuning`, the task `recipes/squad.py` runs.
 
-The raw-text endpoints a `BertQuestionAnswerer` exports (the same top
-answer in graph ops) are in `keras_bert.serving.question_answerer`.
+The raw-text function a `BertQuestionAnswerer` exports and runs in
+`predict` (the same top answer in graph ops) is in
+`keras_bert.decoding.answers`.
 """
 
 from keras_bert.fine_tuning.squad.examples import read_squad_examples

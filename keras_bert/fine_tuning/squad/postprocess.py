@@ -27,7 +27,7 @@ If no span is valid, the n-best holds a placeholder `"empty"` entry with
 logits 0, as `run_squad.py` does (for v2.0, beside the null entry).
 
 The graph twin, inside the SavedModel that answers raw text, is
-`keras_bert.serving.question_answerer.best_answers`: the same top answer.
+`keras_bert.decoding.answers.best_answers`: the same top answer.
 """
 
 import numpy as np
@@ -56,7 +56,7 @@ def compute_predictions(
     """Answer texts, n-best lists and (v2.0) null odds for every example.
 
     In numpy; the graph twin of the top answer is
-    `keras_bert.serving.question_answerer.best_answers`.
+    `keras_bert.decoding.answers.best_answers`.
 
     Args:
         examples: dict with `id` and `context` lists, as
