@@ -1,0 +1,279 @@
+"""`fit`, `evaluate` and `predict` on raw text: what `Task` mixes in.
+
+With a `preprocessor` attached, a task model takes raw strings wherever
+it takes ids: this mixin recognises them (`keras_bert.models.text_inputs`),
+builds the `tf.data` pipeline that tokenizes them
+(`keras_bert.models.text_datasets`) and hands it to `keras.Model`'s own
+method. Ids go to `keras.Model` unchanged.
+"""
+
+import inspect
+
+import tensorflow as tf
+
+from keras_bert.models.text_datasets import fit_dataset
+from keras_bert.models.text_datasets import inference_dataset
+from keras_bert.models.text_datasets import text_dataset
+from keras_bert.models.text_inputs import is_text
+from keras_bert.models.text_inputs import split_last
+
+
+class RawTextMethods:
+    """`fit`, `evaluate` and `predict` that also take raw text.
+
+    Mixed into `keras_bert.models.Task` before `keras.Model`: each method
+    reads the model's `preprocessor` and calls `keras.Model`'s own with the
+    tokenized batches. A subclass names in `TEXT_METHODS` which of them
+    read text; one whose inputs are more than the preprocessor's three
+    sets `_inputs_from_text`, a method `(features, all_features) ->
+    inputs` (see `BertMaskedLM`).
+    """
+
+    TEXT_METHODS = ()
+    _inputs_from_text = None
+
+    def fit(self, x=None, y=None, *args, seed=None, **kwargs):
+        """Trains the model; with a preprocessor, on raw text too.
+
+        Without raw text this is `keras.Model.fit`, unchanged. With a
+        preprocessor attached (and `"fit"` in the class's `TEXT_METHODS`),
+        `x` may be raw text:
+
+        - a list or 1-D array of `str` (one text per example), or a tuple
+          `(texts_a, texts_b)` of two such for sentence pairs, with labels
+          `y` (and optionally `sample_weight`) as usual. Every text is
+          tokenized once in a parallel `tf.data` map; each epoch is then
+          shuffled (`shuffle=True`, the default) into batches of
+          like-length examples, each cut to its longest row, as the GLUE
+          recipe batches (`keras_bert.data.packed_batches`). Such a run
+          covers `epochs - initial_epoch` whole epochs; `steps_per_epoch`
+          is set for it. `validation_split` takes the last examples, as
+          Keras does.
+        - a `tf.data.Dataset` of text batches, or of `(texts, labels)`
+          batches: tokenized in the pipeline (`dataset.map`), each batch
+          cut to its longest row, in the dataset's own order.
+
+        `validation_data` may hold raw text the same ways (`(texts,
+        labels)`, or a dataset); it is read in order.
+
+        Args:
+            x: the backbone's ids dict (as `keras.Model.fit`), or raw text
+                as above.
+            y: labels, one per text (or pair).
+            *args: `keras.Model.fit`'s other arguments, in its order.
+            seed: int or `None`. Seed of the data order when `fit` batches
+                raw text itself; `None` draws one from NumPy's global
+                generator (which `keras.utils.set_random_seed` seeds).
+                Only for raw text in lists or arrays.
+            **kwargs: `keras.Model.fit`'s keyword arguments
+                (`batch_size`, `epochs`, `validation_data`, ...).
+
+        Returns:
+            A `keras.callbacks.History`.
+
+        Example:
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                      "a", "good", "bad", "film", "book"]
+        preprocessor = keras_bert.BertPreprocessor(
+            keras_bert.BertTokenizer(vocabulary), sequence_length=16
+        )
+        backbone = keras_bert.BertBackbone(
+            vocabulary_size=len(vocabulary), num_layers=1, num_heads=2,
+            hidden_dim=8, intermediate_dim=16,
+        )
+        classifier = keras_bert.BertClassifier(
+            backbone, num_classes=2, preprocessor=preprocessor
+        )
+        classifier.fit(
+            ["a good film", "a bad book", "good", "bad film"], [1, 0, 1, 0],
+            batch_size=2, epochs=2, verbose=0,
+        )
+        ```
+        """
+        if not is_text(x):
+            if seed is not None:
+                raise ValueError(
+                    "Received an invalid value for argument `seed`: it "
+                    "orders raw text that `fit` batches itself, and `x` "
+                    f"is not raw text. Received: seed={seed!r}; shuffle "
+                    "ids with `keras.utils.set_random_seed` instead."
+                )
+            return super().fit(x, y, *args, **kwargs)
+        self._check_text_method("fit", "x")
+        arguments = _bind(super().fit, x, y, *args, **kwargs)
+        validation = arguments.pop("validation_data")
+        validation_batch_size = (
+            arguments.pop("validation_batch_size") or arguments["batch_size"]
+        )
+        split = arguments.pop("validation_split")
+        if isinstance(x, tf.data.Dataset):
+            if seed is not None:
+                raise ValueError(
+                    "Received an invalid value for argument `seed`: a "
+                    "`tf.data.Dataset` keeps its own order. Received: "
+                    f"seed={seed!r}; shuffle the dataset instead."
+                )
+            if split:
+                raise ValueError(
+                    "`validation_split` needs texts in lists or arrays; "
+                    "with a `tf.data.Dataset`, pass `validation_data`."
+                )
+            arguments["x"] = text_dataset(
+                x, self.preprocessor, self._inputs_from_text
+            )
+        else:
+            if arguments["steps_per_epoch"] is not None:
+                raise ValueError(
+                    "Received an invalid value for argument "
+                    "`steps_per_epoch`: `fit` on texts in lists or arrays "
+                    "trains whole epochs. Pass steps_per_epoch=None, or a "
+                    "`tf.data.Dataset` of text batches."
+                )
+            x_train, y_train, weights = x, y, arguments["sample_weight"]
+            if split:
+                (x_train, y_train, weights), validation = split_last(
+                    (x, y, weights), split
+                )
+            arguments["x"], arguments["steps_per_epoch"] = fit_dataset(
+                self.preprocessor,
+                self._inputs_from_text,
+                x_train,
+                y_train,
+                sample_weight=weights,
+                batch_size=arguments["batch_size"],
+                shuffle=arguments["shuffle"],
+                seed=seed,
+                initial_epoch=arguments["initial_epoch"],
+                epochs=arguments["epochs"],
+            )
+            arguments["shuffle"] = False  # each epoch is shuffled already
+        arguments.update(y=None, batch_size=None, sample_weight=None)
+        arguments["validation_data"] = self._validation_dataset(
+            validation, validation_batch_size
+        )
+        return super().fit(**arguments)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """Scores the model; with a preprocessor, on raw text too.
+
+        Without raw text this is `keras.Model.evaluate`, unchanged. With a
+        preprocessor (and `"evaluate"` in `TEXT_METHODS`), `x` may be raw
+        text as `fit` takes it, read in order in batches cut to their
+        longest row: texts, or a pair `(texts_a, texts_b)`, with labels
+        `y`; or a `tf.data.Dataset` of `(texts, labels)` batches.
+
+        Args:
+            x: the ids dict, or raw text.
+            y: labels, one per text (or pair).
+            *args, **kwargs: `keras.Model.evaluate`'s other arguments.
+
+        Example:
+        ```python
+        classifier.evaluate(["a good film", "a bad book"], [1, 0])
+        ```
+        """
+        if not is_text(x):
+            return super().evaluate(x, y, *args, **kwargs)
+        self._check_text_method("evaluate", "x")
+        arguments = _bind(super().evaluate, x, y, *args, **kwargs)
+        arguments["x"] = inference_dataset(
+            self.preprocessor,
+            self._inputs_from_text,
+            x,
+            y,
+            sample_weight=arguments["sample_weight"],
+            batch_size=arguments["batch_size"],
+        )
+        arguments.update(y=None, batch_size=None, sample_weight=None)
+        kwargs = arguments.pop("kwargs", {})
+        return super().evaluate(**arguments, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        """The model's outputs; with a preprocessor, for raw text too.
+
+        Without raw text this is `keras.Model.predict`, unchanged. With a
+        preprocessor (and `"predict"` in `TEXT_METHODS`), `x` may be
+        texts, a pair `(texts_a, texts_b)` or a `tf.data.Dataset` of text
+        batches; the outputs come in the order of the texts, as for ids.
+
+        Args:
+            x: the ids dict, or raw text.
+            *args, **kwargs: `keras.Model.predict`'s other arguments
+                (`batch_size`, `verbose`, ...).
+
+        Example:
+        ```python
+        logits = classifier.predict(["a good book"])  # (1, num_classes)
+        ```
+        """
+        if not is_text(x):
+            return super().predict(x, *args, **kwargs)
+        self._check_text_method("predict", "x")
+        arguments = _bind(super().predict, x, *args, **kwargs)
+        arguments["x"] = inference_dataset(
+            self.preprocessor,
+            self._inputs_from_text,
+            x,
+            batch_size=arguments["batch_size"],
+        )
+        arguments["batch_size"] = None
+        return super().predict(**arguments)
+
+    def _check_text_method(self, method, argument):
+        name = type(self).__name__
+        if method not in self.TEXT_METHODS:
+            raise ValueError(
+                f"`{name}.{method}` takes the backbone's ids dict "
+                "(`token_ids`, `segment_ids`, `padding_mask`), not raw "
+                f"text; received raw text for `{argument}`. Tokenize it "
+                f"with a keras_bert.BertPreprocessor first."
+            )
+        if self.preprocessor is None:
+            raise ValueError(
+                f"`{name}.{method}` received raw text for `{argument}`, but "
+                "the model has no preprocessor to tokenize it. Build the "
+                f"model with one (`{name}(backbone, ..., preprocessor="
+                "keras_bert.BertPreprocessor(tokenizer))`, or set "
+                "`model.preprocessor`), or pass the ids dict "
+                "(`token_ids`, `segment_ids`, `padding_mask`)."
+            )
+
+    def _validation_dataset(self, validation, batch_size):
+        """`validation_data` with raw text turned into batches of ids."""
+        if isinstance(validation, tf.data.Dataset):
+            if not is_text(validation):
+                return validation
+            return text_dataset(
+                validation,
+                self.preprocessor,
+                self._inputs_from_text,
+                argument="validation_data",
+            )
+        if not (
+            isinstance(validation, (tuple, list))
+            and validation
+            and is_text(validation[0])
+        ):
+            return validation
+        if not 2 <= len(validation) <= 3:
+            raise ValueError(
+                "Received an invalid value for argument `validation_data`: "
+                "expected `(texts, labels)` or `(texts, labels, "
+                f"sample_weight)`; received {len(validation)} parts."
+            )
+        return inference_dataset(
+            self.preprocessor,
+            self._inputs_from_text,
+            validation[0],
+            validation[1],
+            sample_weight=validation[2] if len(validation) == 3 else None,
+            batch_size=batch_size,
+        )
+
+
+def _bind(method, *args, **kwargs):
+    """`{argument: value}` of a call of `method`, defaults included."""
+    bound = inspect.signature(method).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)

@@ -1,0 +1,184 @@
+"""The `tf.data` pipelines that tokenize a task model's raw text.
+
+Where the pipeline is built from Python lists or arrays, every text is
+tokenized once in a parallel `tf.data` map (`keras_bert.data.pack_texts`,
+as the GLUE recipe does) and batched as the recipes batch
+(`keras_bert.data.packed_batches`: in order for `evaluate` and `predict`;
+for `fit`, shuffled per epoch into batches of like-length rows); a
+`tf.data.Dataset` of strings is mapped through the preprocessor batch by
+batch. Either way each batch is cut to its longest row.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.packed_batches import pack_texts
+from keras_bert.data.packed_batches import packed_batches
+from keras_bert.data.trim_batch import trim_batch
+from keras_bert.models.text_inputs import check_labels
+from keras_bert.models.text_inputs import dataset_text_layout
+from keras_bert.models.text_inputs import texts_of
+
+
+def fit_dataset(
+    preprocessor,
+    to_inputs,
+    x,
+    y,
+    sample_weight=None,
+    batch_size=None,
+    shuffle=True,
+    seed=None,
+    initial_epoch=0,
+    epochs=1,
+):
+    """The training batches `fit` builds from texts in lists or arrays.
+
+    Every text is tokenized once; with `shuffle`, each epoch is shuffled
+    with a seed made from `seed` and its number, cut into groups of 50
+    batches and each group sorted by length
+    (`keras_bert.data.length_grouped_epochs`, as the recipes'
+    `--group_by_length`); each batch is cut to its longest row.
+
+    Args:
+        preprocessor: `keras_bert.BertPreprocessor`.
+        to_inputs: callable or `None`. The model's inputs from a batch
+            of packed features and the whole input's (`None`: the
+            packed features are the inputs).
+        x: texts, or a pair `(texts_a, texts_b)`.
+        y: labels, one per text.
+        sample_weight: array `(num_texts,)` or `None`.
+        batch_size: int or `None` (32).
+        shuffle: bool. Shuffle per epoch (in like-length groups).
+        seed: int or `None`. Seed of the data order; `None` draws one
+            from NumPy's global generator (which
+            `keras.utils.set_random_seed` seeds).
+        initial_epoch: int. The first epoch of the run (0-based).
+        epochs: int. The run's number of epochs.
+
+    Returns:
+        `(dataset, steps_per_epoch)`: all of the run's epochs, one after
+        the other, and the steps of one.
+    """
+    if y is None:
+        raise ValueError(
+            "`fit` on raw text needs labels: pass `y` (one per text), or a "
+            "`tf.data.Dataset` of `(texts, labels)` batches."
+        )
+    texts = texts_of(x)
+    y = check_labels(y, len(texts[0]))
+    sample_weight = check_labels(sample_weight, len(texts[0]), "sample_weight")
+    batch_size = batch_size or 32
+    if seed is None:
+        seed = int(np.random.randint(2**31 - 1))
+    features = pack_texts(texts, _packing(preprocessor, len(texts)))
+    dataset = packed_batches(
+        features,
+        y,
+        batch_size,
+        shuffle=bool(shuffle),
+        seed=seed,
+        first_epoch=initial_epoch if shuffle else None,
+        num_epochs=epochs if shuffle else None,
+        group_by_length=bool(shuffle),
+        sample_weight=sample_weight,
+    )
+    if not shuffle:
+        dataset = dataset.repeat(epochs - initial_epoch)
+    dataset = _map_inputs(dataset, to_inputs, features)
+    return dataset, math.ceil(len(texts[0]) / batch_size)
+
+
+def inference_dataset(
+    preprocessor, to_inputs, x, y=None, sample_weight=None, batch_size=None
+):
+    """The batches `evaluate` and `predict` read texts from, in order.
+
+    Texts in lists or arrays are tokenized once, then batched in order,
+    each batch cut to its longest row; a `tf.data.Dataset` is mapped
+    through the preprocessor (`text_dataset`).
+
+    Args:
+        preprocessor: `keras_bert.BertPreprocessor`.
+        to_inputs: callable or `None`. The model's inputs from a batch
+            of packed features and the whole input's (`None` for a
+            dataset, whose whole is not known ahead).
+        x: texts, a pair `(texts_a, texts_b)`, or a `tf.data.Dataset` of
+            text batches (with labels).
+        y: labels or `None`.
+        sample_weight: array or `None`.
+        batch_size: int or `None` (32).
+    """
+    if isinstance(x, tf.data.Dataset):
+        return text_dataset(x, preprocessor, to_inputs)
+    texts = texts_of(x)
+    y = check_labels(y, len(texts[0]))
+    sample_weight = check_labels(sample_weight, len(texts[0]), "sample_weight")
+    features = pack_texts(texts, _packing(preprocessor, len(texts)))
+    dataset = packed_batches(
+        features, y, batch_size or 32, sample_weight=sample_weight
+    )
+    return _map_inputs(dataset, to_inputs, features)
+
+
+def text_dataset(dataset, preprocessor, to_inputs, argument="x"):
+    """`dataset` with its text batches turned into the model's inputs.
+
+    Elements may be text batches alone (`texts` or `(texts_a, texts_b)`)
+    or `(texts, labels[, sample_weight])`; each batch of texts is
+    tokenized in the pipeline and cut to its longest row.
+    """
+    layout = dataset_text_layout(dataset.element_spec)
+    spec = dataset.element_spec
+    spec = spec if layout == "alone" else spec[0]
+    ranks = [s.shape.rank for s in tf.nest.flatten(spec)]
+    if any(rank == 0 for rank in ranks):
+        raise ValueError(
+            f"Received an invalid value for argument `{argument}`: a "
+            "`tf.data.Dataset` of single strings. Keras reads batches: "
+            "call `dataset.batch(batch_size)` first."
+        )
+
+    pack = _packing(preprocessor, len(tf.nest.flatten(spec)))
+
+    def inputs(texts):
+        features = trim_batch(pack(texts))
+        return features if to_inputs is None else to_inputs(features, None)
+
+    if layout == "alone":
+        return dataset.map(
+            lambda *texts: inputs(texts if len(texts) == 2 else texts[0]),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+    return dataset.map(
+        lambda texts, *rest: (inputs(texts), *rest),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def _packing(preprocessor, num_texts):
+    """The preprocessor's once-traced batch function, taking a text batch
+    or a pair: each pipeline reuses its graph (see
+    `BertPreprocessor.batch_function`)."""
+    function = preprocessor.batch_function(num_texts)
+
+    def pack(texts):
+        return function(*texts) if isinstance(texts, tuple) else function(texts)
+
+    return pack
+
+
+def _map_inputs(dataset, to_inputs, all_features):
+    """Applies `to_inputs` to each batch's features (the first part)."""
+    if to_inputs is None:
+        return dataset
+    if isinstance(dataset.element_spec, tuple):
+        return dataset.map(
+            lambda features, *rest: (
+                to_inputs(features, all_features),
+                *rest,
+            )
+        )
+    return dataset.map(lambda features: to_inputs(features, all_features))
