@@ -14,6 +14,11 @@ after it arrived here.
   `task_model` became `starting_model`; `recipe_flags` moved to
   `keras_bert.cli`; `ner.FrozenFeaturesTagger` and
   `embeddings.PairEmbeddingModel` moved to `keras_bert.models`.
+- Names that left a module still there (`MOVED_NAMES`): the LoRA target
+  names moved from `keras_bert.models.bert_backbone` to
+  `keras_bert.models.lora`, beside `enable_lora`; `trim_to_longest_row`
+  from `keras_bert.serving.signatures` to `keras_bert.decoding`, below
+  the models, whose `predict` runs the same text functions as the export.
 - The layers `Dropout` and `LayerNorm` are `HalfBitsDropout` and
   `ClosedFormLayerNorm`. They stay registered under their old names
   (`keras_bert>Dropout`, `keras_bert>LayerNorm`), so that `.keras` files
@@ -80,6 +85,23 @@ RENAMED_NAMES = {
     ),
 }
 
+# (module, name) → (new module, new name), for names that left a module
+# that is still there; the old module reads them through `__getattr__`.
+MOVED_NAMES = {
+    ("keras_bert.models.bert_backbone", "LORA_TARGET_LAYER_NAMES"): (
+        "keras_bert.models.lora",
+        "LORA_TARGET_LAYER_NAMES",
+    ),
+    ("keras_bert.models.bert_backbone", "DEFAULT_LORA_TARGET_LAYER_NAMES"): (
+        "keras_bert.models.lora",
+        "DEFAULT_LORA_TARGET_LAYER_NAMES",
+    ),
+    ("keras_bert.serving.signatures", "trim_to_longest_row"): (
+        "keras_bert.decoding.text_functions",
+        "trim_to_longest_row",
+    ),
+}
+
 
 def new_module_name(old):
     """The module that replaced the deprecated module `old`."""
@@ -140,6 +162,21 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
         )
 
 
+def _moved_names_reader(module_name):
+    """A module's `__getattr__` that reads its `MOVED_NAMES`, warning."""
+
+    def __getattr__(name):
+        if (module_name, name) not in MOVED_NAMES:
+            raise AttributeError(
+                f"module {module_name!r} has no attribute {name!r}"
+            )
+        module, attribute = MOVED_NAMES[(module_name, name)]
+        _warn(f"{module_name}.{name}", f"{module}.{attribute}")
+        return getattr(importlib.import_module(module), attribute)
+
+    return __getattr__
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class Dropout(HalfBitsDropout):
     """Deprecated: `keras_bert.layers.HalfBitsDropout`'s old name.
@@ -164,6 +201,9 @@ def install():
         # First: a stale `keras_bert/tasks/__pycache__` would otherwise
         # import as an empty namespace package.
         sys.meta_path.insert(0, _AliasFinder())
+    for module_name in {module for module, _ in MOVED_NAMES}:
+        module = importlib.import_module(module_name)
+        module.__getattr__ = _moved_names_reader(module_name)
     layers = importlib.import_module("keras_bert.layers")
     layers.Dropout = Dropout
     layers.LayerNorm = LayerNorm

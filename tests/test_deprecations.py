@@ -82,6 +82,39 @@ def test_an_old_name_warns_and_is_the_new_object(statement, expected):
     assert scope["value"] is expected
 
 
+@pytest.mark.parametrize(
+    "old_module, name, expected",
+    [
+        (
+            "keras_bert.models.bert_backbone",
+            "LORA_TARGET_LAYER_NAMES",
+            keras_bert.models.lora.LORA_TARGET_LAYER_NAMES,
+        ),
+        (
+            "keras_bert.models.bert_backbone",
+            "DEFAULT_LORA_TARGET_LAYER_NAMES",
+            keras_bert.models.lora.DEFAULT_LORA_TARGET_LAYER_NAMES,
+        ),
+        (
+            "keras_bert.serving.signatures",
+            "trim_to_longest_row",
+            keras_bert.decoding.trim_to_longest_row,
+        ),
+    ],
+)
+def test_a_name_that_left_its_module_warns_and_is_the_new_object(
+    old_module, name, expected
+):
+    assert (old_module, name) in deprecations.MOVED_NAMES
+    scope = {}
+    with pytest.warns(FutureWarning, match=f"`{old_module}.{name}`"):
+        exec(f"from {old_module} import {name} as value", scope)
+    assert scope["value"] is expected
+    module = importlib.import_module(old_module)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name
+
+
 def test_the_package_attribute_is_the_alias():
     with pytest.warns(FutureWarning):
         assert keras_bert.tasks.run_fine_tuning is (

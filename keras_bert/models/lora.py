@@ -1,6 +1,8 @@
-"""LoRA's updates added into the kernels: a copy of a model to serve."""
+"""LoRA on a backbone: enabled for training (`enable_lora`), and its updates
+added into the kernels, a copy of a model to serve (`merge_lora`)."""
 
 from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.validation import check_positive_int
 
 
 def merge_lora(model):
@@ -64,3 +66,74 @@ def merge_lora(model):
     for target, source in zip(targets, sources):
         target.assign(merged_kernels.get(id(source), source))
     return merged
+
+
+# --- Enabling LoRA on a backbone (`BertBackbone.enable_lora`) ---------------
+
+# The dense layers of every `TransformerEncoderBlock` that LoRA can adapt.
+LORA_TARGET_LAYER_NAMES = (
+    "qkv_dense",
+    "attention_output_dense",
+    "intermediate_dense",
+    "output_dense",
+)
+# The fused query | key | value projection: Hu et al. adapt the query and
+# value projections, rank `r` each (`4 * hidden_dim * r` weights per
+# block); one rank-`r` update of the fused `(hidden_dim, 3 * hidden_dim)`
+# matrix has as many, and leaves the fused projection the fast paths
+# compute as it is.
+DEFAULT_LORA_TARGET_LAYER_NAMES = ("qkv_dense",)
+
+
+def enable_lora(backbone, rank, target_layer_names=None):
+    """Freezes `backbone` and adds trainable LoRA weights to its blocks.
+
+    Calls Keras' own `Dense.enable_lora(rank)` on the dense layers named
+    `target_layer_names` in every transformer block (`A` random, `B`
+    zeros, so the outputs are unchanged until training moves `B`; scale
+    `lora_alpha / rank` = 1) and freezes every other weight of the
+    backbone: embeddings, LayerNorms, the other kernels, biases and the
+    pooler. A task head built on the backbone stays trainable. Records
+    `rank` and the targets on the backbone (`lora_rank`,
+    `lora_target_layer_names`), which its `get_config` saves.
+
+    Args:
+        backbone: `keras_bert.BertBackbone`, without LoRA.
+        rank: int. The rank of the update, from 1 to `hidden_dim`.
+        target_layer_names: tuple of str or `None`. Names among
+            `LORA_TARGET_LAYER_NAMES`. Defaults to `None`:
+            `DEFAULT_LORA_TARGET_LAYER_NAMES`.
+    """
+    check_positive_int("rank", rank, hint="the LoRA rank, e.g. 8")
+    if rank > backbone.hidden_dim:
+        raise ValueError(
+            "Received an invalid value for argument `rank`, expected at "
+            f"most hidden_dim={backbone.hidden_dim} (a LoRA update of rank "
+            "r has r columns; typical ranks are 4 to 16). Received: "
+            f"rank={rank}"
+        )
+    if target_layer_names is None:
+        target_layer_names = DEFAULT_LORA_TARGET_LAYER_NAMES
+    if isinstance(target_layer_names, str):
+        target_layer_names = (target_layer_names,)
+    target_layer_names = tuple(target_layer_names)
+    unknown = set(target_layer_names) - set(LORA_TARGET_LAYER_NAMES)
+    if unknown or not target_layer_names:
+        raise ValueError(
+            "Received an invalid value for argument `target_layer_names`"
+            f", expected names among {list(LORA_TARGET_LAYER_NAMES)}. "
+            f"Received: target_layer_names={target_layer_names!r}"
+        )
+    if backbone.lora_rank is not None:
+        raise ValueError(
+            f"LoRA is already enabled on this backbone (rank "
+            f"{backbone.lora_rank}); it can be enabled once. Build the "
+            "backbone again to change the rank."
+        )
+    for variable in backbone.weights:
+        variable.trainable = False
+    for block in backbone.transformer_layers:
+        for name in target_layer_names:
+            getattr(block, name).enable_lora(rank)
+    backbone.lora_rank = rank
+    backbone.lora_target_layer_names = target_layer_names
