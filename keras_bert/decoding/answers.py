@@ -16,10 +16,9 @@ a tie).
 
 import tensorflow as tf
 
+from keras_bert.decoding.text_functions import call_on_windows
 from keras_bert.decoding.text_functions import same_batch_size
 from keras_bert.decoding.text_functions import string_signature
-from keras_bert.decoding.text_functions import trim_to_longest_row
-from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 from keras_bert.text.question_windows import check_window_arguments
 from keras_bert.text.question_windows import make_windows
 
@@ -82,11 +81,7 @@ def answer_text_function(
             doc_stride=doc_stride,
             max_query_length=max_query_length,
         )
-        if trim:
-            windows = trim_to_longest_row(windows)
-        outputs = model(
-            {name: windows[name] for name in BACKBONE_INPUTS}, training=False
-        )
+        windows, outputs = call_on_windows(model, windows, trim)
         return best_answers(
             windows,
             tf.cast(outputs["start_logits"], tf.float32),

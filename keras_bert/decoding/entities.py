@@ -24,9 +24,8 @@ The numpy twin, for a Keras model in Python, is
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.decoding.text_functions import call_on_windows
 from keras_bert.decoding.text_functions import string_signature
-from keras_bert.decoding.text_functions import trim_to_longest_row
-from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 from keras_bert.text.token_windows import check_window_arguments
 from keras_bert.text.token_windows import default_stride
 from keras_bert.text.token_windows import window_tokens
@@ -142,11 +141,7 @@ def entity_text_function(
         windows = window_tokens(
             tokenizer, ids, word_index, sequence_length, stride
         )
-        if trim:
-            windows = trim_to_longest_row(windows)
-        logits = model(
-            {name: windows[name] for name in BACKBONE_INPUTS}, training=False
-        )
+        windows, logits = call_on_windows(model, windows, trim)
         return entities_from_windows(
             windows,
             tf.cast(logits, tf.float32),

@@ -12,6 +12,7 @@ build theirs in `answers` and `entities` from the same pieces.
 import tensorflow as tf
 
 from keras_bert.data.trim_batch import trim_batch
+from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 
 
 def string_signature(names):
@@ -47,6 +48,25 @@ def trim_to_longest_row(inputs):
     ```
     """
     return trim_batch(inputs, multiple=1)
+
+
+def call_on_windows(model, windows, trim=True):
+    """`(windows, outputs)`: `model` run on the windows of long texts.
+
+    Args:
+        model: callable from the ids dict to the head's outputs.
+        windows: dict of `(num_windows, sequence_length)` tensors holding
+            the backbone inputs (and what decoding reads: offsets, ...).
+        trim: bool. Whether to cut the windows to the request's longest
+            first (`trim_to_longest_row`).
+
+    Returns:
+        The windows, trimmed when `trim`, and the model's outputs on them.
+    """
+    if trim:
+        windows = trim_to_longest_row(windows)
+    inputs = {name: windows[name] for name in BACKBONE_INPUTS}
+    return windows, model(inputs, training=False)
 
 
 def same_batch_size(**inputs):
