@@ -31,14 +31,23 @@ loading on the class they load.
 Folders also must not import each other in a loop, even on one floor: a
 change to one folder would otherwise ripple through the loop. And no
 module imports another module's private (underscored) name.
+
+The checks are functions of the parsed modules (`upward_imports`,
+`private_imports`, `unknown_folders`, `folder_graph`, `folder_cycles`),
+so `test_the_checks_catch_*` feed them made-up modules that break each
+rule. `python -m tests.test_layering` prints the package's folder import
+graph, every import that goes up a floor (façades listed apart) and the
+folder cycles.
 """
 
 import ast
 import os
+import sys
 
 import pytest
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "keras_bert")
+# Folder (or top-level module) → floor.
 FLOORS = {
     "files": 0,
     "validation": 0,
@@ -63,23 +72,42 @@ FACADES = {
 }
 
 
-def _modules():
-    """(folder, module path relative to the package, AST) of each module."""
-    for root, _, names in os.walk(PACKAGE):
+class Module:
+    """One parsed module: its folder (the first part of its path under
+    the package), its path relative to the package and its AST."""
+
+    def __init__(self, relative, source):
+        self.relative = relative
+        self.folder = relative.split("/")[0].removesuffix(".py")
+        self.tree = ast.parse(source, relative)
+
+    def __repr__(self):
+        return self.relative
+
+
+def package_modules(package=PACKAGE):
+    """Every module of the package but its top-level `__init__.py` (which
+    re-exports everything), as a `Module`."""
+    modules = []
+    for root, _, names in os.walk(package):
         for name in sorted(names):
             if not name.endswith(".py"):
                 continue
             path = os.path.join(root, name)
-            relative = os.path.relpath(path, PACKAGE)
+            relative = os.path.relpath(path, package).replace(os.sep, "/")
             if relative == "__init__.py":
-                continue  # the package's top level re-exports everything
-            folder = relative.split(os.sep)[0].removesuffix(".py")
+                continue
             with open(path, encoding="utf-8") as file:
-                yield folder, relative, ast.parse(file.read(), path)
+                modules.append(Module(relative, file.read()))
+    return sorted(modules, key=lambda module: module.relative)
 
 
-def _imports(tree):
-    """(imported keras_bert module, imported names, enclosing function)."""
+def imports(module):
+    """`(imported keras_bert module, imported names, enclosing function)`
+    of each keras_bert import in `module`, relative imports resolved; the
+    function is the outermost one the import sits in (`None`: module
+    scope)."""
+    package = ["keras_bert", *module.relative.split("/")[:-1]]
     found = []
 
     def visit(node, function):
@@ -90,117 +118,353 @@ def _imports(tree):
             if isinstance(child, ast.Import):
                 for alias in child.names:
                     found.append((alias.name, (), function))
-            elif isinstance(child, ast.ImportFrom) and child.module:
+            elif isinstance(child, ast.ImportFrom):
                 names = tuple(alias.name for alias in child.names)
-                if child.module == "keras_bert":
+                base = child.module or ""
+                if child.level:  # from . import x, from ..y import z
+                    parent = package[: len(package) - child.level + 1]
+                    base = ".".join(parent + ([base] if base else []))
+                if base == "keras_bert":
                     for name in names:
                         found.append((f"keras_bert.{name}", (), function))
                 else:
-                    found.append((child.module, names, function))
+                    found.append((base, names, function))
             visit(child, function)
 
-    visit(tree, None)
+    visit(module.tree, None)
     return [
-        (module, names, function)
-        for module, names, function in found
-        if module == "keras_bert" or module.startswith("keras_bert.")
+        (name, names, function)
+        for name, names, function in found
+        if name == "keras_bert" or name.startswith("keras_bert.")
     ]
 
 
-def _folder(module):
-    parts = module.split(".")
+def _target(imported):
+    """The folder (or top-level module) an imported name lives in."""
+    parts = imported.split(".")
     return parts[1] if len(parts) > 1 else None
 
 
-MODULES = list(_modules())
+def is_facade(function, target, facades=None):
+    facades = FACADES if facades is None else facades
+    return function in facades and facades[function] == target
 
 
-def test_every_folder_has_a_floor():
-    assert sorted({folder for folder, _, _ in MODULES} - set(FLOORS)) == []
+def unknown_folders(modules, floors=None):
+    """`relative: folder` for each module that lives in, or imports from,
+    a folder with no floor."""
+    floors = FLOORS if floors is None else floors
+    unknown = []
+    for module in modules:
+        if module.folder not in floors:
+            unknown.append(f"{module.relative}: {module.folder}")
+        for imported, _, _ in imports(module):
+            target = _target(imported)
+            if target is not None and target not in floors:
+                unknown.append(f"{module.relative}: {imported}")
+    return unknown
 
 
-@pytest.mark.parametrize(
-    "folder, relative, tree", MODULES, ids=[m[1] for m in MODULES]
-)
-def test_imports_go_down_the_floors(folder, relative, tree):
-    upward = []
-    for module, _, function in _imports(tree):
-        target = _folder(module)
-        if target is None or FLOORS[target] <= FLOORS[folder]:
-            continue
-        if _is_facade(function, target):
-            continue
-        upward.append(f"{module} (in {function or 'module scope'})")
-    assert upward == [], (
-        f"keras_bert/{relative} (floor {FLOORS[folder]}, {folder}) imports "
-        f"from a higher floor: {upward}. Move the code to the floor it "
-        "belongs to, or have the caller pass it in."
-    )
+def upward_imports(modules, floors=None, facades=None):
+    """`(upward, facade)`: two lists of `relative: imported (in function)`
+    for the imports of a higher floor — those outside a façade, and the
+    façades' own. Folders without a floor are left to `unknown_folders`."""
+    floors = FLOORS if floors is None else floors
+    upward, facade = [], []
+    for module in modules:
+        for imported, _, function in imports(module):
+            target = _target(imported)
+            if module.folder not in floors or target not in floors:
+                continue
+            if floors[target] <= floors[module.folder]:
+                continue
+            line = (
+                f"{module.relative}: {imported} "
+                f"(in {function or 'module scope'})"
+            )
+            if is_facade(function, target, facades):
+                facade.append(line)
+            else:
+                upward.append(line)
+    return upward, facade
 
 
-@pytest.mark.parametrize(
-    "folder, relative, tree", MODULES, ids=[m[1] for m in MODULES]
-)
-def test_no_private_names_are_imported_from_other_modules(
-    folder, relative, tree
-):
-    private = [
-        f"{module}.{name}"
-        for module, names, _ in _imports(tree)
+def private_imports(modules):
+    """`relative: module.name` for each underscored name imported from
+    another module (dunder names aside)."""
+    return [
+        f"{module.relative}: {imported}.{name}"
+        for module in modules
+        for imported, names, _ in imports(module)
         for name in names
         if name.startswith("_") and not name.startswith("__")
     ]
-    assert private == [], (
-        f"keras_bert/{relative} imports private names: {private}. Make the "
-        "name public where it is defined, or keep its use in that module."
-    )
 
 
-def _is_facade(function, target):
-    return function in FACADES and FACADES[function] == target
+def folder_graph(modules, facades=None):
+    """`{folder: {folders it imports}}`, façade imports left out (they go
+    up by design, inside a method)."""
+    graph = {}
+    for module in modules:
+        for imported, _, function in imports(module):
+            target = _target(imported)
+            if target is None or target == module.folder:
+                continue
+            if is_facade(function, target, facades):
+                continue
+            graph.setdefault(module.folder, set()).add(target)
+    return graph
 
 
-def test_no_import_cycles_between_folders():
-    """The façade aside (it goes up by design, inside a method)."""
-    edges = {}
-    for folder, _, tree in MODULES:
-        for module, _, function in _imports(tree):
-            target = _folder(module)
-            if target and target != folder and not _is_facade(function, target):
-                edges.setdefault(folder, set()).add(target)
+def folder_cycles(graph):
+    """Each loop of `graph` once, as `"a -> b -> a"`, from its smallest
+    folder."""
     cycles = []
 
     def walk(node, path):
-        for target in sorted(edges.get(node, ())):
+        for target in sorted(graph.get(node, ())):
             if target == path[0]:
                 cycles.append(" -> ".join(path + [target]))
             elif target not in path and target > path[0]:
                 walk(target, path + [target])
 
-    for start in sorted(edges):
+    for start in sorted(graph):
         walk(start, [start])
+    return cycles
+
+
+MODULES = package_modules()
+
+
+def test_the_package_is_read():
+    folders = {module.folder for module in MODULES}
+    assert {"layers", "models", "serving", "training"} <= folders
+    assert sum(len(imports(module)) for module in MODULES) > 100
+
+
+def test_every_folder_has_a_floor():
+    assert unknown_folders(MODULES) == []
+
+
+@pytest.mark.parametrize("module", MODULES, ids=str)
+def test_imports_go_down_the_floors(module):
+    upward, _ = upward_imports([module])
+    assert upward == [], (
+        f"keras_bert/{module.relative} (floor {FLOORS[module.folder]}, "
+        f"{module.folder}) imports from a higher floor: {upward}. Move the "
+        "code to the floor it belongs to, or have the caller pass it in."
+    )
+
+
+@pytest.mark.parametrize("module", MODULES, ids=str)
+def test_no_private_names_are_imported_from_other_modules(module):
+    private = private_imports([module])
+    assert private == [], (
+        f"keras_bert/{module.relative} imports private names: {private}. "
+        "Make the name public where it is defined, or keep its use in that "
+        "module."
+    )
+
+
+def test_no_import_cycles_between_folders():
+    """The façades aside (they go up by design, inside a method)."""
+    cycles = folder_cycles(folder_graph(MODULES))
     assert cycles == [], f"Folders that import each other in a loop: {cycles}"
 
 
-def test_the_checks_catch_what_they_forbid():
-    """An upward import, a façade import and a cycle, in made-up code."""
-    tree = ast.parse(
-        "import keras_bert.fine_tuning\n"
-        "def from_checkpoint():\n"
-        "    from keras_bert.checkpoints import load_checkpoint\n"
-        "def other():\n"
-        "    from keras_bert import serving\n"
-        "from keras_bert.files import _private\n"
-    )
-    imports = _imports(tree)
-    assert [(m, f) for m, _, f in imports] == [
-        ("keras_bert.fine_tuning", None),
-        ("keras_bert.checkpoints", "from_checkpoint"),
-        ("keras_bert.serving", "other"),
-        ("keras_bert.files", None),
+# --- The checks themselves, on made-up modules -------------------------------
+
+
+def _made_up(**sources):
+    """`Module`s from `path="source"` (path's `/` spelled `__`)."""
+    return [
+        Module(path.replace("__", "/") + ".py", source)
+        for path, source in sources.items()
     ]
-    assert imports[3][1] == ("_private",)
-    assert _is_facade("from_checkpoint", "checkpoints")
-    assert not _is_facade("predict", "serving")
-    assert not _is_facade("fill_mask", "serving")
-    assert not _is_facade("other", "serving")
+
+
+def test_the_checks_catch_an_upward_import_at_module_scope():
+    modules = _made_up(
+        models__bert="import keras_bert.fine_tuning\n",
+        layers__dense="from keras_bert.models.task import Task\n",
+        serving__export="from keras_bert import checkpoints\n",
+        training__fit="from keras_bert.layers import dense\n",  # down
+        models__task="from keras_bert.models import bert\n",  # same folder
+    )
+    upward, facade = upward_imports(modules)
+    assert upward == [
+        "models/bert.py: keras_bert.fine_tuning (in module scope)",
+        "layers/dense.py: keras_bert.models.task (in module scope)",
+    ]
+    assert facade == []
+
+
+def test_the_checks_catch_an_upward_import_inside_a_function():
+    (module,) = _made_up(
+        models__bert=(
+            "def other():\n"
+            "    from keras_bert import serving\n"
+            "class Model:\n"
+            "    def fit(self):\n"
+            "        def helper():\n"
+            "            import keras_bert.checkpoints.hub\n"
+        )
+    )
+    assert upward_imports([module]) == (
+        [
+            "models/bert.py: keras_bert.serving (in other)",
+            "models/bert.py: keras_bert.checkpoints.hub (in fit)",
+        ],
+        [],
+    )
+
+
+def test_the_checks_allow_the_facades_and_only_to_their_floor():
+    (module,) = _made_up(
+        models__bert=(
+            "class Model:\n"
+            "    def from_checkpoint(self):\n"
+            "        from keras_bert.checkpoints import load_checkpoint\n"
+            "    @classmethod\n"
+            "    def from_preset(cls):\n"
+            "        from keras_bert import checkpoints\n"
+            "    def from_checkpoint_too(self):\n"
+            "        from keras_bert import checkpoints\n"
+            "def from_preset():\n"
+            "    from keras_bert.fine_tuning import runner\n"
+        )
+    )
+    upward, facade = upward_imports([module])
+    assert facade == [
+        "models/bert.py: keras_bert.checkpoints (in from_checkpoint)",
+        "models/bert.py: keras_bert.checkpoints (in from_preset)",
+    ]
+    assert upward == [
+        "models/bert.py: keras_bert.checkpoints (in from_checkpoint_too)",
+        "models/bert.py: keras_bert.fine_tuning (in from_preset)",
+    ]
+    # The façade's import does not make a cycle; the others do count.
+    assert folder_graph([module]) == {"models": {"checkpoints", "fine_tuning"}}
+    # Without the façade table, the façade's own imports go up too.
+    assert len(upward_imports([module], facades={})[0]) == 4
+
+
+def test_the_checks_resolve_relative_imports():
+    (module,) = _made_up(
+        layers__attention__block=(
+            "from . import softmax\n"
+            "from ..embedding import Embedding\n"
+            "from ...models.task import Task\n"
+        )
+    )
+    assert [name for name, _, _ in imports(module)] == [
+        "keras_bert.layers.attention",
+        "keras_bert.layers.embedding",
+        "keras_bert.models.task",
+    ]
+    assert upward_imports([module])[0] == [
+        "layers/attention/block.py: keras_bert.models.task (in module scope)"
+    ]
+
+
+def test_the_checks_catch_a_private_name():
+    modules = _made_up(
+        models__bert=(
+            "from keras_bert.files import _private, public, __version__\n"
+            "def f():\n"
+            "    from keras_bert.layers.dense import _kernel\n"
+        ),
+        models__task="import keras_bert._secret\nimport os._x\n",
+    )
+    assert private_imports(modules) == [
+        "models/bert.py: keras_bert.files._private",
+        "models/bert.py: keras_bert.layers.dense._kernel",
+    ]
+
+
+def test_the_checks_catch_folder_cycles():
+    two = _made_up(
+        models__bert="from keras_bert.serving import export\n",
+        serving__export="def f():\n    from keras_bert.models import bert\n",
+    )
+    assert folder_cycles(folder_graph(two)) == ["models -> serving -> models"]
+    three = _made_up(
+        text__tokenizer="import keras_bert.data.masking\n",
+        data__masking="from keras_bert.layers import dense\n",
+        layers__dense="from keras_bert.text import tokenizer\n",
+        files__io="import keras_bert.validation\n",  # no loop
+    )
+    assert folder_cycles(folder_graph(three)) == [
+        "data -> layers -> text -> data"
+    ]
+    # A façade's import is no edge: the same pair through it is no loop.
+    facade = _made_up(
+        models__bert="def from_preset():\n    import keras_bert.checkpoints\n",
+        checkpoints__load="from keras_bert.models import bert\n",
+    )
+    assert folder_cycles(folder_graph(facade)) == []
+
+
+def test_the_checks_catch_an_unknown_folder():
+    modules = _made_up(
+        plugins__extra="from keras_bert.models import bert\n",
+        models__bert="from keras_bert.nowhere import thing\n",
+        models__task="from keras_bert import BertClassifier\n",
+        layers__dense="import keras_bert.files\n",
+    )
+    assert unknown_folders(modules) == [
+        "plugins/extra.py: plugins",
+        "models/bert.py: keras_bert.nowhere",
+        "models/task.py: keras_bert.BertClassifier",
+    ]
+    # A folder without a floor is reported there, not raised on here.
+    assert upward_imports(modules) == ([], [])
+
+
+# --- The report ---------------------------------------------------------------
+
+
+def report(modules=None):
+    """The package's folder import graph, its upward imports (façades
+    apart) and its folder cycles, as printed lines."""
+    modules = MODULES if modules is None else modules
+    graph = folder_graph(modules)
+    upward, facade = upward_imports(modules)
+    cycles = folder_cycles(graph)
+    unknown = unknown_folders(modules)
+    lines = [f"Folder import graph ({len(modules)} modules, façades aside):"]
+    for folder in sorted(graph, key=lambda f: (FLOORS.get(f, -1), f)):
+        targets = ", ".join(
+            f"{t} ({FLOORS.get(t, '?')})" for t in sorted(graph[folder])
+        )
+        lines.append(f"  {folder} ({FLOORS.get(folder, '?')}) -> {targets}")
+    for title, items in [
+        ("Upward imports outside the façades", upward),
+        ("Façade imports (allowed)", facade),
+        ("Folder cycles", cycles),
+        ("Folders without a floor", unknown),
+    ]:
+        lines.append(f"{title}: {len(items)}")
+        lines.extend(f"  {item}" for item in items)
+    lines.append(
+        f"{len(upward)} upward imports, {len(cycles)} cycles, "
+        f"{len(facade)} façade imports "
+        f"({', '.join(sorted(FACADES))})"
+    )
+    return lines
+
+
+def test_the_report_names_what_it_counts():
+    modules = _made_up(
+        models__bert="import keras_bert.serving\n",
+        serving__export="import keras_bert.models\n",
+    )
+    lines = report(modules)
+    assert "  models (3) -> serving (4)" in lines
+    assert "  models/bert.py: keras_bert.serving (in module scope)" in lines
+    assert "  models -> serving -> models" in lines
+    assert lines[-1].startswith("1 upward imports, 1 cycles, 0 façade")
+
+
+if __name__ == "__main__":
+    sys.stdout.write("\n".join(report()) + "\n")

@@ -253,6 +253,9 @@ def test_accumulated_micro_batches_train_as_their_whole_batches(tmp_path):
     )
     assert len(task.evaluated_weights) == 2
     assert accumulated.results["config"]["gradient_accumulation_steps"] == 2
+    # The model runs each batch of 4 as 2 micro-batches (what that means is
+    # tests/training/test_gradient_accumulation.py's), not whole.
+    assert accumulated.model.gradient_accumulation_steps == 2
     for mine, theirs in zip(
         task.evaluated_weights, whole_task.evaluated_weights
     ):

@@ -1,40 +1,74 @@
-"""Files written by an earlier keras-bert still load and answer the same.
+"""Files written by earlier keras-bert versions still load and answer the same.
 
-`previous_version/` holds, for each model class, a tiny model's `.keras`
-and `.weights.h5` files, a classifier's raw-text SavedModel (packed as
-`BertClassifier_export.tar.xz`: its graph is 5.3 MB), and
-`expected.npz`: what each gave when written, at a68cf67 (the commit
-before issue 29 moved checkpoint and serving code out of the model files;
-`previous_version/make_files.py` wrote them). A redesign that changes no
-behaviour keeps all of them loading to the same outputs, and exports of
-the loaded models answer as the earlier exports did.
+`previous_version/<commit>/` holds a generation of files written by the
+code at that commit (`previous_version/common.py` says what a generation
+holds and how to add one): tiny models' `.keras` and `.weights.h5` files,
+raw-text SavedModel exports, and `expected.npz`, what each gave when
+written. A redesign that changes no behaviour keeps every file loading
+to the same outputs, every kept SavedModel answering as it did, and the
+exports of the loaded models answering as the earlier exports did.
+
+- a68cf67 (the commit before the checkpoint and serving code left the
+  model files): every model class's `.keras` and `.weights.h5`, a
+  classifier's export;
+- 2e700df: `BertTextEmbedder`, a LoRA classifier, `FrozenFeaturesTagger`,
+  a backbone with `optimizations=()`, a classifier's int8 and `streams=2`
+  exports.
 """
 
+import importlib
 import os
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import keras_bert
-from tests.models.previous_version import make_files
+from tests.models.previous_version import common
 
 HERE = os.path.join(os.path.dirname(__file__), "previous_version")
-NAMES = ["BertBackbone", *make_files.HEADS]
+GENERATIONS = sorted(
+    name
+    for name in os.listdir(HERE)
+    if os.path.isfile(os.path.join(HERE, name, "make_files.py"))
+)
 # Same weights, same inputs, same kernels: only float rounding may differ.
 ATOL = 1e-6
 
 
-@pytest.fixture(scope="module")
-def expected():
-    return dict(np.load(os.path.join(HERE, "expected.npz")))
+def _generation(commit):
+    return importlib.import_module(
+        f"tests.models.previous_version.{commit}.make_files"
+    )
 
 
-def _check(name, outputs, expected):
-    flat = make_files.flatten(name, outputs)
+def _cases(table):
+    """`(commit, key)` of each entry of each generation's `table`, those
+    in its `SLOW_EXPORTS` marked slow."""
+    cases = []
+    for commit in GENERATIONS:
+        generation = _generation(commit)
+        for key in getattr(generation, table):
+            slow = table == "EXPORTS" and key in generation.SLOW_EXPORTS
+            marks = [pytest.mark.slow] if slow else []
+            cases.append(
+                pytest.param(commit, key, id=f"{commit}-{key}", marks=marks)
+            )
+    return cases
+
+
+_expected = {}
+
+
+def _check(commit, name, outputs):
+    """`outputs` of `name` equal what generation `commit` recorded."""
+    if commit not in _expected:
+        path = os.path.join(HERE, commit, "expected.npz")
+        _expected[commit] = dict(np.load(path))
+    expected = _expected[commit]
+    flat = common.flatten(name, outputs)
     assert sorted(flat) == sorted(
-        k for k in expected if k.split("/")[0] == name
+        k for k in expected if k == name or k.startswith(f"{name}/")
     )
     for key, value in flat.items():
         if value.dtype.kind in "US":
@@ -45,54 +79,44 @@ def _check(name, outputs, expected):
             )
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_keras_file_loads_and_gives_the_same_outputs(name, expected):
-    model = keras.saving.load_model(os.path.join(HERE, f"{name}.keras"))
-    assert type(model).__name__ == name
-    _check(name, model(make_files.model_inputs(name)), expected)
+def _load(commit, stem):
+    return keras.saving.load_model(os.path.join(HERE, commit, f"{stem}.keras"))
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_weights_file_loads_and_gives_the_same_outputs(name, expected):
-    if name == "BertBackbone":
-        model = make_files.tiny_backbone()
-    else:
-        model = getattr(keras_bert, name)(
-            make_files.tiny_backbone(), **make_files.HEADS[name]
-        )
-    model.load_weights(os.path.join(HERE, f"{name}.weights.h5"))
-    _check(name, model(make_files.model_inputs(name)), expected)
+def test_every_generation_is_found():
+    assert {"a68cf67", "2e700df"} <= set(GENERATIONS)
 
 
-def _serve(path):
-    outputs = tf.saved_model.load(path).signatures["serving_default"](
-        text=tf.constant(make_files.TEXTS)
-    )
-    return {key: make_files._plain(v.numpy()) for key, v in outputs.items()}
+@pytest.mark.parametrize("commit, stem", _cases("CLASSES"))
+def test_keras_file_loads_and_gives_the_same_outputs(commit, stem):
+    generation = _generation(commit)
+    model = _load(commit, stem)
+    assert type(model).__name__ == generation.CLASSES[stem]
+    _check(commit, stem, model(generation.model_inputs(stem)))
 
 
+@pytest.mark.parametrize("commit, stem", _cases("WEIGHTS"))
+def test_weights_file_loads_and_gives_the_same_outputs(commit, stem):
+    generation = _generation(commit)
+    model = generation.build(stem)
+    model.load_weights(os.path.join(HERE, commit, f"{stem}.weights.h5"))
+    _check(commit, stem, model(generation.model_inputs(stem)))
+
+
+@pytest.mark.parametrize("commit, name", _cases("KEPT_EXPORTS"))
 def test_earlier_savedmodel_loads_and_gives_the_same_outputs(
-    expected, tmp_path
+    commit, name, tmp_path
 ):
-    name = "BertClassifier_export"
-    _check(name, _serve(make_files.unpack_export(name, tmp_path)), expected)
+    path = common.unpack_export(os.path.join(HERE, commit), name, tmp_path)
+    _check(commit, name, common.serve(path))
 
 
-@pytest.mark.parametrize(
-    "name, options",
-    [
-        ("BertClassifier", dict(labels=["neg", "neutral", "pos"])),
-        ("BertTokenClassifier", {}),
-        ("BertBackbone", {}),
-    ],
-)
+@pytest.mark.parametrize("commit, name", _cases("EXPORTS"))
 def test_export_of_a_loaded_model_answers_as_the_earlier_export(
-    name, options, expected, tmp_path
+    commit, name, tmp_path
 ):
-    model = keras.saving.load_model(os.path.join(HERE, f"{name}.keras"))
-    tokenizer = keras_bert.BertTokenizer(make_files.VOCABULARY)
-    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=12)
+    stem, options = _generation(commit).EXPORTS[name]
     path = keras_bert.serving.export_saved_model(
-        model, preprocessor, str(tmp_path), **options
+        _load(commit, stem), common.preprocessor(), str(tmp_path), **options
     )
-    _check(f"{name}_export", _serve(path), expected)
+    _check(commit, name, common.serve(path))

@@ -5,6 +5,14 @@ a checkpoint and resume: for the classifier's mean over examples, and for
 the token classifier's and masked LM's means over the labels that count
 (`GlobalBatchCrossEntropy`), with a different number of them per example.
 
+A step that ignored `K` would pass those comparisons too (it would train
+the whole batches), so each accumulated model also records the rows of
+every training forward pass (`_record_forward_passes`): `K` passes of a
+`K`-th of the batch per update. And with plain SGD and a loss that is not
+a mean over examples, one update must equal the share-weighted sum of the
+micro-batches' gradients worked out here, which neither the whole batch's
+gradient nor an unweighted sum of the micro-batches' gives.
+
 Two logical CPU devices must be set before TensorFlow starts, so the
 mirrored comparison runs in a child process
 (`python -m tests.training.test_gradient_accumulation`) that prints its
@@ -25,8 +33,12 @@ STEPS = 4  # micro-batches per update
 UPDATES = 10
 VOCABULARY = 50
 SEQUENCE_LENGTH = 8
-# Float32 rounding of sums taken in another order; the weights move by ~4e-2.
+# Float32 rounding of sums taken in another order; training moves the
+# weights by more than 1e-2 (each comparison asserts it).
 TOLERANCE = 1e-5
+# Under mixed_float16: float16 rounding of activations computed in
+# batches of another size.
+FLOAT16_TOLERANCE = 2e-3
 
 
 NUM_PREDICTIONS = 4  # masked-LM slots per example
@@ -101,6 +113,8 @@ def _classifier(steps, strategy=None, kind="classifier"):
         model.compile(
             optimizer=training.create_adamw(schedule),
             gradient_accumulation_steps=steps,
+            # `_record_forward_passes` runs Python, which XLA cannot.
+            jit_compile=False,
         )
     training.support_distributed_fit(model)
     return model
@@ -121,37 +135,163 @@ def _max_difference(a, b):
     )
 
 
+def _record_forward_passes(model):
+    """Makes `model` record the rows of each training forward pass (each
+    call with `training=True`), in the order they run; returns the list
+    they are appended to. Call it before the model's first `fit`."""
+    import tensorflow as tf
+
+    rows = []
+    call = model.call
+
+    def record(size):
+        rows.append(int(size))
+        return size
+
+    def recording_call(inputs, training=None, **kwargs):
+        if training:
+            first = tf.nest.flatten(inputs)[0]
+            size = tf.py_function(record, [tf.shape(first)[0]], tf.int32)
+            with tf.control_dependencies([size]):
+                inputs = tf.nest.map_structure(tf.identity, inputs)
+        return call(inputs, training=training, **kwargs)
+
+    model.call = recording_call
+    return rows
+
+
+def _micro_batches_of_each_update(updates=UPDATES):
+    """What `_record_forward_passes` sees for `updates` batches of
+    `MICRO_BATCH * STEPS` run in `STEPS` micro-batches."""
+    return [MICRO_BATCH] * STEPS * updates
+
+
 @pytest.fixture(scope="module")
-def whole_batches():
-    """`UPDATES` updates with batches of `MICRO_BATCH * STEPS` run whole."""
-    model = _classifier(1)
-    history = model.fit(_dataset(), verbose=0)
-    return model, history.history
+def whole():
+    """`kind -> (model, fit's history)`: `UPDATES` updates with batches of
+    `MICRO_BATCH * STEPS` run whole, trained once per kind for the tests
+    of the module."""
+    trained = {}
+
+    def get(kind):
+        if kind not in trained:
+            model = _classifier(1, kind=kind)
+            rows = _record_forward_passes(model)
+            history = model.fit(_dataset(kind=kind), verbose=0).history
+            assert rows == [MICRO_BATCH * STEPS] * UPDATES
+            trained[kind] = model, history
+        return trained[kind]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def whole_batches(whole):
+    return whole("classifier")
 
 
 def test_accumulated_batches_train_as_whole_batches(whole_batches):
     whole, whole_history = whole_batches
     accumulated = _classifier(STEPS)
+    rows = _record_forward_passes(accumulated)
     history = accumulated.fit(_dataset(), verbose=0).history
+    assert rows == _micro_batches_of_each_update()
     assert int(accumulated.optimizer.iterations) == UPDATES
     assert _max_difference(whole, _classifier(1)) > 1e-2  # training moved
-    assert _max_difference(accumulated, whole) <= TOLERANCE
+    difference = _max_difference(accumulated, whole)
+    print(f"classifier: max |accumulated - whole| = {difference:.2e}")
+    assert difference <= TOLERANCE
     # The loss and accuracy of fit's logs are the whole batches' too.
     assert history["accuracy"] == whole_history["accuracy"]
     assert history["loss"] == pytest.approx(whole_history["loss"], rel=1e-6)
 
 
+def test_one_update_is_the_share_weighted_sum_of_micro_batch_gradients():
+    """A batch of 5 in 2 micro-batches (2 and 3 examples), plain SGD, and
+    a loss that is not a mean over examples (the square of the batch's
+    mean margin): the update is the learning rate times the sum of
+    each micro-batch's gradient times its share of the examples (2/5,
+    3/5), worked out here with a `GradientTape`. The whole batch's
+    gradient, the micro-batches' unweighted sum and their mean each give
+    other weights, so a step that ignores `gradient_accumulation_steps`
+    or weights the micro-batches otherwise fails here."""
+    import keras
+    import tensorflow as tf
+
+    def squared_mean(labels, logits):
+        # A margin per example, pushed to +4 for class 1 and -4 for class
+        # 0; the square of its batch mean is no mean over examples.
+        labels = keras.ops.cast(keras.ops.reshape(labels, [-1]), "float32")
+        margin = logits[:, 1] - logits[:, 0] + 4 * (2 * labels - 1)
+        return keras.ops.square(keras.ops.mean(margin))
+
+    learning_rate = 0.1
+
+    def compiled(steps):
+        model = _classifier(steps)  # the same initial weights every time
+        model.compile(
+            optimizer=keras.optimizers.SGD(learning_rate),
+            loss=squared_mean,
+            metrics=[],
+            gradient_accumulation_steps=steps,
+            jit_compile=False,
+        )
+        return model
+
+    features, _ = _data(5)
+    # Micro-batches whose means differ: all class 0, then all class 1.
+    labels = np.array([0, 0, 1, 1, 1], "int32")
+    reference = compiled(1)
+    variables = reference.trainable_variables
+    gradients = {}  # of the micro-batches and of the whole batch
+    for begin, end in [(0, 2), (2, 5), (0, 5)]:
+        micro = {name: value[begin:end] for name, value in features.items()}
+        with tf.GradientTape() as tape:
+            loss = squared_mean(labels[begin:end], reference(micro))
+        gradients[begin, end] = [
+            tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)
+        ]
+
+    def updated(combine):
+        return [
+            (v - learning_rate * combine(*parts)).numpy()
+            for v, *parts in zip(variables, *gradients.values())
+        ]
+
+    expected = updated(lambda a, b, whole: 2 / 5 * a + 3 / 5 * b)
+    others = {
+        "whole batch": updated(lambda a, b, whole: whole),
+        "unweighted sum": updated(lambda a, b, whole: a + b),
+        "unweighted mean": updated(lambda a, b, whole: (a + b) / 2),
+    }
+    accumulated = compiled(2)
+    rows = _record_forward_passes(accumulated)
+    accumulated.fit(features, labels, batch_size=5, shuffle=False, verbose=0)
+    assert rows == [2, 3]
+    assert int(accumulated.optimizer.iterations) == 1
+    actual = [v.numpy() for v in accumulated.trainable_variables]
+
+    def difference(a, b):
+        return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
+
+    assert difference(actual, expected) <= TOLERANCE
+    for name, weights in others.items():
+        print(f"{name}: {difference(weights, expected):.2e} from expected")
+        assert difference(weights, expected) > 100 * TOLERANCE, name
+
+
 @pytest.mark.parametrize("kind", ["token_classifier", "masked_lm"])
-def test_means_over_counted_labels_train_as_whole_batches(kind):
+def test_means_over_counted_labels_train_as_whole_batches(kind, whole):
     """The token classifier's and masked LM's losses average over the
     labels that count, a different number per example (1 to 8 tags, 1 to
     4 masked tokens): each micro-batch's part is its sum over the whole
-    batch's count (measured 1.2e-7 and 1.9e-8). Example-weighted means of
-    the micro-batches' own means ended 2.0e-2 and 1.6e-2 away."""
-    whole = _classifier(1, kind=kind)
-    whole_history = whole.fit(_dataset(kind=kind), verbose=0).history
+    batch's count, so the weights end within `TOLERANCE` of the whole
+    batches' (printed with `pytest -s`)."""
+    whole, whole_history = whole(kind)
     accumulated = _classifier(STEPS, kind=kind)
+    rows = _record_forward_passes(accumulated)
     history = accumulated.fit(_dataset(kind=kind), verbose=0).history
+    assert rows == _micro_batches_of_each_update()
     difference = _max_difference(accumulated, whole)
     print(f"{kind}: max |accumulated - whole| = {difference:.2e}")
     assert _max_difference(whole, _classifier(1, kind=kind)) > 1e-2
@@ -215,6 +355,7 @@ def test_label_means_and_example_means_mixed_in_one_model():
             },
             loss_weights={"mlm_logits": 1.0, "nsp_logits": 0.5},
             gradient_accumulation_steps=steps,
+            jit_compile=False,
         )
         return model
 
@@ -222,22 +363,27 @@ def test_label_means_and_example_means_mixed_in_one_model():
     whole = compiled(1)
     whole_loss = whole.fit(dataset, verbose=0).history["loss"]
     accumulated = compiled(STEPS)
+    rows = _record_forward_passes(accumulated)
     loss = accumulated.fit(dataset, verbose=0).history["loss"]
+    assert rows == _micro_batches_of_each_update(3)
     assert _max_difference(accumulated, whole) <= TOLERANCE
     assert loss == pytest.approx(whole_loss, rel=1e-5)
 
 
 @pytest.mark.slow  # two more models trained (~10 s of CPU)
 def test_uneven_batches_weight_micro_batches_by_their_examples():
-    """Batches of 7 in 3 micro-batches (3, 2, 2 examples) and a last batch
-    of 2 examples (run as 2 micro-batches: none is empty)."""
+    """Batches of 7 in 3 micro-batches (2, 2, 3 examples) and a last batch
+    of 2 examples (micro-batches of 1 and 1; the third is empty and
+    counts for nothing)."""
     import tensorflow as tf
 
     dataset = tf.data.Dataset.from_tensor_slices(_data(23)).batch(7)
     whole = _classifier(1)
     whole.fit(dataset, verbose=0)
     accumulated = _classifier(3)
+    rows = _record_forward_passes(accumulated)
     accumulated.fit(dataset, verbose=0)
+    assert rows == [2, 2, 3] * 3 + [1, 1, 0]
     assert _max_difference(accumulated, whole) <= TOLERANCE
 
 
@@ -247,8 +393,9 @@ def test_mixed_float16_loss_scaling_scales_each_micro_batch(kind):
     """Under `mixed_float16` Keras wraps the optimizer in a
     `LossScaleOptimizer`; each micro-batch's loss is scaled and the sum
     unscaled once. The weights then differ only by float16 rounding of
-    activations computed in batches of another size: measured 3.5e-4 for
-    the classifier, for weights that moved by 3.9e-2."""
+    activations computed in batches of another size: within
+    `FLOAT16_TOLERANCE` (printed with `pytest -s`), for weights that move
+    by more than 1e-2."""
     import keras
 
     policy = keras.config.dtype_policy()
@@ -257,15 +404,18 @@ def test_mixed_float16_loss_scaling_scales_each_micro_batch(kind):
         whole = _classifier(1, kind=kind)
         whole.fit(_dataset(kind=kind), verbose=0)
         accumulated = _classifier(STEPS, kind=kind)
+        rows = _record_forward_passes(accumulated)
         accumulated.fit(_dataset(kind=kind), verbose=0)
     finally:
         keras.config.set_dtype_policy(policy)
     optimizer = accumulated.optimizer
     assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
     assert int(optimizer.iterations.numpy()) == UPDATES
+    assert rows == _micro_batches_of_each_update()
+    assert _max_difference(whole, _classifier(1, kind=kind)) > 1e-2
     difference = _max_difference(accumulated, whole)
-    print(f"mixed_float16 {kind}: {difference:.2e}")
-    assert difference <= 2e-3
+    print(f"mixed_float16 {kind}: max |accumulated - whole| = {difference:.2e}")
+    assert difference <= FLOAT16_TOLERANCE
 
 
 @pytest.mark.slow
@@ -280,11 +430,11 @@ def test_resume_from_a_checkpoint_between_updates_equals_no_stop(
     _check_resume(tmp_path, whole, "classifier")
 
 
-@pytest.mark.slow  # three masked LMs trained (~15 s of CPU)
-def test_masked_lm_resumed_between_updates_equals_whole_batches(tmp_path):
-    whole = _classifier(1, kind="masked_lm")
-    whole.fit(_dataset(kind="masked_lm"), verbose=0)
-    _check_resume(tmp_path, whole, "masked_lm")
+@pytest.mark.slow  # two masked LMs trained (~10 s of CPU)
+def test_masked_lm_resumed_between_updates_equals_whole_batches(
+    tmp_path, whole
+):
+    _check_resume(tmp_path, whole("masked_lm")[0], "masked_lm")
 
 
 def _check_resume(tmp_path, whole, kind):
@@ -300,10 +450,12 @@ def _check_resume(tmp_path, whole, kind):
         verbose=0,
     )
     resumed = _classifier(STEPS, kind=kind)
+    rows = _record_forward_passes(resumed)
     checkpoint = PreemptionCheckpoint(directory, 4, final_step=UPDATES)
     assert checkpoint.restore(resumed) == 4
     resumed.fit(_dataset(kind=kind).skip(4), callbacks=[checkpoint], verbose=0)
     assert int(resumed.optimizer.iterations) == UPDATES
+    assert rows == _micro_batches_of_each_update(UPDATES - 4)
     assert _max_difference(resumed, whole) <= TOLERANCE
 
 
@@ -341,12 +493,14 @@ def _child(kinds):
         whole = _classifier(1, one_device, kind)
         whole.fit(_dataset(kind=kind), verbose=0)
         accumulated = _classifier(STEPS, mirrored, kind)
+        rows = _record_forward_passes(accumulated)
         accumulated.fit(_dataset(kind=kind), verbose=0)
         result = {
             "kind": kind,
             "replicas": mirrored.num_replicas_in_sync,
             "updates": int(accumulated.optimizer.iterations.numpy()),
             "difference": _max_difference(accumulated, whole),
+            "forward_pass_rows": sorted(rows),
         }
         sys.stdout.write("RESULT " + json.dumps(result) + "\n")
 
@@ -371,23 +525,40 @@ def _mirrored_results(*kinds):
     return [json.loads(line[7:]) for line in lines]
 
 
-@pytest.mark.slow  # a child process that starts TensorFlow (~15 s)
-def test_mirrored_accumulated_batches_train_as_one_device_whole_batches():
-    (result,) = _mirrored_results("classifier")
+@pytest.fixture(scope="module")
+def mirrored_results():
+    """`kind -> _child's measurements`, all kinds in one child process."""
+    kinds = ("classifier", "token_classifier", "masked_lm")
+    return {result["kind"]: result for result in _mirrored_results(*kinds)}
+
+
+def _check_mirrored(result):
     assert result["replicas"] == 2
     assert result["updates"] == UPDATES
+    # Each replica runs its half of each batch in `STEPS` micro-batches.
+    assert result["forward_pass_rows"] == (
+        [MICRO_BATCH // 2] * 2 * STEPS * UPDATES
+    )
     assert result["difference"] <= TOLERANCE
 
 
-@pytest.mark.slow  # a child process that trains four models (~30 s)
-def test_mirrored_means_over_counted_labels_train_as_whole_batches():
+@pytest.mark.slow  # a child process that trains six models (~35 s)
+def test_mirrored_accumulated_batches_train_as_one_device_whole_batches(
+    mirrored_results,
+):
+    _check_mirrored(mirrored_results["classifier"])
+
+
+@pytest.mark.slow  # shares the child process above
+@pytest.mark.parametrize("kind", ["token_classifier", "masked_lm"])
+def test_mirrored_means_over_counted_labels_train_as_whole_batches(
+    mirrored_results, kind
+):
     """Each replica's micro-batch divides its sum by the count over the
     whole global batch (both replicas, all micro-batches)."""
-    for result in _mirrored_results("token_classifier", "masked_lm"):
-        print(f"mirrored {result['kind']}: {result['difference']:.2e}")
-        assert result["replicas"] == 2
-        assert result["updates"] == UPDATES
-        assert result["difference"] <= TOLERANCE
+    result = mirrored_results[kind]
+    print(f"mirrored {kind}: {result['difference']:.2e}")
+    _check_mirrored(result)
 
 
 if __name__ == "__main__":
