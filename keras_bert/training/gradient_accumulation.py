@@ -7,10 +7,11 @@ other: the forward and backward pass of a micro-batch ends before the next
 one starts, so activations take the memory of a batch `K` times smaller.
 The micro-batches' losses are summed, each weighted by its share of the
 batch's examples, and the optimizer updates once with the gradient of
-that sum. Batches of `B * K` with `K` steps give the weights of batches
-of `B * K` without, to float rounding
-(`tests/training/test_gradient_accumulation.py`), for both kinds of loss
-BERT's heads use:
+that sum. With dropout off, batches of `B * K` with `K` steps give the
+weights of batches of `B * K` without, to float rounding
+(`tests/training/test_gradient_accumulation.py`; with dropout on, each
+micro-batch draws its own masks, so the runs differ as two seeds do), for
+both kinds of loss BERT's heads use:
 
 - a mean over the batch's examples (the classifier's and the span head's,
   any Keras loss, regularization losses): the share-weighted sum of the
