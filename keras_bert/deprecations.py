@@ -219,16 +219,11 @@ class HeadParallelBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.optimizations = validate_optimizations(optimizations)
         LayerNorm = layer_norm_class(self.optimizations)
-        self.attention_layer_norm = LayerNorm(
-            epsilon=layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="attention_layer_norm",
-        )
-        self.output_layer_norm = LayerNorm(
-            epsilon=layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="output_layer_norm",
-        )
+        for name in ("attention_layer_norm", "output_layer_norm"):
+            layer_norm = LayerNorm(
+                epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name=name
+            )
+            setattr(self, name, layer_norm)
 
     def build(
         self, inputs_shape, padding_mask_shape=None, query_positions_shape=None

@@ -122,13 +122,9 @@ def serving_copy(model, quantize=None, streams=None):
 
     Example:
     ```python
-    backbone = keras_bert.BertBackbone(
-        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
-        intermediate_dim=32, max_sequence_length=16,
-    )
-    classifier = keras_bert.BertClassifier(backbone, num_classes=2)
-    served = keras_bert.models.serving_copy(classifier, streams=2)
-    served.backbone.transformer_layers[0].streams  # 2
+    backbone = keras_bert.BertBackbone.from_preset("bert_tiny")
+    served = keras_bert.models.serving_copy(backbone, streams=2)
+    served.transformer_layers[0].streams  # 2
     ```
     """
     check_serving_options(quantize, streams)
