@@ -28,6 +28,7 @@ import weakref
 import numpy as np
 from keras import ops
 
+from keras_bert.keras_workarounds import backend_variable
 from keras_bert.validation import check_positive_int
 
 # The variables of one stream, in the order they are created.
@@ -164,9 +165,10 @@ def _read_now(variable):
     the layout is made from (and an export saves what its graph reads)."""
     import tensorflow as tf
 
+    variable = backend_variable(variable)  # not cast to a compute dtype
     with tf.init_scope():
         return tf.raw_ops.ReadVariableOp(
-            resource=variable.handle, dtype=tf.as_dtype(variable.dtype)
+            resource=variable.handle, dtype=variable.dtype
         )
 
 

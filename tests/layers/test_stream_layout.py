@@ -166,3 +166,29 @@ def test_head_parallel_block_from_block_warns_and_computes_the_block():
     with pytest.raises(ValueError, match="float weights"):
         with pytest.warns(FutureWarning):
             keras_bert.layers.HeadParallelBlock.from_block(block)
+
+
+def test_under_mixed_precision_the_layout_holds_the_float32_weights():
+    """The layout is read while the block runs, where Keras casts its
+    variables to bfloat16: it must hold the weights themselves."""
+    block = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8, streams=2, dtype="mixed_bfloat16"
+    )
+    plain = TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8, dtype="mixed_bfloat16"
+    )
+    x, mask = _inputs()
+    plain(x)
+    block(x)
+    rng = np.random.default_rng(4)
+    weights = [rng.normal(0, 0.3, w.shape) for w in plain.get_weights()]
+    plain.set_weights(weights)
+    block.set_weights(weights)
+    outputs = keras.ops.cast(block(x, padding_mask=mask), "float32")
+    expected = keras.ops.cast(plain(x, padding_mask=mask), "float32")
+    np.testing.assert_allclose(outputs, expected, atol=2**-6)
+    query_kernel = stream_layout(block).stream_weights[0]["query_kernel"]
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(query_kernel),
+        block.qkv_dense.get_weights()[0][:, :6],
+    )
