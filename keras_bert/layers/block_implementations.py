@@ -281,7 +281,7 @@ def _sum(tensors):
 
 
 # ----------------------------------------------------------------------------
-# The table, first match first.
+# The table: the first row that can run the call and applies to it runs.
 
 IMPLEMENTATIONS = {
     "streams": Implementation(
@@ -292,6 +292,7 @@ IMPLEMENTATIONS = {
         int8=False,
         query_rows=True,
     ),
+    # A serving implementation written for oneDNN's fusions goes here.
     "fused_training": Implementation(
         applies=lambda c: c.fusable,
         function=functools.partial(two_dimensional, fuse=True),
