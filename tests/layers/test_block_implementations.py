@@ -106,9 +106,13 @@ def _case_id(case):
 def test_every_implementation_has_rows():
     assert {case[0] for case in CASES} == set(IMPLEMENTATIONS)
     for name, row in IMPLEMENTATIONS.items():
-        modes = {case[2] for case in CASES if case[0] == name}
+        cases = [case for case in CASES if case[0] == name]
+        modes = {case[2] for case in cases}
         assert ("inference" in modes) == row.inference, name
         assert ("training" in modes) == row.training, name
+        if name != "reference":
+            assert ("int8" in {case[1] for case in cases}) == row.int8, name
+        assert "query" in {case[3] for case in cases}, name
 
 
 @pytest.fixture(scope="module", autouse=True)
