@@ -21,6 +21,9 @@ The workarounds:
 - `keras_tf_trainer()`: Keras' TensorFlow trainer module, whose
   `reduce_per_replica` `training.trace_per_shape` and
   `support_distributed_fit` use.
+- `backend_variable(variable)`: inside a layer's call under a mixed
+  dtype policy, a Keras variable's `value` and `handle` are cast to the
+  compute dtype, and Keras offers no public way to the variable itself.
 - `global_random_state_restored()`: `keras.utils.set_random_seed` seeds
   the whole process and Keras offers no way to read the seeds back; this
   saves and restores them around a function that seeds (fine-tuning).
@@ -80,6 +83,25 @@ def keep_string_inputs(layer):
     require_keras_internals(layer, names)
     layer._convert_input_args = False
     layer._allow_non_tensor_positional_args = True
+
+
+def backend_variable(variable):
+    """The backend variable (a `tf.Variable`) behind a Keras variable.
+
+    Inside a layer's call under a mixed dtype policy, Keras autocasts its
+    float variables: `value` and `handle` give the compute dtype's copy.
+    This is the variable itself, in its own dtype
+    (`keras_bert.layers.stream_layout` reads the block's float32 weights
+    while the block runs).
+
+    Example:
+    ```python
+    variable = keras.Variable(np.ones(3, "float32"))
+    backend_variable(variable).dtype  # tf.float32
+    ```
+    """
+    require_keras_internals(variable, ["_value"])
+    return variable._value
 
 
 def keras_tf_trainer():

@@ -145,3 +145,20 @@ def test_old_layer_names_import_and_deserialize(old, new):
     assert type(restored) is layer_class
     x = np.ones((2, 4), "float32")
     np.testing.assert_allclose(restored(x), layer(x))
+
+
+def test_head_parallel_block_warns_and_deserializes():
+    """Now the block's `streams`; the old layer still loads and computes
+    (tests/layers/test_stream_layout.py loads a file written before)."""
+    block = keras_bert.layers.TransformerEncoderBlock(
+        num_heads=2, intermediate_dim=8
+    )
+    x = np.random.default_rng(0).normal(size=(1, 3, 4)).astype("float32")
+    block(x)
+    with pytest.warns(FutureWarning, match="streams=N"):
+        layer = keras_bert.layers.HeadParallelBlock.from_block(block, 2)
+    config = keras.layers.serialize(layer)
+    assert config["registered_name"] == "keras_bert>HeadParallelBlock"
+    restored = keras.layers.deserialize(config)  # built from its config
+    restored.set_weights(layer.get_weights())
+    np.testing.assert_allclose(restored(x), block(x), atol=2e-6)

@@ -14,6 +14,7 @@ from keras_bert.checkpoints.read_checkpoint import read_checkpoint_config
 from keras_bert.checkpoints.weight_map import group_prefixes
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.task import Task
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 from keras_bert.text.bert_tokenizer import BertTokenizer
@@ -142,7 +143,7 @@ def load_checkpoint(
     if load_weights:
         assign_checkpoint(model, checkpoint)
     if lora_rank is not None:
-        backbone = model if isinstance(model, BertBackbone) else model.backbone
+        backbone = backbone_of(model)
         backbone.enable_lora(lora_rank, lora_targets)
     return model
 

@@ -12,6 +12,7 @@ from keras_bert.checkpoints.checkpoint_config import (
 from keras_bert.checkpoints.heads import checkpoint_head
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.models.serving_copy import backbone_of
 from keras_bert.text.vocabulary import save_vocabulary
 
 _SPECIAL_TOKENS = {
@@ -66,7 +67,7 @@ def save_huggingface(model, tokenizer, path):
 
     groups = weight_map(model)  # raises TypeError for other models
     vocabulary = None if tokenizer is None else _vocabulary(tokenizer)
-    backbone = model if isinstance(model, BertBackbone) else model.backbone
+    backbone = backbone_of(model)
     config = huggingface_config_from_backbone(backbone)
     if not isinstance(model, BertBackbone):
         head = checkpoint_head(model)

@@ -19,6 +19,7 @@ from keras_bert.checkpoints.keras_hub_weights import variables_by_path
 from keras_bert.checkpoints.weight_map import weight_map
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
+from keras_bert.models.serving_copy import backbone_of
 
 # Files of one preset that another may lack: removed from `path` when this
 # one does not write them.
@@ -97,7 +98,7 @@ def save_keras_hub_preset(model, tokenizer, path, allow_approximate_gelu=False):
             "epsilon 1e-5 and has no next-sentence head). Write "
             "`model.backbone` instead."
         )
-    backbone = model if isinstance(model, BertBackbone) else model.backbone
+    backbone = backbone_of(model)
     _check_representable(backbone, allow_approximate_gelu)
     keras_hub = import_keras_hub("save_keras_hub_preset")
     tensors = {}

@@ -3,8 +3,8 @@
 from keras_bert.layers.bert_embedding import BertEmbedding
 from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
-from keras_bert.layers.head_parallel_block import HeadParallelBlock
 from keras_bert.layers.hidden_state_combination import HiddenStateCombination
+from keras_bert.layers.int8_dense import Int8Dense
 from keras_bert.layers.lora_dense import LoraDense
 from keras_bert.layers.masked_lm_head import MaskedLMHead
 from keras_bert.layers.optimizations import OPTIMIZATIONS
@@ -18,8 +18,8 @@ __all__ = [
     "BertEmbedding",
     "ClosedFormLayerNorm",
     "HalfBitsDropout",
-    "HeadParallelBlock",
     "HiddenStateCombination",
+    "Int8Dense",
     "LoraDense",
     "MaskedLMHead",
     "PositionEmbedding",

@@ -2,10 +2,10 @@
 
 import keras
 
+from keras_bert.layers.block_implementations import dropout_class
+from keras_bert.layers.block_implementations import layer_norm_class
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
-from keras_bert.layers.optimizations import dropout_class
-from keras_bert.layers.optimizations import layer_norm_class
 from keras_bert.layers.optimizations import validate_optimizations
 from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding

@@ -3,12 +3,13 @@
 `TransformerEncoderBlock`, `BertEmbedding` and `BertBackbone` take
 `optimizations`, a tuple of the names below; each name turns on one way
 of computing the same function faster. Without any of them the block runs
-its straight-line reference computation
-(`TransformerEncoderBlock._reference_call`) and the layers are Keras' own;
-every name switched off gives the same outputs and gradients as the
-default, to float rounding (tests/layers/test_transformer_encoder_block.py).
-The default, `ALL`, is what the package has always run, and what configs
-saved without the argument load with.
+its straight-line `reference` implementation and the layers are Keras'
+own; every name switched off gives the same outputs and gradients as the
+default, to float rounding (tests/layers/test_fused_ops.py). The names
+are read in one place, `keras_bert.layers.block_implementations` (which
+implementation runs a call, which LayerNorm and dropout layers a layer
+builds). The default, `ALL`, is every one of them, and what configs saved
+without the argument load with.
 
 What each is worth on a training step is measured by switching it off:
 the ablation sections of `benchmarks/RESULTS.md` (`benchmarks/ablation.py`,
@@ -21,11 +22,6 @@ block = keras_bert.layers.TransformerEncoderBlock(
 )
 ```
 """
-
-import keras
-
-from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
-from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 
 OPTIMIZATIONS = {
     "xla_fused_ops": (
@@ -58,7 +54,7 @@ OPTIMIZATIONS = {
     ),
 }
 
-# What the package runs by default (and ran before the switch existed).
+# What the package runs by default.
 ALL = tuple(OPTIMIZATIONS)
 
 
@@ -80,17 +76,3 @@ def validate_optimizations(optimizations):
             f"{unknown}. Received: optimizations={optimizations!r}"
         )
     return optimizations
-
-
-def layer_norm_class(optimizations):
-    """The LayerNorm layer class that `optimizations` select."""
-    if "closed_form_layer_norm" in optimizations:
-        return ClosedFormLayerNorm
-    return keras.layers.LayerNormalization
-
-
-def dropout_class(optimizations):
-    """The dropout layer class that `optimizations` select."""
-    if "half_bits_dropout" in optimizations:
-        return HalfBitsDropout
-    return keras.layers.Dropout

@@ -13,6 +13,8 @@ from keras_bert.models.pair_embedding_model import PairEmbeddingModel
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.quantization import QUANTIZATION_MODES
 from keras_bert.models.quantization import quantized_copy
+from keras_bert.models.serving_copy import backbone_of
+from keras_bert.models.serving_copy import serving_copy
 from keras_bert.models.task import Task
 
 __all__ = [
@@ -27,7 +29,9 @@ __all__ = [
     "FrozenFeaturesTagger",
     "PairEmbeddingModel",
     "Task",
+    "backbone_of",
     "head_parallel_copy",
     "merge_lora",
     "quantized_copy",
+    "serving_copy",
 ]

@@ -70,6 +70,9 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         lora_target_layer_names: tuple of str or `None`. With `lora_rank`,
             the blocks' dense layers that get LoRA (see `enable_lora`).
             Defaults to `None`: `("qkv_dense",)`.
+        streams: int or `None`. Each block's inference as this many
+            parallel streams (`TransformerEncoderBlock`'s `streams`), as
+            `keras_bert.models.serving_copy` sets it. Defaults to `None`.
         **kwargs: `name` and `trainable`.
 
     Inputs: a dict of int tensors of shape `(batch_size, sequence_length)`:
@@ -115,6 +118,7 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         optimizations=None,
         lora_rank=None,
         lora_target_layer_names=None,
+        streams=None,
         **kwargs,
     ):
         for name, value in (
@@ -165,6 +169,7 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
                 kernel_initializer=initializer,
                 dtype=dtype,
                 optimizations=optimizations,
+                streams=streams,
                 name=f"transformer_layer_{i}",
             )
             for i in range(num_layers)
@@ -209,6 +214,7 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.optimizations = optimizations
+        self.streams = streams
         self.lora_rank = None
         self.lora_target_layer_names = None
         if lora_rank is not None:
@@ -288,6 +294,7 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
                 if self.lora_target_layer_names
                 else None
             ),
+            "streams": self.streams,
         }
 
     @classmethod

@@ -1,7 +1,7 @@
 """LoRA on a backbone: enabled for training (`enable_lora`), and its updates
 added into the kernels, a copy of a model to serve (`merge_lora`)."""
 
-from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.models.serving_copy import serving_copy
 from keras_bert.validation import check_positive_int
 
 
@@ -9,13 +9,13 @@ def merge_lora(model):
     """A copy of `model` with its LoRA updates added into the kernels.
 
     After `backbone.enable_lora(rank)`, each adapted dense layer computes
-    with `kernel + A @ B`. The copy is the same model without LoRA, built
-    from `model`'s config, whose every weight is `model`'s and whose
-    adapted kernels hold `kernel + A @ B` (in float32): it computes the
-    same outputs, to float rounding, with one matmul per layer and no
-    LoRA weights. `keras_bert.serving.export_saved_model` serves this
-    copy. `model` itself is unchanged and keeps training. A model without
-    LoRA is returned as it is.
+    with `kernel + A @ B`. The copy (`serving_copy(model)`) is the same
+    model without LoRA, built from `model`'s config, whose every weight is
+    `model`'s and whose adapted kernels hold `kernel + A @ B` (in
+    float32): it computes the same outputs, to float rounding, with one
+    matmul per layer and no LoRA weights. `keras_bert.serving.
+    export_saved_model` serves this copy. `model` itself is unchanged and
+    keeps training. A model without LoRA is returned as it is.
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model built on one.
@@ -35,37 +35,7 @@ def merge_lora(model):
     merged.backbone.lora_rank  # None
     ```
     """
-    backbone = model if isinstance(model, BertBackbone) else model.backbone
-    if backbone.lora_rank is None:
-        return model
-    config = model.get_config()
-    backbone_config = config if model is backbone else config["backbone"]
-    backbone_config = backbone_config.get("config", backbone_config)
-    backbone_config.update(lora_rank=None, lora_target_layer_names=None)
-    merged = type(model).from_config(config)
-
-    merged_kernels = {}
-    lora_weights = set()
-    for block in backbone.transformer_layers:
-        for name in backbone.lora_target_layer_names:
-            dense = getattr(block, name)
-            merged_kernels[id(dense.base_kernel)] = dense.merged_kernel()
-            lora_weights.update(
-                (id(dense.lora_kernel_a), id(dense.lora_kernel_b))
-            )
-    sources = [w for w in model.weights if id(w) not in lora_weights]
-    targets = merged.weights
-    if [(w.name, tuple(w.shape)) for w in sources] != [
-        (w.name, tuple(w.shape)) for w in targets
-    ]:
-        raise ValueError(
-            f"merge_lora could not match the weights of {model.name!r} with "
-            "those of its copy without LoRA: is its config complete "
-            "(`get_config` returning every constructor argument)?"
-        )
-    for target, source in zip(targets, sources):
-        target.assign(merged_kernels.get(id(source), source))
-    return merged
+    return serving_copy(model)
 
 
 # --- Enabling LoRA on a backbone (`BertBackbone.enable_lora`) ---------------

@@ -1,48 +1,22 @@
 """int8 weights: a quantized copy of a model to serve."""
 
-import keras
-
-from keras_bert.layers.lora_dense import LoraDense
-from keras_bert.models.lora import merge_lora
-
-# The values `quantized_copy` (and `export_saved_model(quantize=...)`)
-# accept.
-QUANTIZATION_MODES = ("int8",)
-
-
-def check_quantization_mode(mode):
-    """Raises a `ValueError` unless `mode` is `None` or in
-    `QUANTIZATION_MODES`."""
-    if mode is not None and mode not in QUANTIZATION_MODES:
-        raise ValueError(
-            "Received an invalid value for argument `quantize`, expected "
-            f"None (float weights) or one of {list(QUANTIZATION_MODES)}. "
-            f"Received: quantize={mode!r}. Pass quantize='int8' for int8 "
-            "weights."
-        )
-
-
-def is_quantized_layer(layer):
-    """Whether `quantized_copy` quantizes `layer`: the dense layers (the
-    blocks' `LoraDense`, the pooler and the heads' `Dense`) and the
-    WordPiece `Embedding` table."""
-    return isinstance(layer, LoraDense) or type(layer) in (
-        keras.layers.Dense,
-        keras.layers.Embedding,
-    )
+from keras_bert.models.serving_copy import QUANTIZATION_MODES  # noqa: F401
+from keras_bert.models.serving_copy import check_quantization_mode
+from keras_bert.models.serving_copy import is_quantized_layer  # noqa: F401
+from keras_bert.models.serving_copy import serving_copy
 
 
 def quantized_copy(model, mode="int8"):
     """A copy of `model` with int8 weights (Keras' `model.quantize`).
 
-    The copy is built from `model`'s config and weights (LoRA updates
-    merged first, `merge_lora`), then `copy.quantize("int8")` is applied
-    to every dense layer and the WordPiece embedding table: the kernels
-    become int8 with one float32 scale per output column, the table int8
-    with one scale per row; position and segment tables, LayerNorms and
-    biases stay float32. On TensorFlow the blocks' dense layers multiply
-    with the oneDNN int8 kernel, their inputs quantized per call
-    (`keras_bert.layers.LoraDense`). `model` itself is unchanged.
+    `serving_copy(model, quantize=mode)`: LoRA updates merged first, then
+    `copy.quantize("int8")` on every dense layer and the WordPiece
+    embedding table (`is_quantized_layer`): the kernels become int8 with
+    one float32 scale per output column, the table int8 with one scale per
+    row; position and segment tables, LayerNorms and biases stay float32.
+    On TensorFlow the blocks' dense layers multiply with the oneDNN int8
+    kernel, their inputs quantized per call
+    (`keras_bert.layers.Int8Dense`). `model` itself is unchanged.
 
     `keras_bert.serving.export_saved_model(model, ..., quantize="int8")`
     serves this copy. Calling `model.quantize("int8",
@@ -73,8 +47,4 @@ def quantized_copy(model, mode="int8"):
             "Received an invalid value for argument `mode`, expected 'int8'."
             " Received: mode=None"
         )
-    model = merge_lora(model)
-    copy = type(model).from_config(model.get_config())
-    copy.set_weights(model.get_weights())
-    copy.quantize(mode, filters=is_quantized_layer)
-    return copy
+    return serving_copy(model, quantize=mode)

@@ -6,10 +6,8 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
-from keras_bert.models.head_parallel import head_parallel_copy
-from keras_bert.models.lora import merge_lora
-from keras_bert.models.quantization import check_quantization_mode
-from keras_bert.models.quantization import quantized_copy
+from keras_bert.models.serving_copy import check_serving_options
+from keras_bert.models.serving_copy import serving_copy
 from keras_bert.serving.endpoints import serving_endpoints
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
@@ -76,8 +74,9 @@ def export_saved_model(
     Args:
         model: a `keras_bert.BertBackbone` or a task model with a serving
             signature (`BertClassifier`, `BertQuestionAnswerer`, ...).
-            With LoRA enabled, its copy with the updates merged into the
-            kernels is served (`keras_bert.models.merge_lora`).
+            What is served is `keras_bert.models.serving_copy(model,
+            quantize, streams)`: with LoRA enabled, the updates merged into
+            the kernels; `model` itself is unchanged.
         preprocessor: the `keras_bert.BertPreprocessor` the model was
             trained with, or `None` (the default) for the one attached to
             the model (`model.preprocessor`). Passing the export directory
@@ -87,7 +86,7 @@ def export_saved_model(
         version: int or `None`. `None` takes the next free version (1 for
             an empty directory).
         quantize: `None` or `"int8"`. With `"int8"` the export serves an
-            int8 copy of the model (`keras_bert.models.quantized_copy`:
+            int8 copy of the model (`keras_bert.models.serving_copy`:
             int8 dense kernels and WordPiece table, about 4x smaller
             variables; `model` itself is unchanged), whose matmuls run on
             TensorFlow's oneDNN int8 kernel, a core TensorFlow op in the
@@ -96,7 +95,7 @@ def export_saved_model(
             requests, faster for batches). Defaults to `None`: float
             weights.
         streams: `None` or int. With `N`, the export serves
-            `keras_bert.models.head_parallel_copy(model, N)`: each block's
+            `keras_bert.models.serving_copy(model, streams=N)`: each block's
             heads and feed-forward units split into `N` independent
             chains that TensorFlow runs at the same time on its inter-op
             threads. Serve it with one intra-op thread and `N` inter-op
@@ -104,7 +103,8 @@ def export_saved_model(
             --tensorflow_inter_op_parallelism=N`), `N` the number of
             cores: then short requests use every core, where TensorFlow's
             matmuls of a few dozen rows use one (README, "Serve").
-            The same outputs, to float rounding; float weights only.
+            The same outputs, to float rounding; float weights only
+            (`serving_copy` says which options combine).
             Defaults to `None`: the blocks as they are.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
@@ -132,7 +132,7 @@ def export_saved_model(
     )
     ```
     """
-    check_quantization_mode(quantize)
+    check_serving_options(quantize, streams)
     if isinstance(preprocessor, str) and export_dir is None:
         # export_saved_model(model, export_dir): the model's preprocessor.
         preprocessor, export_dir = None, preprocessor
@@ -157,17 +157,7 @@ def export_saved_model(
             "a keras_bert.BertPreprocessor. Received: "
             f"preprocessor={preprocessor!r}"
         )
-    # LoRA's updates are added into the kernels: one matmul per layer.
-    model = merge_lora(model)
-    if quantize is not None:
-        if streams is not None:
-            raise ValueError(
-                f"Received quantize={quantize!r} and streams={streams!r}: "
-                "the streams split float weights only. Pass one of them."
-            )
-        model = quantized_copy(model, quantize)
-    if streams is not None:
-        model = head_parallel_copy(model, streams)
+    model = serving_copy(model, quantize=quantize, streams=streams)
     endpoints = serving_endpoints(model, preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 
@@ -175,7 +165,8 @@ def export_saved_model(
     if streams is None:
         archive.track(model)
     # Otherwise only what the endpoints read is saved (`add_endpoint`
-    # tracks it): the streams' weights, not also the blocks' own layout.
+    # tracks it): the blocks' weights laid out per stream, not also the
+    # blocks' own kernels, which the streams do not read.
     archive.track(preprocessor)
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, function, signature)

@@ -1,10 +1,12 @@
-"""int8 weights in the layers: the oneDNN matmul, LoraDense, the block."""
+"""int8 weights in the layers: the oneDNN matmul, Int8Dense (and
+LoraDense, which is one), the block."""
 
 import keras
 import numpy as np
 import pytest
 
 import keras_bert
+from keras_bert.layers.block_pieces import dense_columns
 from keras_bert.layers.int8_matmul import column_sums
 from keras_bert.layers.int8_matmul import int8_matmul
 from keras_bert.layers.int8_matmul import int8_matmul_supported
@@ -80,20 +82,20 @@ def test_lora_dense_quantizes_to_int8_and_stays_close():
     )
     # Tolerance: inputs and weights each to 1/127.5 of their range.
     np.testing.assert_allclose(np.asarray(dense(x)), expected, atol=0.1)
-    # Columns alone, as the block's query-positions path asks for them.
+    # Columns alone, as the block's query rows ask for them.
     np.testing.assert_allclose(
-        np.asarray(dense.call_columns(x, 2, 5)),
+        np.asarray(dense_columns(dense, x, 2, 5, int8=True)),
         np.asarray(dense(x))[:, 2:5],
         atol=1e-5,
     )
 
 
-def test_lora_dense_call_columns_without_quantization():
+def test_dense_columns_without_quantization():
     rng = np.random.default_rng(2)
     dense = _quantized_dense(rng)
     x = rng.normal(size=(3, 8)).astype("float32")
     np.testing.assert_allclose(
-        np.asarray(dense.call_columns(x, 0, 4)),
+        np.asarray(dense_columns(dense, x, 0, 4, int8=False)),
         np.asarray(dense(x))[:, :4],
         rtol=1e-6,
         atol=1e-6,
@@ -104,6 +106,19 @@ def test_lora_dense_refuses_other_modes_clearly():
     dense = _quantized_dense(np.random.default_rng(3))
     with pytest.raises(NotImplementedError, match="received mode='int4'"):
         dense.quantize("int4")
+
+
+def test_int8_dense_docstring_example_and_round_trip():
+    dense = keras_bert.layers.Int8Dense(4)
+    dense.build((None, 8))
+    dense.quantize("int8")
+    x = np.random.default_rng(7).random((2, 8)).astype("float32")
+    assert dense(x).shape == (2, 4)
+    assert dense.get_config()["units"] == 4
+    restored = run_layer_saving_test(dense, x)
+    assert [type(layer) for layer in restored.layers[1:]] == [
+        keras_bert.layers.Int8Dense
+    ]
 
 
 def test_int8_lora_dense_save_load_round_trip():

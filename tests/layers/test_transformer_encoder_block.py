@@ -1,6 +1,7 @@
-"""TransformerEncoderBlock against a numpy implementation of the formula."""
-
-import math
+"""TransformerEncoderBlock against the formula in numpy; its call
+arguments, config and saving. (Every implementation of the block against
+the reference, and the reference against the formula:
+test_block_implementations.py.)"""
 
 import keras
 import numpy as np
@@ -10,73 +11,7 @@ from keras_bert.layers import TransformerEncoderBlock
 from tests.helpers import assert_config_complete
 from tests.helpers import run_layer_saving_test
 from tests.helpers import run_serialization_test
-
-_erf = np.vectorize(math.erf)
-
-
-def _layer_norm(x, gamma, beta, eps=1e-12):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
-
-
-def _gelu(x, approximate):
-    if approximate:
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
-        return 0.5 * x * (1 + np.tanh(inner))
-    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
-
-
-def _numpy_block(x, mask, w, num_heads, approximate, return_probs=False):
-    """BERT's post-LN block, written out step by step in float64 (and its
-    attention probabilities, with `return_probs`)."""
-    batch, seq, hidden = x.shape
-    head = hidden // num_heads
-    qkv = x @ w["qkv_kernel"] + w["qkv_bias"]
-    q, k, v = np.split(qkv, 3, axis=-1)
-
-    def split(t):  # (batch, heads, seq, head)
-        return t.reshape(batch, seq, num_heads, head).transpose(0, 2, 1, 3)
-
-    q, k, v = split(q), split(k), split(v)
-    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head)
-    scores = np.where(mask[:, None, None, :] == 1, scores, -1e9)
-    scores = scores - scores.max(-1, keepdims=True)
-    probs = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
-    context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, seq, hidden)
-    attention = context @ w["attn_out_kernel"] + w["attn_out_bias"]
-    a = _layer_norm(x + attention, w["ln1_gamma"], w["ln1_beta"])
-    h = _gelu(a @ w["inter_kernel"] + w["inter_bias"], approximate)
-    out = h @ w["out_kernel"] + w["out_bias"]
-    y = _layer_norm(a + out, w["ln2_gamma"], w["ln2_beta"])
-    return (y, probs) if return_probs else y
-
-
-# The default fast path, and the reference computation (no optimisation).
-@pytest.mark.parametrize("optimizations", [None, ()], ids=["fast", "reference"])
-@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
-def test_block_matches_numpy_formula(activation, optimizations):
-    heads = 2
-    block = TransformerEncoderBlock(
-        num_heads=heads,
-        intermediate_dim=6,
-        activation=activation,
-        optimizations=optimizations,
-    )
-    rng = np.random.default_rng(3)
-    x = rng.normal(size=(2, 3, 4)).astype("float32")
-    mask = np.array([[1, 1, 0], [1, 1, 1]])
-    w = _set_random_weights(block, x, mask, rng)
-
-    expected = _numpy_block(
-        x.astype("float64"),
-        mask,
-        {k: v.astype("float64") for k, v in w.items()},
-        heads,
-        approximate=activation == "gelu_approximate",
-    )
-    actual = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
-    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+from tests.layers.block_formula import numpy_block
 
 
 def _set_random_weights(block, x, mask, rng):
@@ -133,7 +68,7 @@ def test_attention_probabilities_match_numpy_formula(
     x = rng.normal(size=(2, 3, 4)).astype("float32")
     mask = np.array([[1, 1, 0], [1, 1, 1]])
     w = _set_random_weights(block, x, mask, rng)
-    expected, expected_probs = _numpy_block(
+    expected, expected_probs = numpy_block(
         x.astype("float64"),
         mask,
         {k: v.astype("float64") for k, v in w.items()},
@@ -296,20 +231,6 @@ def _query_case(seed=0):
     return x, mask, positions
 
 
-def test_query_positions_give_the_full_outputs_at_those_positions():
-    x, mask, positions = _query_case()
-    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=16)
-    full = keras.ops.convert_to_numpy(block(x, padding_mask=mask))
-    subset = block(x, padding_mask=mask, query_positions=positions)
-    assert subset.shape == (3, 3, 8)
-    assert block.compute_output_shape((3, 7, 8), (3, 7), (3, 3)) == (3, 3, 8)
-    np.testing.assert_allclose(
-        keras.ops.convert_to_numpy(subset),
-        np.take_along_axis(full, positions[:, :, None], axis=1),
-        atol=1e-6,
-    )
-
-
 @pytest.mark.parametrize("optimizations", [None, ("split_qkv_first",)])
 def test_attention_probabilities_at_query_positions(optimizations):
     """With and without `"query_positions_only"`: the full block's
@@ -352,6 +273,7 @@ def test_symbolic_call_returns_the_probabilities_spec():
         return_attention_probabilities=True,
     )
     assert probs.shape == (None, 2, 3, None)
+    assert block.compute_output_shape((3, 7, 8), (3, 7), (3, 3)) == (3, 3, 8)
     model = keras.Model([x, mask], block(x, padding_mask=mask))
     assert model.output.shape == (None, None, 8)  # not asked: one output
 

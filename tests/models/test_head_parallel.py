@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 
 import keras_bert
-from keras_bert.layers import HeadParallelBlock
 from keras_bert.models import head_parallel_copy
-from keras_bert.models.head_parallel import inference_layers
 
 TOLERANCE = 2e-6
 
@@ -43,12 +41,17 @@ def test_classifier_copy_predicts_the_same():
         classifier.predict(inputs, verbose=0),
         atol=TOLERANCE,
     )
-    layers = inference_layers(copy)
-    assert len(layers) == 2
-    assert all(isinstance(layer, HeadParallelBlock) for layer in layers)
-    assert all(layer.streams == 2 for layer in layers)
+    assert [block.streams for block in copy.backbone.transformer_layers] == [
+        2,
+        2,
+    ]
+    assert copy.backbone.get_config()["streams"] == 2
     # The model itself is unchanged.
-    assert inference_layers(classifier) == []
+    assert classifier.backbone.streams is None
+    assert all(
+        block.streams is None
+        for block in classifier.backbone.transformer_layers
+    )
 
 
 def test_backbone_copy_sequence_output_on_real_tokens():

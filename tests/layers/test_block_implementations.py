@@ -1,0 +1,334 @@
+"""Every implementation of TransformerEncoderBlock against the reference.
+
+One block's weights; each implementation in
+`block_implementations.IMPLEMENTATIONS` runs every call its row says it can
+(inference, training, int8 weights, query rows only) and is compared with
+`reference` on the same inputs: outputs, attention probabilities and, in
+training, the gradients of the inputs and of every weight. `reference`
+itself is compared with the formula in numpy (float64), at the same
+tolerances. A name in the
+table without a row here fails `test_every_implementation_has_rows`.
+
+Tolerances, stated:
+- float32: outputs and probabilities within 1e-5 (absolute, on outputs of
+  unit scale: LayerNorm's); gradients within 2e-6 of the largest gradient
+  (float32 rounding in another order).
+- mixed_bfloat16: 2**-6 absolute on outputs and probabilities (two
+  roundings to bfloat16's 8 significant bits: each implementation rounds
+  to bfloat16 at other points), 2**-5 of the largest gradient.
+- int8 weights (inference): 1e-5, as float32 (both run the same int8
+  kernels; the query rows' inputs are quantized per row, as every row's).
+
+Training compares with dropout 0, and with dropout 0.1 where the dropout
+masks are the reference's by seed (every position: with the query rows
+only, fewer elements draw other masks). Run with `-s` for the measured
+figures: the max-abs difference of each case (`FIGURES`).
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.layers import TransformerEncoderBlock
+from keras_bert.layers import fused_ops
+from keras_bert.layers.block_implementations import IMPLEMENTATIONS
+from keras_bert.layers.block_implementations import run_block
+from keras_bert.layers.block_implementations import select_implementation
+from tests.layers.block_formula import block_weights
+from tests.layers.block_formula import numpy_block
+
+HIDDEN, HEADS, INTERMEDIATE = 16, 4, 32
+TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2**-6, "int8": 1e-5}
+GRADIENT_TOLERANCE = {"float32": 2e-6, "mixed_bfloat16": 2**-5}
+# Row 1 ends in padding, row 2 is padding only (uniform attention, no
+# gradient through its scores).
+MASKS = {"padded": [[1] * 7, [1] * 4 + [0] * 3, [0] * 7], "none": None}
+# Repeated and padding positions too: each is an independent query.
+POSITIONS = [[0, 3, 3], [0, 6, 1], [2, 0, 5]]
+FIGURES = {}  # case id → (outputs, probabilities, gradients) max-abs
+
+
+def _cases():
+    """(implementation, weights, mode, rows, mask, activation), each a call
+    the implementation can run; the float32 calls with both masks, the
+    exact GELU everywhere and the approximate one on whole float32 calls."""
+    cases = []
+    for name, row in IMPLEMENTATIONS.items():
+        for weights in ("float32", "mixed_bfloat16", "int8"):
+            # `reference` runs int8 weights too, but has no int8 formula to
+            # be compared with (tests/layers/test_int8_matmul.py compares
+            # it with its float weights).
+            if weights == "int8" and (not row.int8 or name == "reference"):
+                continue
+            modes = [
+                mode
+                for mode, runs in (
+                    ("inference", row.inference),
+                    ("training", row.training),
+                    # The formula has no dropout masks.
+                    ("training_dropout", row.training and name != "reference"),
+                )
+                if runs and (weights != "int8" or mode == "inference")
+            ]
+            for mode in modes:
+                for rows in ("all", "query"):
+                    if mode == "training_dropout" and rows == "query":
+                        continue
+                    masks = (
+                        ["padded", "none"]
+                        if weights == "float32"
+                        else ["padded"]
+                    )
+                    for mask in masks:
+                        cases.append((name, weights, mode, rows, mask, "gelu"))
+                if weights == "float32" and mode != "training_dropout":
+                    cases.append(
+                        (
+                            name,
+                            weights,
+                            mode,
+                            "all",
+                            "padded",
+                            "gelu_approximate",
+                        )
+                    )
+    return cases
+
+
+CASES = _cases()
+
+
+def _case_id(case):
+    return "-".join(case)
+
+
+def test_every_implementation_has_rows():
+    assert {case[0] for case in CASES} == set(IMPLEMENTATIONS)
+    for name, row in IMPLEMENTATIONS.items():
+        cases = [case for case in CASES if case[0] == name]
+        modes = {case[2] for case in cases}
+        assert ("inference" in modes) == row.inference, name
+        assert ("training" in modes) == row.training, name
+        if name != "reference":
+            assert ("int8" in {case[1] for case in cases}) == row.int8, name
+        assert "query" in {case[3] for case in cases}, name
+
+
+@pytest.fixture(scope="module", autouse=True)
+def print_figures():
+    yield
+    print("\nmax |implementation - reference| (gradients: of the largest)")
+    for case, (outputs, probs, grads) in sorted(FIGURES.items()):
+        print(
+            f"  {case:58} outputs {outputs:.1e}  probabilities {probs:.1e}"
+            + ("" if grads is None else f"  gradients {grads:.1e}")
+        )
+
+
+_BLOCKS = {}
+
+
+def _block(weights, dropout, activation):
+    """One block per setting, with random non-small weights and
+    `streams=2` (so that every implementation can run on it)."""
+    key = (weights, dropout, activation)
+    if key not in _BLOCKS:
+        keras.utils.set_random_seed(0)
+        block = TransformerEncoderBlock(
+            num_heads=HEADS,
+            intermediate_dim=INTERMEDIATE,
+            dropout=dropout,
+            activation=activation,
+            streams=2,
+            dtype="float32" if weights == "int8" else weights,
+        )
+        block(np.zeros((1, 2, HIDDEN), "float32"))
+        rng = np.random.default_rng(1)
+        block.set_weights(
+            [
+                rng.normal(0, 0.3, w.shape).astype("float32")
+                for w in block.get_weights()
+            ]
+        )
+        if weights == "int8":
+            for dense in _dense_layers(block):
+                dense.quantize("int8")
+        _BLOCKS[key] = block
+    return _BLOCKS[key]
+
+
+def _dense_layers(block):
+    return (
+        block.qkv_dense,
+        block.attention_output_dense,
+        block.intermediate_dense,
+        block.output_dense,
+    )
+
+
+def _inputs():
+    return tf.constant(
+        np.random.default_rng(2).normal(size=(3, 7, HIDDEN)), "float32"
+    )
+
+
+def _run(block, name, mask, positions, training):
+    """Outputs, probabilities and (in training) the gradients of the
+    inputs and every trainable weight, of `name`'s implementation; the
+    dropout layers' seeds are restored after, so that the next run draws
+    the same masks."""
+    dropouts = [
+        layer
+        for layer in (
+            block.attention_probs_dropout,
+            block.attention_output_dropout,
+            block.output_dropout,
+        )
+        if layer.rate > 0
+    ]
+    seeds = [layer.seed_generator.state.numpy() for layer in dropouts]
+    x = tf.cast(_inputs(), block.compute_dtype)  # as the block's __call__
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        outputs, probs = run_block(
+            block, x, mask, positions, training, True, implementation=name
+        )
+        weights = tf.sin(tf.range(HIDDEN, dtype="float32"))
+        loss = tf.reduce_sum(tf.cast(outputs, "float32") * weights)
+    grads = []
+    if training:
+        grads = tape.gradient(loss, [x] + block.trainable_variables)
+    for layer, seed in zip(dropouts, seeds):
+        layer.seed_generator.state.assign(seed)
+
+    def numpy(t):
+        return np.asarray(tf.cast(tf.convert_to_tensor(t), "float32"))
+
+    return numpy(outputs), numpy(probs), [numpy(g) for g in grads]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_implementation_matches_reference(monkeypatch, case):
+    name, weights, mode, rows, mask, activation = case
+    monkeypatch.setattr(fused_ops, "MIN_ELEMENTS", 0)
+    dropout = 0.1 if mode == "training_dropout" else 0.0
+    block = _block(weights, dropout, activation)
+    padding_mask = None if MASKS[mask] is None else tf.constant(MASKS[mask])
+    positions = tf.constant(POSITIONS) if rows == "query" else None
+    training = mode != "inference"
+    if name == "reference":
+        outputs, probs, _ = _run(block, name, padding_mask, positions, training)
+        expected, expected_probs = _numpy_block(block, padding_mask, positions)
+        grads = expected_grads = []
+    else:
+        # The implementation computes the query rows only where it can.
+        _, call = select_implementation(
+            block, _inputs(), padding_mask, positions, training, name
+        )
+        assert (call.query_positions is not None) == (
+            rows == "query" and IMPLEMENTATIONS[name].query_rows
+        )
+        outputs, probs, grads = _run(
+            block, name, padding_mask, positions, training
+        )
+        expected, expected_probs, expected_grads = _run(
+            block, "reference", padding_mask, positions, training
+        )
+    assert outputs.shape == expected.shape
+    assert probs.shape == expected_probs.shape
+    output_error = np.abs(outputs - expected).max()
+    probs_error = np.abs(probs - expected_probs).max()
+    grad_error = None
+    if grads:
+        assert len(grads) == len(expected_grads) == 13
+        grad_error = max(
+            np.abs(g - e).max() / np.abs(e).max()
+            for g, e in zip(grads, expected_grads)
+            if np.abs(e).max() > 0  # the key bias has no gradient at all
+        )
+    FIGURES[_case_id(case)] = (output_error, probs_error, grad_error)
+    assert output_error <= TOLERANCE[weights]
+    assert probs_error <= TOLERANCE[weights]
+    if grad_error is not None:
+        assert grad_error <= GRADIENT_TOLERANCE[weights]
+
+
+def _numpy_block(block, padding_mask, positions):
+    """The formula in float64 numpy, on the block's weights: outputs and
+    attention probabilities (gathered at `positions`)."""
+    x = _inputs().numpy().astype("float64")
+    mask = np.ones(x.shape[:2]) if padding_mask is None else padding_mask
+    outputs, probs = numpy_block(
+        x,
+        np.asarray(mask),
+        {k: v.astype("float64") for k, v in block_weights(block).items()},
+        HEADS,
+        approximate=block.activation == "gelu_approximate",
+        return_probs=True,
+    )
+    if positions is not None:
+        positions = np.asarray(positions)
+        outputs = np.take_along_axis(outputs, positions[:, :, None], axis=1)
+        probs = np.take_along_axis(probs, positions[:, None, :, None], axis=2)
+    return outputs, probs
+
+
+@pytest.mark.parametrize(
+    "settings, call, expected",
+    [
+        ({"optimizations": ()}, {}, "reference"),
+        ({}, {}, "fast"),
+        ({}, {"training": True}, "fast"),  # too small to pay: not fused
+        ({}, {"training": True, "fuse_any_size": True}, "fused_training"),
+        ({"optimizations": ("xla_fused_ops",)}, {}, "reference"),
+        ({"optimizations": ("query_positions_only",)}, {"query": 1}, "fast"),
+        ({"streams": 2}, {}, "streams"),
+        ({"streams": 2}, {"training": True}, "fast"),
+        ({"streams": 2}, {"int8": True}, "fast"),
+        ({}, {"training": True, "fuse_any_size": True, "int8": True}, "fast"),
+    ],
+)
+def test_selection(monkeypatch, settings, call, expected):
+    """`select_implementation` picks the first row that can run the call
+    and applies to it."""
+    if call.get("fuse_any_size"):
+        monkeypatch.setattr(fused_ops, "MIN_ELEMENTS", 0)
+    block = TransformerEncoderBlock(
+        num_heads=HEADS, intermediate_dim=INTERMEDIATE, **settings
+    )
+    block(np.zeros((1, 2, HIDDEN), "float32"))
+    if call.get("int8"):
+        for dense in _dense_layers(block):
+            dense.quantize("int8")
+    positions = tf.constant(POSITIONS) if call.get("query") else None
+    name, block_call = select_implementation(
+        block, _inputs(), None, positions, call.get("training", False)
+    )
+    assert name == expected
+    assert (block_call.query_positions is None) == (positions is None)
+
+
+def test_without_query_positions_only_the_outputs_are_gathered():
+    block = TransformerEncoderBlock(
+        num_heads=HEADS, intermediate_dim=INTERMEDIATE, optimizations=()
+    )
+    block(np.zeros((1, 2, HIDDEN), "float32"))
+    name, call = select_implementation(
+        block, _inputs(), None, tf.constant(POSITIONS), False
+    )
+    assert name == "reference" and call.query_positions is None
+    outputs, probs = run_block(
+        block, _inputs(), None, tf.constant(POSITIONS), False, True
+    )
+    assert outputs.shape == (3, 3, HIDDEN)
+    assert probs.shape == (3, HEADS, 3, 7)
+
+
+def test_an_implementation_that_cannot_run_the_call_is_refused():
+    block = TransformerEncoderBlock(num_heads=HEADS, intermediate_dim=8)
+    block(np.zeros((1, 2, HIDDEN), "float32"))
+    with pytest.raises(ValueError, match="'streams'.*training=True"):
+        select_implementation(block, _inputs(), None, None, True, "streams")
+    with pytest.raises(ValueError, match="'flash'"):
+        select_implementation(block, _inputs(), None, None, False, "flash")
