@@ -10,17 +10,22 @@ feed-forward units (columns of the first kernel, rows of the second).
 
 Rows of a kernel are contiguous in memory, columns are not: a column
 slice of a variable is a copy, made again by every request that reads it.
-So each stream's column blocks are laid out once in variables of their
-own (the query kernel, the key|value kernel and the intermediate kernel
-with their biases; the row blocks too, so that a stream reads one set);
-the `serving_threads` rows of `benchmarks/RESULTS.md` measure the
-difference. The layout is a copy of the block's weights (LoRA updates
-added): `stream_layout(block)` refreshes it from them every time the
-implementation runs eagerly or is traced into a graph (an export, a
-`predict` function), so the graph reads the weights of that moment.
-Neither Keras nor a `.keras` file sees it (it is derived): an export
-saves it because its graph reads it (and not the block's own kernels,
-which that graph does not read).
+So a model made to be served (`keras_bert.models.serving_copy`, which
+calls `freeze_stream_layout` on each block) has each stream's column
+blocks laid out once in variables of their own (the query kernel, the
+key|value kernel and the intermediate kernel with their biases; the row
+blocks too, so that a stream reads one set); the `serving_threads` rows
+of `benchmarks/RESULTS.md` measure the difference. That layout is a copy
+of the block's weights (LoRA updates added), refreshed from them every
+time the implementation runs eagerly or is traced into a graph (an export,
+a `predict` function): a graph reads the weights of the moment it was
+traced. Neither Keras nor a `.keras` file sees it (it is derived): an
+export saves it because its graph reads it (and not the block's own
+kernels, which that graph does not read).
+
+A block with `streams` whose layout was not frozen (one built or loaded
+with `streams` and trained, say) slices its own weights in the graph on
+every call instead: slower, but always the weights of the moment.
 """
 
 import weakref
@@ -116,22 +121,25 @@ def stream_weight_shapes(hidden_dim, head_dim, head_slices, unit_slices):
     return shapes
 
 
-def laid_out(block, head_slices, unit_slices):
+def laid_out(block, head_slices, unit_slices, read=None):
     """Per stream, name → float32 value of each of `STREAM_WEIGHTS`, from
-    a built block's float weights (LoRA updates added), read now."""
+    a built block's float weights (LoRA updates added), each variable read
+    with `read` (variable → tensor; defaults to a read by the graph being
+    traced, or an eager read)."""
+    read = read or _read_in_graph
     hidden, head_dim = block.hidden_dim, block.head_dim
 
-    def value(x):
-        return ops.convert_to_numpy(ops.cast(x, "float32"))
+    def value(variable):
+        return ops.cast(read(variable), "float32")
 
     def kernel(dense):
-        return value(dense.merged_kernel(read=_read_now))
+        return ops.cast(dense.merged_kernel(read=read), "float32")
 
     qkv = kernel(block.qkv_dense)
-    qkv_bias = value(_read_now(block.qkv_dense.bias))
+    qkv_bias = value(block.qkv_dense.bias)
     attention_output = kernel(block.attention_output_dense)
     intermediate = kernel(block.intermediate_dense)
-    intermediate_bias = value(_read_now(block.intermediate_dense.bias))
+    intermediate_bias = value(block.intermediate_dense.bias)
     output = kernel(block.output_dense)
     values = []
     for (h0, h1), (u0, u1) in zip(head_slices, unit_slices):
@@ -144,11 +152,11 @@ def laid_out(block, head_slices, unit_slices):
             {
                 "query_kernel": qkv[:, query],
                 "query_bias": qkv_bias[query],
-                "key_value_kernel": np.concatenate(
+                "key_value_kernel": ops.concatenate(
                     [qkv[:, key], qkv[:, value_]], 1
                 ),
-                "key_value_bias": np.concatenate(
-                    [qkv_bias[key], qkv_bias[value_]]
+                "key_value_bias": ops.concatenate(
+                    [qkv_bias[key], qkv_bias[value_]], 0
                 ),
                 "attention_output_kernel": attention_output[c0:c1],
                 "intermediate_kernel": intermediate[:, u0:u1],
@@ -157,6 +165,14 @@ def laid_out(block, head_slices, unit_slices):
             }
         )
     return values
+
+
+def _read_in_graph(variable):
+    """`variable`'s float value, read by the graph being traced (not cast
+    to a compute dtype)."""
+    import tensorflow as tf
+
+    return tf.convert_to_tensor(backend_variable(variable))
 
 
 def _read_now(variable):
@@ -172,42 +188,79 @@ def _read_now(variable):
         )
 
 
-# Each block's layout, made on its first use; dropped with the block.
+# The frozen layouts (`freeze_stream_layout`); dropped with their block.
 _LAYOUTS = weakref.WeakKeyDictionary()
 
 
-def stream_layout(block):
-    """The `StreamLayout` of a block with `streams`, refreshed from its
-    weights now (eagerly, also when called while a graph is traced)."""
+def _new_layout(block, stream_weights):
+    return StreamLayout(
+        block.num_heads,
+        block.intermediate_dim,
+        block.streams,
+        stream_weights,
+        block.attention_output_dense.bias,
+        block.output_dense.bias,
+    )
+
+
+def freeze_stream_layout(block):
+    """Lays a built block's weights out per stream, in variables of their
+    own that its `"streams"` implementation reads from now on (refreshed
+    from the block's weights whenever it runs eagerly or is traced).
+
+    What a model made to be served gets (`keras_bert.models.serving_copy`).
+
+    Args:
+        block: a built `keras_bert.layers.TransformerEncoderBlock` with
+            `streams` and float weights.
+
+    Returns:
+        The block's `StreamLayout`.
+    """
     import keras
     import tensorflow as tf
 
     with tf.init_scope():
         layout = _LAYOUTS.get(block)
-        if layout is None or len(layout.stream_weights) != block.streams:
-            layout = StreamLayout(
-                block.num_heads,
-                block.intermediate_dim,
-                block.streams,
-                [],
-                block.attention_output_dense.bias,
-                block.output_dense.bias,
+        if layout is not None and len(layout.stream_weights) == block.streams:
+            return stream_layout(block)
+        layout = _new_layout(block, [])
+        values = laid_out(
+            block, layout.head_slices, layout.unit_slices, _read_now
+        )
+        for i, stream in enumerate(values):
+            layout.stream_weights.append(
+                {
+                    name: keras.Variable(
+                        value,
+                        trainable=False,
+                        name=f"{block.name}_stream_{i}_{name}",
+                    )
+                    for name, value in stream.items()
+                }
             )
-            values = laid_out(block, layout.head_slices, layout.unit_slices)
-            for i, stream in enumerate(values):
-                layout.stream_weights.append(
-                    {
-                        name: keras.Variable(
-                            value,
-                            trainable=False,
-                            name=f"{block.name}_stream_{i}_{name}",
-                        )
-                        for name, value in stream.items()
-                    }
-                )
-            _LAYOUTS[block] = layout
-            return layout
-        values = laid_out(block, layout.head_slices, layout.unit_slices)
+        _LAYOUTS[block] = layout
+    return layout
+
+
+def stream_layout(block):
+    """The `StreamLayout` the block's `"streams"` implementation reads:
+    its frozen layout, refreshed from its weights now (eagerly, also when
+    called while a graph is traced), or else slices of its weights read
+    by the graph."""
+    import tensorflow as tf
+
+    layout = _LAYOUTS.get(block)
+    if layout is None or len(layout.stream_weights) != block.streams:
+        layout = _new_layout(block, [])
+        layout.stream_weights = laid_out(
+            block, layout.head_slices, layout.unit_slices, _read_in_graph
+        )
+        return layout
+    with tf.init_scope():
+        values = laid_out(
+            block, layout.head_slices, layout.unit_slices, _read_now
+        )
         for variables, stream in zip(layout.stream_weights, values):
             for name, value in stream.items():
                 variables[name].assign(value)

@@ -57,12 +57,10 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
             initialisation of every weight matrix. Defaults to `0.02`.
         dtype: str or `keras.DTypePolicy`. Dtype policy of the layers, e.g.
             `"mixed_bfloat16"`. Defaults to the global policy.
-        optimizations: tuple of str. The speed optimisations the layers use
-            (`keras_bert.layers.optimizations.OPTIMIZATIONS`), each
-            computing the same function; `()` runs the blocks' reference
-            computation with Keras' own layers. `"query_positions_only"`
-            selects `outputs_at`'s last block at the heads' positions.
-            Defaults to `None`: all of them.
+        optimizations: tuple of str. Names of
+            `keras_bert.layers.optimizations.OPTIMIZATIONS`, each computing
+            the same function faster; `()` runs the blocks' reference with
+            Keras' own layers. Defaults to `None`: all of them.
         lora_rank: int or `None`. If set, LoRA of this rank is enabled
             once the backbone is built (see `enable_lora`); a saved
             `.keras` file records it, so a reloaded model has LoRA again.
@@ -70,9 +68,9 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         lora_target_layer_names: tuple of str or `None`. With `lora_rank`,
             the blocks' dense layers that get LoRA (see `enable_lora`).
             Defaults to `None`: `("qkv_dense",)`.
-        streams: int or `None`. Each block's inference as this many
-            parallel streams (`TransformerEncoderBlock`'s `streams`), as
-            `keras_bert.models.serving_copy` sets it. Defaults to `None`.
+        streams: int or `None`. Each block's inference in this many
+            parallel streams (`keras_bert.models.serving_copy`). Defaults
+            to `None`.
         **kwargs: `name` and `trainable`.
 
     Inputs: a dict of int tensors of shape `(batch_size, sequence_length)`:
@@ -223,12 +221,9 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
     def enable_lora(self, rank, target_layer_names=None):
         """Freezes the backbone and adds trainable LoRA weights to it.
 
-        A low-rank update `W + A @ B` (`A` `(input_dim, rank)`, `B`
-        `(rank, output_dim)` trained, `W` frozen) of the named dense layers
-        of every block; every other backbone weight is frozen, a task head
-        stays trainable. Saving keeps the LoRA weights apart, `get_config`
-        records `lora_rank`; `keras_bert.models.merge_lora(model)` merges
-        them to serve. See `keras_bert.models.lora.enable_lora` and
+        `W + A @ B` with `A`, `B` trained and `W` frozen, on the named dense
+        layers of every block; the rest of the backbone is frozen, a head
+        stays trainable. See `keras_bert.models.lora` and
         docs/fine_tuning.md.
 
         Args:
@@ -250,7 +245,8 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         References:
             - [Hu et al., 2021](https://arxiv.org/abs/2106.09685)
         """
-        # Imported here: `models.lora` imports this module (`merge_lora`).
+        # Imported here: `models.lora` imports this module (through
+        # `serving_copy`).
         from keras_bert.models.lora import enable_lora
 
         enable_lora(self, rank, target_layer_names)

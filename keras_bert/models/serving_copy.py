@@ -14,6 +14,7 @@ import keras
 
 from keras_bert.layers.lora_dense import LoraDense
 from keras_bert.layers.stream_layout import check_streams
+from keras_bert.layers.stream_layout import freeze_stream_layout
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.validation import check_positive_int
 
@@ -127,14 +128,20 @@ def serving_copy(model, quantize=None, streams=None):
     served.transformer_layers[0].streams  # 2
     ```
     """
-    check_serving_options(quantize, streams)
     backbone = backbone_of(model)
+    if streams is None:
+        # A model configured with streams is served with a frozen layout.
+        streams = getattr(backbone, "streams", None)
+    check_serving_options(quantize, streams)
     check_streams(streams, backbone.num_heads)
     if backbone.lora_rank is None and quantize is None and streams is None:
         return model
     copy = _clone(model, backbone, streams=streams)
     if quantize is not None:
         copy.quantize(quantize, filters=is_quantized_layer)
+    if streams is not None:
+        for block in backbone_of(copy).transformer_layers:
+            freeze_stream_layout(block)
     return copy
 
 

@@ -12,6 +12,7 @@ import pytest
 import keras_bert
 from keras_bert.layers import TransformerEncoderBlock
 from keras_bert.layers.block_implementations import select_implementation
+from keras_bert.layers.stream_layout import freeze_stream_layout
 from keras_bert.layers.stream_layout import stream_layout
 from keras_bert.layers.stream_layout import stream_slices
 from tests.helpers import run_layer_saving_test
@@ -122,6 +123,52 @@ def test_the_layout_follows_the_weights_and_is_not_saved():
     assert rebuilt.streams == 2
     restored = run_layer_saving_test(block, x)
     assert restored.layers[-1].streams == 2
+
+
+def _traced(block):
+    """A traced inference call of `block`, as `predict` caches one."""
+    import tensorflow as tf
+
+    return tf.function(lambda x, mask: block(x, padding_mask=mask))
+
+
+def _new_biases(block, seed):
+    rng = np.random.default_rng(seed)
+    block.output_dense.bias.assign(rng.normal(size=HIDDEN).astype("float32"))
+
+
+def test_an_unfrozen_block_reads_its_weights_in_every_call_of_a_graph():
+    """Without `freeze_stream_layout` the graph slices the block's own
+    weights: a function traced before the weights change (a cached
+    `predict` function before `fit`) still computes with the new ones."""
+    block, plain = _block(2), _block()
+    x, mask = _inputs()
+    function = _traced(block)
+    function(x, mask)
+    _new_biases(block, 5)
+    plain.set_weights(block.get_weights())
+    np.testing.assert_allclose(
+        function(x, mask), _outputs(plain, x, mask), atol=TOLERANCE
+    )
+
+
+def test_a_frozen_layout_is_refreshed_when_a_graph_is_traced():
+    """`freeze_stream_layout` (what `serving_copy` does): the graph reads
+    the layout variables, made again from the weights at every trace."""
+    block, plain = _block(2), _block()
+    x, mask = _inputs()
+    layout = freeze_stream_layout(block)
+    assert layout is freeze_stream_layout(block)
+    _new_biases(block, 6)
+    plain.set_weights(block.get_weights())
+    np.testing.assert_allclose(
+        _traced(block)(x, mask), _outputs(plain, x, mask), atol=TOLERANCE
+    )
+    kernel = layout.stream_weights[1]["intermediate_kernel"]
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(kernel),
+        block.intermediate_dense.get_weights()[0][:, 10:],
+    )
 
 
 def test_training_runs_the_other_implementations():
