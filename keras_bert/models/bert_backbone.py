@@ -245,9 +245,7 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         References:
             - [Hu et al., 2021](https://arxiv.org/abs/2106.09685)
         """
-        # Imported here: `models.lora` imports this module (through
-        # `serving_copy`).
-        from keras_bert.models.lora import enable_lora
+        from keras_bert.models.lora import enable_lora  # imports this module
 
         enable_lora(self, rank, target_layer_names)
 
