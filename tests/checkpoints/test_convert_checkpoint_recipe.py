@@ -31,22 +31,25 @@ VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
 ]
 
 
-def _convert(input_dir, output_dir, to):
-    subprocess.run(
+def _convert(input_dir, output_dir, to, *flags):
+    """`(conversion.json, stderr)` of the recipe run on `input_dir`."""
+    process = subprocess.run(
         [
             sys.executable,
             os.path.join(REPOSITORY, "recipes", "convert_checkpoint.py"),
             f"--input={input_dir}",
             f"--output={output_dir}",
             f"--to={to}",
+            *flags,
         ],
         check=True,
         cwd=REPOSITORY,
         env={**os.environ, "PYTHONPATH": REPOSITORY},
         capture_output=True,
+        text=True,
     )
     with open(os.path.join(output_dir, "conversion.json")) as file:
-        return json.load(file)
+        return json.load(file), process.stderr
 
 
 @pytest.mark.slow
@@ -63,11 +66,11 @@ def test_google_to_keras_to_huggingface(tmp_path):
         file.write("\n".join(VOCABULARY) + "\n")
 
     keras_dir, huggingface_dir = str(tmp_path / "k"), str(tmp_path / "hf")
-    to_keras = _convert(google_dir, keras_dir, "keras")
+    to_keras, _ = _convert(google_dir, keras_dir, "keras")
     assert to_keras["input_format"] == "google"
     assert to_keras["model_class"] == "BertMaskedLM"
     assert "model.keras" in to_keras["files"]
-    to_huggingface = _convert(keras_dir, huggingface_dir, "huggingface")
+    to_huggingface, _ = _convert(keras_dir, huggingface_dir, "huggingface")
     assert to_huggingface["input_format"] == "keras"
     assert to_huggingface["parameters"] == to_keras["parameters"]
 
@@ -106,22 +109,9 @@ def test_the_deprecated_model_name_converts_with_a_warning(tmp_path):
     )
     input_dir, output_dir = str(tmp_path / "qa"), str(tmp_path / "k")
     keras_bert.checkpoints.save_huggingface(model, None, input_dir)
-    process = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPOSITORY, "recipes", "convert_checkpoint.py"),
-            f"--input={input_dir}",
-            f"--output={output_dir}",
-            "--to=keras",
-            "--model=question_answerer",
-        ],
-        check=True,
-        cwd=REPOSITORY,
-        env={**os.environ, "PYTHONPATH": REPOSITORY},
-        capture_output=True,
-        text=True,
+    conversion, stderr = _convert(
+        input_dir, output_dir, "keras", "--model=question_answerer"
     )
-    assert "--model=question_answering" in process.stderr
-    assert "FutureWarning" in process.stderr
-    with open(os.path.join(output_dir, "conversion.json")) as file:
-        assert json.load(file)["model_class"] == "BertQuestionAnswerer"
+    assert "FutureWarning" in stderr
+    assert "--model=question_answering" in stderr
+    assert conversion["model_class"] == "BertQuestionAnswerer"
