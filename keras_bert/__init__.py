@@ -76,13 +76,5 @@ __all__ = [
     "training",
 ]
 
+# The deprecated names, `keras_bert.tasks` among them.
 deprecations.install()
-
-
-def __getattr__(name):
-    # `keras_bert.tasks`, deprecated: see `keras_bert.deprecations`.
-    if name == "tasks":
-        import importlib
-
-        return importlib.import_module(deprecations.OLD_PACKAGE)
-    raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")

@@ -18,7 +18,13 @@ after it arrived here.
   names moved from `keras_bert.models.bert_backbone` to
   `keras_bert.models.lora`, beside `enable_lora`; `trim_to_longest_row`
   from `keras_bert.serving.signatures` to `keras_bert.decoding`, below
-  the models, whose `predict` runs the same text functions as the export.
+  the models, whose `predict` runs the same text functions as the export;
+  `keras_bert.fine_tuning.glue.dataset.preprocess_texts` is
+  `keras_bert.data.pack_texts`, which every task's packing shares.
+- Values of a recipe's flag that have a new name (`RENAMED_FLAG_VALUES`,
+  read by the recipe through `flag_value`): `recipes/convert_checkpoint.py
+  --model=question_answerer` is `--model=question_answering`, the
+  `TASK_NAME` of `BertQuestionAnswerer`.
 - The layers `Dropout` and `LayerNorm` are `HalfBitsDropout` and
   `ClosedFormLayerNorm`. They stay registered under their old names
   (`keras_bert>Dropout`, `keras_bert>LayerNorm`), so that `.keras` files
@@ -32,7 +38,7 @@ after it arrived here.
   warns when made anew (`from_block`).
 
 Importing `keras_bert` installs these aliases (`install`); nothing else
-in the package imports this module.
+in the package imports this module (recipes read `flag_value`).
 """
 
 import importlib
@@ -118,6 +124,18 @@ MOVED_NAMES = {
         "keras_bert.decoding.text_functions",
         "trim_to_longest_row",
     ),
+    ("keras_bert.fine_tuning.glue.dataset", "preprocess_texts"): (
+        "keras_bert.data.packed_batches",
+        "pack_texts",
+    ),
+}
+
+# (recipe, flag) → {old value: new value}, for the values of a recipe's
+# flag that have a new name; the recipe accepts both (`flag_value`).
+RENAMED_FLAG_VALUES = {
+    ("convert_checkpoint", "model"): {
+        "question_answerer": "question_answering",
+    },
 }
 
 
@@ -127,6 +145,26 @@ def new_module_name(old):
         return RENAMED_MODULES[old]
     parent, _, child = old.rpartition(".")
     return f"{new_module_name(parent)}.{child}"
+
+
+def flag_value(recipe, flag, value):
+    """`value` of `recipes/<recipe>.py --<flag>`, under its new name.
+
+    An old name (`RENAMED_FLAG_VALUES`) warns and gives the new one; any
+    other value is returned as it is.
+    """
+    renamed = RENAMED_FLAG_VALUES.get((recipe, flag), {})
+    if value not in renamed:
+        return value
+    _warn(f"{recipe}.py --{flag}={value}", f"--{flag}={renamed[value]}")
+    return renamed[value]
+
+
+def _package_reader(name):
+    """`keras_bert`'s `__getattr__`: `keras_bert.tasks`, the old package."""
+    if f"keras_bert.{name}" != OLD_PACKAGE:
+        raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
+    return importlib.import_module(OLD_PACKAGE)
 
 
 def _warn(old, new):
@@ -381,6 +419,7 @@ def install():
         # First: a stale `keras_bert/tasks/__pycache__` would otherwise
         # import as an empty namespace package.
         sys.meta_path.insert(0, _AliasFinder())
+    sys.modules["keras_bert"].__getattr__ = _package_reader
     for module_name in {module for module, _ in MOVED_NAMES}:
         module = importlib.import_module(module_name)
         module.__getattr__ = _moved_names_reader(module_name)

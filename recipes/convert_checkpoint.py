@@ -24,7 +24,7 @@ Flags:
         whose head the checkpoint holds, else the backbone), `backbone`,
         or any task model by its `TASK_NAME` (`masked_lm`, `classifier`,
         `question_answering`, `token_classification`, ...;
-        `question_answerer` is still accepted).
+        `question_answerer`, deprecated, still works).
     --num_classes: for `--model=classifier` (or `token_classification`)
         without that head in the checkpoint.
 
@@ -39,6 +39,7 @@ from absl import flags
 from absl import logging
 
 import keras_bert
+from keras_bert import deprecations
 from keras_bert import files
 from keras_bert.checkpoints import load_checkpoint
 from keras_bert.checkpoints import save_huggingface
@@ -57,8 +58,10 @@ MODEL_CLASSES = {
     "backbone": keras_bert.BertBackbone,
     **Task.by_name(),
 }
-# Earlier names of --model values, still accepted.
-MODEL_ALIASES = {"question_answerer": "question_answering"}
+# Deprecated --model values, still accepted (with a warning).
+MODEL_ALIASES = deprecations.RENAMED_FLAG_VALUES[
+    ("convert_checkpoint", "model")
+]
 flags.DEFINE_enum(
     "model",
     "auto",
@@ -81,7 +84,7 @@ def _load(input_dir):
     options = {}
     if FLAGS.num_classes is not None:
         options["num_classes"] = FLAGS.num_classes
-    name = MODEL_ALIASES.get(FLAGS.model, FLAGS.model)
+    name = deprecations.flag_value("convert_checkpoint", "model", FLAGS.model)
     model = load_checkpoint(input_dir, MODEL_CLASSES[name], **options)
     if files.exists(files.join(input_dir, "config.json")):
         return model, "huggingface"

@@ -2,6 +2,7 @@
 
 import importlib
 import sys
+import warnings
 
 import keras
 import numpy as np
@@ -100,6 +101,11 @@ def test_an_old_name_warns_and_is_the_new_object(statement, expected):
             "trim_to_longest_row",
             keras_bert.decoding.trim_to_longest_row,
         ),
+        (
+            "keras_bert.fine_tuning.glue.dataset",
+            "preprocess_texts",
+            keras_bert.data.pack_texts,
+        ),
     ],
 )
 def test_a_name_that_left_its_module_warns_and_is_the_new_object(
@@ -113,6 +119,26 @@ def test_a_name_that_left_its_module_warns_and_is_the_new_object(
     module = importlib.import_module(old_module)
     with pytest.raises(AttributeError, match="no_such_name"):
         module.no_such_name
+
+
+def test_an_old_flag_value_warns_and_is_the_new_one():
+    with pytest.warns(
+        FutureWarning,
+        match="`convert_checkpoint.py --model=question_answerer` is "
+        "deprecated.*`--model=question_answering`",
+    ):
+        value = deprecations.flag_value(
+            "convert_checkpoint", "model", "question_answerer"
+        )
+    assert value == "question_answering"
+    assert value in keras_bert.models.Task.by_name()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in ("auto", "classifier"):
+            assert (
+                deprecations.flag_value("convert_checkpoint", "model", value)
+                == value
+            )
 
 
 def test_the_package_attribute_is_the_alias():

@@ -442,13 +442,11 @@ def _hub_stand_ins(sources, directory, cache, stand_ins, monkeypatch):
 
     Returns the environment variables a fresh process needs for it.
     """
-    try:
-        from keras_bert.checkpoints.hub import parse_hub_id
-        from tests.hub_cache import add_to_hub_cache
-        from tests.hub_cache import hub_environment
-        from tests.hub_cache import use_hub_cache
-    except ImportError:  # before Hub ids were accepted
-        return {}
+    from keras_bert.checkpoints.hub import parse_hub_id
+    from tests.hub_cache import add_to_hub_cache
+    from tests.hub_cache import hub_environment
+    from tests.hub_cache import use_hub_cache
+
     ids = set()
     for _, source in sources:
         for node in ast.walk(ast.parse(source)):

@@ -202,7 +202,7 @@ def _check_representable(backbone, allow_approximate_gelu):
     if not allow_approximate_gelu:
         raise ValueError(
             "This model uses exact GELU (activation='gelu'), but keras-hub's "
-            "BertBackbone always runs the tanh approximation, so the preset "
+            "BertBackbone runs only the tanh approximation, so the preset "
             f"would compute other numbers ({change}). Pass "
             "allow_approximate_gelu=True to write it anyway, or save it "
             "with keras_bert.checkpoints.save_huggingface, which keeps the "

@@ -85,12 +85,11 @@ def packed_batches(
     (`keras_bert.data.trim_batch`): the columns dropped are padding in
     every row, which BERT's attention mask ignores, so the outputs do not
     change (up to float rounding) while short-sentence tasks such as SST-2
-    train several times faster. Cutting exactly beats padding up to a few
-    lengths so that the static-shape fused kernels could run (MiniLM on
-    SST-2, 2-core AMD EPYC: lengths rounded up to 16 or 32, fused, take
-    1.180x and 1.399x the recipe's step, as `python
-    benchmarks/recipe_steps.py --rounds=8 --window=10` prints in its
-    section of `benchmarks/RESULTS.md`).
+    run on a fraction of the positions. Cutting exactly beats padding up
+    to a few lengths so that the static-shape fused kernels could run
+    (`python benchmarks/recipe_steps.py --rounds=8 --window=10`, rows
+    `bucket_16` and `bucket_32` against `recipe`, in its section of
+    `benchmarks/RESULTS.md`).
 
     Args:
         features: dict of int arrays `(num_examples, sequence_length)`, as

@@ -60,7 +60,7 @@ def load_task_model(
     if init_checkpoint:
         tokenizer = BertTokenizer.from_checkpoint(init_checkpoint)
         # The recipes build their own preprocessors: none is attached, so
-        # their models and `.keras` files stay as before.
+        # their models and `.keras` files hold none.
         model = model_class.from_checkpoint(
             init_checkpoint, preprocessor=None, **head_kwargs
         )

@@ -17,8 +17,8 @@ class BertTextEmbedder(Task):
     maximum over the real tokens), optionally L2-normalised, in float32.
     This is sentence-transformers' `Transformer -> Pooling [-> Normalize]`
     stack; with the same weights, pooling and normalisation the embeddings
-    are the same (docs/embeddings.md gives the measured difference and the
-    command that prints it).
+    are the same (docs/embeddings.md gives the difference and the command
+    that prints it).
 
     `from_preset` / `from_checkpoint` read the pooling and normalisation
     from a checkpoint's sentence-transformers files: `modules.json` (a

@@ -30,8 +30,9 @@ class BertTokenClassifier(Task):
 
     The head's kernel is drawn from a normal distribution of standard
     deviation `backbone.initializer_range` (Hugging Face's
-    `BertForTokenClassification` init; measured to train faster than the
-    truncated normal of Google's sentence and span heads), its bias is 0.
+    `BertForTokenClassification` init, which trains faster than the
+    truncated normal of Google's sentence and span heads: docs/ner.md,
+    "Why the head starts from a normal distribution"), its bias is 0.
 
     The model is compiled on construction: cross-entropy on logits over
     the labelled positions only (label `-100` is left out; the mean is over
@@ -107,12 +108,8 @@ class BertTokenClassifier(Task):
         )
         # Normal, not truncated normal: Google's BERT has no tagging
         # head, and Hugging Face's (normal, std initializer_range) trains
-        # faster. CoNLL-2003, all-MiniLM-L6-v2, the batches transformers
-        # gets, seeds 0-2: first epoch's loss 0.366-0.379 from a normal,
-        # 0.401-0.406 from a truncated normal (0.88x the std),
-        # 0.373-0.376 for transformers; F1 -0.10 from transformers' on
-        # average instead of -0.74 (benchmarks/ner_finetune.py,
-        # benchmarks/ner_head_init.py; docs/ner.md).
+        # faster (`python benchmarks/ner_head_init.py --head=<variant>`;
+        # docs/ner.md, "Why the head starts from a normal distribution").
         self.output_dense = logits_dense(
             num_classes,
             backbone,

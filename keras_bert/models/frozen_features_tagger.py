@@ -43,7 +43,7 @@ class FrozenFeaturesTagger(keras.Model):
     so `NerFineTuning` trains and scores either.
 
     The backbone is frozen (`backbone.trainable = False`, set here) and
-    always runs in inference mode (no dropout), so its features are fixed
+    runs in inference mode (no dropout) in `fit` too, so its features are fixed
     for each input: only the combination's weights (with
     `"weighted_sum_all"`), the LSTMs and the output layer train.
 

@@ -128,7 +128,7 @@ PRESETS = {
     ),
 }
 
-# The architecture-only names (random weights), as before trained presets.
+# The architecture-only names (random weights).
 BACKBONE_PRESETS = {
     name: preset["config"]
     for name, preset in PRESETS.items()

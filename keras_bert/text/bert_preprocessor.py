@@ -111,7 +111,7 @@ class BertPreprocessor(keras.layers.Layer):
         texts = list(x) if isinstance(x, tuple) else [x]
         if all(is_long_string_list(t) for t in texts) and not kwargs:
             # Keras' __call__ would first turn the lists into NumPy arrays
-            # of fixed-width strings (170 MiB a million lines).
+            # of fixed-width strings: every line as wide as the longest.
             return self.call(x, *args)
         return super().__call__(x, *args, **kwargs)
 

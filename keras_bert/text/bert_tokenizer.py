@@ -317,7 +317,8 @@ class BertTokenizer(keras.layers.Layer):
     def __call__(self, inputs, *args, **kwargs):
         if is_long_string_list(inputs) and not args and not kwargs:
             # Keras' __call__ would first turn the list into one NumPy
-            # array of fixed-width strings (170 MiB for a million lines).
+            # array of fixed-width strings: every line as wide as the
+            # longest.
             return self.call(inputs)
         return super().__call__(inputs, *args, **kwargs)
 

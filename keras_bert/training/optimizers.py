@@ -110,7 +110,9 @@ class AdamW(keras.optimizers.AdamW):
     Adam step of each variable (the `m`, `v` and weight updates) runs as one
     fused kernel, `ResourceApplyAdam`, instead of about a dozen element-wise
     ops that each read and write the whole tensor. This matters on CPUs,
-    where the optimizer update is memory-bound: see `benchmarks/RESULTS.md`.
+    where the optimizer update is memory-bound (`benchmarks/ablation.py`,
+    row `keras_adamw`; RESULTS, "Ablation: what each optimisation is
+    worth").
     Other backends, and `amsgrad=True`, use Keras' own update.
 
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
@@ -126,11 +128,11 @@ class AdamW(keras.optimizers.AdamW):
     PyTorch's and Hugging Face's AdamW add it after the bias correction
     (the epsilon of the paper's Algorithm 1): `epsilon_hat=False` does that.
     It matters when gradients are small next to epsilon, as after clipping
-    a BERT's gradient to global norm 1: all-MiniLM-L6-v2 fine-tuned for NER
-    with dropout off and the same batches as `torch.optim.AdamW` has a loss
-    up to 0.09 higher over the first 30 steps by default, and within 1.2e-6
-    of PyTorch's with `epsilon_hat=False` (`python
-    benchmarks/fine_tuning_parity.py`; the same check on a tiny model in
+    a BERT's gradient to global norm 1: with `epsilon_hat=False`,
+    fine-tuning follows `torch.optim.AdamW` step for step, and by default
+    its early losses drift apart (`python benchmarks/fine_tuning_parity.py`;
+    docs/fine_tuning.md, "The optimizer, and matching PyTorch step for
+    step"; the same check on a tiny model in
     `tests/training/test_adamw_torch_parity.py`).
 
     Args: those of `keras.optimizers.AdamW`, and

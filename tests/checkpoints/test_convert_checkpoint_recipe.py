@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+import keras_bert
 from tests.checkpoints.conftest import max_abs_diff
 from tests.checkpoints.conftest import require_references
 from tests.checkpoints.conftest import torch
@@ -18,6 +19,7 @@ from tests.checkpoints.google_writer import google_variables
 from tests.checkpoints.google_writer import write_google_checkpoint
 from tests.checkpoints.test_huggingface_checkpoints import tiny_config
 from tests.helpers import backbone_inputs
+from tests.helpers import tiny_backbone_config
 
 require_references()
 
@@ -29,22 +31,25 @@ VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
 ]
 
 
-def _convert(input_dir, output_dir, to):
-    subprocess.run(
+def _convert(input_dir, output_dir, to, *flags):
+    """`(conversion.json, stderr)` of the recipe run on `input_dir`."""
+    process = subprocess.run(
         [
             sys.executable,
             os.path.join(REPOSITORY, "recipes", "convert_checkpoint.py"),
             f"--input={input_dir}",
             f"--output={output_dir}",
             f"--to={to}",
+            *flags,
         ],
         check=True,
         cwd=REPOSITORY,
         env={**os.environ, "PYTHONPATH": REPOSITORY},
         capture_output=True,
+        text=True,
     )
     with open(os.path.join(output_dir, "conversion.json")) as file:
-        return json.load(file)
+        return json.load(file), process.stderr
 
 
 @pytest.mark.slow
@@ -61,11 +66,11 @@ def test_google_to_keras_to_huggingface(tmp_path):
         file.write("\n".join(VOCABULARY) + "\n")
 
     keras_dir, huggingface_dir = str(tmp_path / "k"), str(tmp_path / "hf")
-    to_keras = _convert(google_dir, keras_dir, "keras")
+    to_keras, _ = _convert(google_dir, keras_dir, "keras")
     assert to_keras["input_format"] == "google"
     assert to_keras["model_class"] == "BertMaskedLM"
     assert "model.keras" in to_keras["files"]
-    to_huggingface = _convert(keras_dir, huggingface_dir, "huggingface")
+    to_huggingface, _ = _convert(keras_dir, huggingface_dir, "huggingface")
     assert to_huggingface["input_format"] == "keras"
     assert to_huggingface["parameters"] == to_keras["parameters"]
 
@@ -93,3 +98,20 @@ def test_google_to_keras_to_huggingface(tmp_path):
     tokenizer = transformers.AutoTokenizer.from_pretrained(huggingface_dir)
     assert tokenizer.convert_tokens_to_ids(["word3"]) == [8]
     assert np.array_equal(tokenizer("word1 word2")["input_ids"], [2, 6, 7, 3])
+
+
+@pytest.mark.slow
+def test_the_deprecated_model_name_converts_with_a_warning(tmp_path):
+    """`--model=question_answerer` (keras_bert.deprecations) still builds
+    the question answerer, and says what to write instead."""
+    model = keras_bert.BertQuestionAnswerer(
+        keras_bert.BertBackbone(**tiny_backbone_config())
+    )
+    input_dir, output_dir = str(tmp_path / "qa"), str(tmp_path / "k")
+    keras_bert.checkpoints.save_huggingface(model, None, input_dir)
+    conversion, stderr = _convert(
+        input_dir, output_dir, "keras", "--model=question_answerer"
+    )
+    assert "FutureWarning" in stderr
+    assert "--model=question_answering" in stderr
+    assert conversion["model_class"] == "BertQuestionAnswerer"

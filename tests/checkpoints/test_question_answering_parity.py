@@ -29,9 +29,9 @@ from tests.checkpoints.google_writer import write_google_checkpoint
 
 require_references()
 
-# float32 through six blocks and a drawn head, two implementations: measured
-# 3.5e-6 / 5.7e-6 (start / end) on one CPU and 1.05e-5 / 6.9e-6 on an AVX-512
-# AMD EPYC, whose oneDNN kernels round differently.
+# float32 through six blocks and a drawn head, two implementations whose
+# kernels (oneDNN's, which differ between CPUs) sum in different orders: a
+# few times float32's rounding of these logits.
 TOLERANCE = 2e-5
 
 QUESTIONS_AND_CONTEXTS = [

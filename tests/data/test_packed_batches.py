@@ -1,5 +1,6 @@
 """packed_batches: packed ids (and labels) in batches cut to their longest
-row; pack_texts is tested as the GLUE code's preprocess_texts."""
+row; pack_texts is tested through the GLUE code's preprocess_glue
+(tests/fine_tuning/glue/test_dataset.py)."""
 
 import numpy as np
 import pytest

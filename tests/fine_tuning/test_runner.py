@@ -407,8 +407,8 @@ def _global_draws():
 
 
 def test_the_processs_global_random_state_is_left_as_it_was(tmp_path):
-    # The run seeds itself (seed=7; its results are as before, bit for
-    # bit), but the caller's generators go on as if it had not run:
+    # The run seeds itself (seed=7; its results repeat bit for bit), but
+    # the caller's generators go on as if it had not run:
     # Python's, NumPy's, TensorFlow's and Keras' global ones.
     keras.utils.set_random_seed(123)  # a seeded caller
     python, numpy = random.getstate(), np.random.get_state()

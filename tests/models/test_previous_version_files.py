@@ -8,9 +8,9 @@ written. A redesign that changes no behaviour keeps every file loading
 to the same outputs, every kept SavedModel answering as it did, and the
 exports of the loaded models answering as the earlier exports did.
 
-- a68cf67 (the commit before the checkpoint and serving code left the
-  model files): every model class's `.keras` and `.weights.h5`, a
-  classifier's export;
+- a68cf67: every model class's `.keras` and `.weights.h5`, a
+  classifier's export, from model classes that held their checkpoint and
+  serving code (CHANGELOG.md, "Models that are only models");
 - 2e700df: `BertTextEmbedder`, a LoRA classifier, `FrozenFeaturesTagger`,
   a backbone with `optimizations=()`, a classifier's int8 and `streams=2`
   exports.

@@ -1,11 +1,11 @@
 """Task models write their weight files in one stable layout.
 
 `weight_layouts/<Model>.txt` lists every dataset (path and shape) of a tiny
-model's `.weights.h5` as keras-bert wrote it at commit a89228f, before
-`BertBackbone.outputs_at` put the backbone's own layers into the heads'
-graphs. Keras names what it writes by the model's layers, so a changed
-layout would make every file written before (`best.weights.h5`, `.keras`
-models, resume backups) fail to load.
+model's `.weights.h5` as keras-bert wrote it at commit a89228f. Keras names
+what it writes by the model's layers, so a head graph that reaches the
+backbone's layers another way (as `BertBackbone.outputs_at` does) must keep
+this layout, or every file written before (`best.weights.h5`, `.keras`
+models, resume backups) would fail to load.
 """
 
 import os

@@ -76,7 +76,7 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
     "arguments, message",
     [
         ([], "Nothing to export: pass --model=FILE.keras"),
-        # Used to end in a TypeError.
+        # A vocabulary without a model: the same message, no TypeError.
         pytest.param(
             ["--vocab_file=vocab.txt"],
             "Nothing to export",

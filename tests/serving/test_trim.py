@@ -3,7 +3,7 @@
 Every raw-text `serving_default` (classifier, pair classifier, regressor,
 backbone embeddings, question answering, token classification) must give
 the outputs it gives when the model runs on all `sequence_length`
-positions (`trim=False`, what exports did before), to 1e-6, while the
+positions (`trim=False`), to 1e-6, while the
 model sees only the longest row's width; the ids endpoints keep taking
 any sequence length up to the model's maximum.
 """
@@ -339,8 +339,8 @@ def test_minilm_sst2_exports_answer_alike_trimmed_or_not(tmp_path):
 
 @pytest.mark.parametrize("kind", ["masked_lm", "text_embedder"])
 def test_fill_mask_and_embedder_trim_and_answer_as_untrimmed(kind):
-    # The endpoints issue 31 added inherit trimming from
-    # `text_and_ids_endpoints`; single texts only (neither takes pairs).
+    # These endpoints get trimming from `text_and_ids_endpoints`; single
+    # texts only (neither takes pairs).
     if kind == "masked_lm":
         served = keras_bert.BertMaskedLM(backbone())
     else:

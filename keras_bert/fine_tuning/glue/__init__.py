@@ -7,7 +7,7 @@
 - `metrics`: GLUE's metrics over a whole split.
 - `submission`: GLUE leaderboard files.
 - `demo`: a small DEMO sample in MNLI's layout (not GLUE data).
-- `fine_tuning`: `GlueFineTuning`, a GLUE task for
+- `job`: `GlueFineTuning`, a GLUE task for
   `keras_bert.fine_tuning.run_fine_tuning` (what `recipes/glue.py` runs).
 """
 

@@ -6,13 +6,9 @@ from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
 from keras_bert.fine_tuning.glue.tasks import get_glue_task
 
-# The packing and batching every task shares, under the names the GLUE
-# code has always used.
-preprocess_texts = pack_texts
-
 
 def preprocess_glue(task, examples, preprocessor, batch_size=256):
-    """`preprocess_texts` on a GLUE split's text features, in order.
+    """`keras_bert.data.pack_texts` on a GLUE split's text features, in order.
 
     Args:
         task: `GlueTask` or str.
@@ -28,7 +24,7 @@ def preprocess_glue(task, examples, preprocessor, batch_size=256):
     """
     task = get_glue_task(task) if isinstance(task, str) else task
     texts = tuple(examples[feature] for feature in task.text_features)
-    return preprocess_texts(texts, preprocessor, batch_size)
+    return pack_texts(texts, preprocessor, batch_size)
 
 
 def preprocess_glue_splits(splits, preprocessor, batch_size=256):
@@ -63,7 +59,7 @@ def preprocess_glue_splits(splits, preprocessor, batch_size=256):
             f"{[len(texts) for texts in columns]}."
         )
     texts = tuple(np.concatenate(side) for side in zip(*columns))
-    features = preprocess_texts(texts, preprocessor, batch_size)
+    features = pack_texts(texts, preprocessor, batch_size)
     ends = np.cumsum([len(texts[0]) for texts in columns])
     starts = np.concatenate([[0], ends[:-1]])
     return [

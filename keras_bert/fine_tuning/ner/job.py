@@ -133,7 +133,7 @@ class NerFineTuning(FineTuningJob):
                 path,
             )
             if not data["words"]:
-                # Refused now: an empty eval file would only fail when it
+                # Refused here: an empty eval file would only fail when it
                 # is first scored, after the first epoch of training.
                 raise ValueError(_empty_file_message(split, path))
         self.labels = label_list(self.data["train"]["tags"])

@@ -5,7 +5,7 @@
   examples, for `tf.data` and for SavedModels that split contexts.
 - `postprocess`: answers from start/end logits, output files.
 - `metrics`: the official v1.1 and v2.0 exact match and F1.
-- `fine_tuning`: `SquadFineTuning`, the task `recipes/squad.py` runs.
+- `job`: `SquadFineTuning`, the job `recipes/squad.py` runs.
 
 The raw-text function a `BertQuestionAnswerer` exports and runs in
 `predict` (the same top answer in graph ops) is in
