@@ -34,7 +34,7 @@ from keras_bert import data  # noqa: E402
 from keras_bert import decoding  # noqa: E402
 from keras_bert import deprecations  # noqa: E402
 from keras_bert import files  # noqa: E402
-from keras_bert import fine_tuning  # noqa: E402  # noqa: E402
+from keras_bert import fine_tuning  # noqa: E402
 from keras_bert import layers  # noqa: E402
 from keras_bert import models  # noqa: E402
 from keras_bert import serving  # noqa: E402
