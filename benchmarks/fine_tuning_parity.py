@@ -1,25 +1,28 @@
-"""Fine-tuning step by step against transformers + torch.optim.AdamW.
+"""Fine-tuning step by step against transformers, and the tagging head's init.
 
-Real all-MiniLM-L6-v2 weights as a 9-tag token classifier (the head drawn
-by `transformers`, copied into ours), the first `--steps` length-grouped
-batches of 32 CoNLL-2003 training windows (`keras_bert.fine_tuning.ner`
-features), dropout off, and BERT's fine-tuning optimisation on both sides:
-AdamW (lr 5e-5, betas 0.9/0.999, eps 1e-6, weight decay 0.01 except biases
-and LayerNorm), linear warmup over 10% of the steps then linear decay,
-gradient clipping to global norm 1.0. Prints, for every step, PyTorch's
-loss and how far each keras-bert variant's loss is from it:
+Real all-MiniLM-L6-v2 weights as a CoNLL-2003 token classifier on
+length-grouped batches of 32 windows (`keras_bert.fine_tuning.ner`
+features, sequence 128, stride 63), with BERT's fine-tuning optimisation
+on both sides: AdamW (lr 5e-5, 0.9/0.999, epsilon 1e-6, decay 0.01 except
+biases and LayerNorm), 10% warmup then linear decay, clipping at 1.0.
 
-  ours              keras_bert.training.create_adamw(..., epsilon_hat=False):
-                    PyTorch's epsilon
-  ours, default     create_adamw(...): Keras' "epsilon hat"
-  keras clipping    epsilon_hat=False, but Keras' own global-norm clipping
-                    (which squares an embedding gradient's slices before
-                    summing them)
+Default: dropout off, the head drawn by transformers and copied into ours,
+the first `--steps` batches; prints PyTorch's loss at every step
+(`contestants/torch_loop.py`) and each keras-bert variant's distance to it
+(`contestants/keras_loop.py`): `ours` (`create_adamw(...,
+epsilon_hat=False)`: PyTorch's epsilon), `ours, default` (Keras' "epsilon
+hat") and `keras clipping` (PyTorch's epsilon, but Keras' own global-norm
+clipping, which squares an embedding gradient's slices before summing).
+
+`--head=copied|normal|truncated`: one whole epoch with dropout 0.1, the
+settings of `ner_finetune.py`, only the head's initial kernel differing:
+transformers' head copied in (`normal_(0, 0.02)` after
+`torch.manual_seed(seed)`), `BertTokenClassifier`'s own normal of std
+0.02, or a truncated normal of std 0.02 (Google's BERT heads); prints the
+epoch's mean training loss and each quarter's.
 
     python benchmarks/fine_tuning_parity.py --steps=30
-
-Needs the CoNLL-2003 train file of `../shared/conll2003/`, `torch` and
-`transformers`.
+    python benchmarks/fine_tuning_parity.py --head=truncated
 """
 
 import os
@@ -34,17 +37,17 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import keras_loop  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
-TRAIN_FILE = os.path.join(common.SHARED, "conll2003", "train.txt")
-
 flags.DEFINE_integer("steps", 30, "Training steps to compare.")
-flags.DEFINE_integer("batch_size", 32, "Windows per batch.")
+flags.DEFINE_enum("head", None, ["copied", "normal", "truncated"], "Head init.")
+flags.DEFINE_integer("limit_train", None, "--head: the first N sentences.")
+flags.DEFINE_integer("seed", 0, "Seed of the head, dropout and batch order.")
 FLAGS = flags.FLAGS
 
-
-# BERT's fine-tuning optimisation, as `torch_loop.fine_tune` reads it.
+BATCH, LENGTH, LEARNING_RATE = 32, 128, 5e-5
 SETTINGS = dict(
     epochs=1,
-    learning_rate=5e-5,
+    batch_size=BATCH,
+    learning_rate=LEARNING_RATE,
     warmup_fraction=0.1,
     weight_decay=0.01,
     adam_beta_1=0.9,
@@ -54,48 +57,96 @@ SETTINGS = dict(
 )
 
 
-def make_windows(tokenizer, steps, batch_size):
-    """The windows of the first `2 × steps × batch_size` training
-    sentences, and the rows of the first `steps` length-grouped batches
-    (seed 0, epoch 0)."""
+def conll_batches(sentences):
+    """The windows of the first `sentences` CoNLL-2003 training sentences,
+    the rows of their length-grouped batches (epoch 0) and the labels."""
+    import keras_bert
     from keras_bert.data.length_grouped_epochs import length_grouped_order
     from keras_bert.fine_tuning.ner import label_list
     from keras_bert.fine_tuning.ner import ner_features
     from keras_bert.fine_tuning.ner import read_conll
 
-    data = read_conll(TRAIN_FILE)
+    data = read_conll(os.path.join(common.SHARED, "conll2003", "train.txt"))
     labels = label_list(data["tags"])
     index = {label: i for i, label in enumerate(labels)}
-    count = 2 * steps * batch_size
-    words = data["words"][:count]
-    label_ids = [[index[t] for t in tags] for tags in data["tags"][:count]]
     features = ner_features(
-        tokenizer, words, label_ids, sequence_length=128, stride=63
+        keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir()),
+        data["words"][:sentences],
+        [[index[t] for t in tags] for tags in data["tags"][:sentences]],
+        sequence_length=LENGTH,
+        stride=63,
     )
     lengths = features["padding_mask"].sum(axis=1)
-    order = length_grouped_order(lengths, batch_size, 0, 0)
-    return features, order[: steps * batch_size], labels
+    order = length_grouped_order(lengths, BATCH, FLAGS.seed, 0)
+    rows = [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
+    return features, rows, labels
 
 
-def torch_losses(path, features, rows, num_labels):
-    import torch
+def torch_classifier(num_labels, dropout):
     import transformers
 
-    model = torch_loop.from_pretrained(
+    return torch_loop.from_pretrained(
         transformers.BertForTokenClassification,
-        path,
-        dropout=0.0,
-        seed=0,
+        common.minilm_dir(),
+        dropout=dropout,
+        seed=FLAGS.seed,
         num_labels=num_labels,
     )
-    head = (
-        model.classifier.weight.detach().numpy().T.copy(),
-        model.classifier.bias.detach().numpy().copy(),
+
+
+def head_of(torch_model):
+    """transformers' head as a Keras kernel and bias."""
+    return (
+        torch_model.classifier.weight.detach().numpy().T.copy(),
+        torch_model.classifier.bias.detach().numpy().copy(),
     )
 
+
+def keras_losses(batches, num_labels, head=None, dropout=0.0, **adamw):
+    """keras-bert's per-step losses: dropout off (the backbone's and the
+    head's) or as the checkpoint has it; `head`: a kernel and bias to
+    start from, or a function of the model that sets them."""
+    import keras
+
+    import keras_bert
+
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(FLAGS.seed)
+    if dropout:
+        model = keras_bert.BertTokenClassifier.from_checkpoint(
+            common.minilm_dir(), num_classes=num_labels
+        )
+    else:
+        backbone = keras_bert.BertBackbone.from_checkpoint(
+            common.minilm_dir(), dropout=0.0, attention_dropout=0.0
+        )
+        model = keras_bert.BertTokenClassifier(backbone, num_labels, dropout=0.0)
+    if callable(head):
+        head(model)
+    elif head is not None:
+        model.output_dense.kernel.assign(head[0])
+        model.output_dense.bias.assign(head[1])
+    return keras_loop.train_on_batches(model, batches, LEARNING_RATE, **adamw)
+
+
+def compare_steps():
+    import keras
+    import numpy as np
+    import torch
+
+    import keras_bert
+
+    features, rows, labels = conll_batches(2 * FLAGS.steps * BATCH)
+    rows = rows[: FLAGS.steps]
+    batches = [common.cut_batch(features, r, LENGTH) for r in rows]
+    model = torch_classifier(len(labels), dropout=0.0)
+    head = head_of(model)
+
     def step_loss(batch_rows):
-        batch = common.cut_batch(features, batch_rows, 128)
-        tensors = {k: torch.from_numpy(v).long() for k, v in batch.items()}
+        tensors = {
+            k: torch.from_numpy(v).long()
+            for k, v in common.cut_batch(features, batch_rows, LENGTH).items()
+        }
         return model(
             input_ids=tensors["token_ids"],
             token_type_ids=tensors["segment_ids"],
@@ -103,86 +154,25 @@ def torch_losses(path, features, rows, num_labels):
             labels=tensors["labels"],
         ).loss
 
-    run = torch_loop.fine_tune(
-        model,
-        dict(SETTINGS, batch_size=FLAGS.batch_size),
-        len(rows),
-        epoch_order=lambda epoch: rows,
-        step_loss=step_loss,
-    )
-    return run["losses"], head
-
-
-def keras_losses(path, batches, num_labels, head, **adamw):
-    import keras
-
-    import keras_bert
-
-    keras.utils.clear_session()
-    backbone = keras_bert.BertBackbone.from_checkpoint(
-        path, dropout=0.0, attention_dropout=0.0
-    )
-    model = keras_bert.BertTokenClassifier(
-        backbone, num_classes=num_labels, dropout=0.0
-    )
-    model.output_dense.kernel.assign(head[0])
-    model.output_dense.bias.assign(head[1])
-    return keras_loop.train_on_batches(
-        model,
-        batches,
-        SETTINGS["learning_rate"],
-        SETTINGS["warmup_fraction"],
-        **adamw,
-    )
-
-
-class _KerasClipping:
-    """Restores Keras' own `_clip_gradients` on our AdamW for a run."""
-
-    def __enter__(self):
-        import keras
-
-        import keras_bert
-
-        self.ours = keras_bert.training.AdamW._clip_gradients
-        keras_bert.training.AdamW._clip_gradients = (
-            keras.optimizers.AdamW._clip_gradients
-        )
-
-    def __exit__(self, *exc):
-        import keras_bert
-
-        keras_bert.training.AdamW._clip_gradients = self.ours
-
-
-def main(argv):
-    del argv
-    import torch
-
-    import keras_bert
-
-    torch.set_num_threads(2)
-    path = common.minilm_dir()
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
-    features, rows, labels = make_windows(
-        tokenizer, FLAGS.steps, FLAGS.batch_size
-    )
-    reference, head = torch_losses(path, features, rows, len(labels))
-    batches = [
-        common.cut_batch(features, rows[first : first + FLAGS.batch_size], 128)
-        for first in range(0, len(rows), FLAGS.batch_size)
-    ]
-    args = (path, batches, len(labels), head)
-    variants = {"ours": keras_losses(*args, epsilon_hat=False)}
-    variants["ours, default"] = keras_losses(*args)
-    with _KerasClipping():
-        variants["keras clipping"] = keras_losses(*args, epsilon_hat=False)
+    flat = np.concatenate(rows)
+    reference = torch_loop.fine_tune(
+        model, SETTINGS, len(flat), lambda epoch: flat, step_loss
+    )["losses"]
+    variants = {
+        "ours": keras_losses(batches, len(labels), head, epsilon_hat=False),
+        "ours, default": keras_losses(batches, len(labels), head),
+    }
+    # Keras' own `_clip_gradients` on our AdamW, for one run.
+    ours = keras_bert.training.AdamW._clip_gradients
+    keras_bert.training.AdamW._clip_gradients = keras.optimizers.AdamW._clip_gradients  # fmt: skip
+    try:
+        variants["keras clipping"] = keras_losses(batches, len(labels), head, epsilon_hat=False)  # fmt: skip
+    finally:
+        keras_bert.training.AdamW._clip_gradients = ours
     print("| step | torch loss | " + " | ".join(variants) + " |")
     print("|---|---|" + "---|" * len(variants))
     for step, loss in enumerate(reference):
-        differences = " | ".join(
-            f"{losses[step] - loss:+.1e}" for losses in variants.values()
-        )
+        differences = " | ".join(f"{v[step] - loss:+.1e}" for v in variants.values())
         print(f"| {step} | {loss:.6f} | {differences} |")
     print(
         "max |difference|: "
@@ -191,6 +181,39 @@ def main(argv):
             for name, losses in variants.items()
         )
     )
+
+
+def head_init():
+    import keras
+    import numpy as np
+
+    features, rows, labels = conll_batches(FLAGS.limit_train)
+    batches = [common.cut_batch(features, r, LENGTH) for r in rows]
+    head = None  # "normal": the model's own
+    if FLAGS.head == "copied":
+        head = head_of(torch_classifier(len(labels), dropout=0.1))
+    elif FLAGS.head == "truncated":
+
+        def head(model):
+            kernel = model.output_dense.kernel
+            initializer = keras.initializers.TruncatedNormal(0.0, 0.02, FLAGS.seed)
+            kernel.assign(initializer(kernel.shape))
+
+    losses = keras_losses(batches, len(labels), head, dropout=0.1, epsilon_hat=False)  # fmt: skip
+    quarter = len(losses) // 4
+    quarters = [np.mean(losses[i * quarter : (i + 1) * quarter]) for i in range(4)]
+    print(
+        f"head={FLAGS.head} seed={FLAGS.seed}: mean loss {np.mean(losses):.4f} "
+        f"over {len(losses)} steps; quarters {common.listed(quarters, '{:.4f}')}"
+    )
+
+
+def main(argv):
+    del argv
+    import torch
+
+    torch.set_num_threads(2)
+    head_init() if FLAGS.head else compare_steps()
 
 
 if __name__ == "__main__":

@@ -6,56 +6,35 @@ layout), the same hyper-parameters for every contestant (sequence length
 128, batch 32, peak learning rate 2e-5, 1 epoch), everything else as each
 tool does it by default:
 
-  recipe      `python recipes/glue.py --task=sst2 ...`: keras-bert's
-              recipe (its tokenizer in `tf.data`, batches of like-length
-              examples, `--group_by_length`, each cut to its longest row,
-              AdamW with 10% warmup then linear decay, dev accuracy after
-              the epoch).
-  keras_hub   keras-hub's `BertTextClassifier` with its own
-              `BertTextClassifierPreprocessor` (padding every row to 128),
-              loaded by keras-hub's own Hugging Face converter from the same
-              local directory (`from_preset(<dir>)`: keras-hub reads a
-              directory holding a `transformers` config.json and
-              model.safetensors itself; only `hf://` needs the network);
-              `keras.optimizers.AdamW(2e-5)` decayed linearly to 0 (keras-hub
-              compiles with a constant rate by default), `fit` on the raw
-              strings, `predict` on dev.
+  recipe      `python recipes/glue.py --task=sst2 ...`: its tokenizer in
+              `tf.data`, like-length batches (`--group_by_length`) each cut
+              to its longest row, AdamW with 10% warmup then linear decay.
+  keras_hub   keras-hub's `BertTextClassifier` with its own preprocessor
+              (every row padded to 128), loaded by keras-hub's Hugging Face
+              converter from the same local directory; `keras.optimizers.
+              AdamW(2e-5)` decayed linearly to 0 (keras-hub compiles with a
+              constant rate by default), `fit` on the raw strings,
+              `predict` on dev.
   hf_trainer  `transformers.Trainer` (PyTorch) with
               `AutoModelForSequenceClassification` and its fast tokenizer,
-              truncation to 128 and its default dynamic padding
-              (`DataCollatorWithPadding`), its default AdamW and linear
-              decay.
-
-One more row gives the Trainer the recipe's batching, nothing else
-changed:
-
-  hf_trainer_grouped  the Trainer with
-                      `train_sampling_strategy="group_by_length"` (its
-                      `LengthGroupedSampler`, transformers 4's
-                      `group_by_length=True`; off by default).
-
-and one gives keras-hub XLA, nothing else changed:
-
+              truncation to 128, its default dynamic padding, AdamW and
+              linear decay.
+  hf_trainer_grouped  the Trainer with `train_sampling_strategy=
+              "group_by_length"` (its `LengthGroupedSampler`; off by
+              default): the recipe's batching, nothing else changed.
   keras_hub_xla  `keras_hub` compiled with `jit_compile=True` (keras-hub's
-                 default "auto" leaves XLA off on a CPU, though its fixed
-                 128-token batches are what XLA compiles best).
+              "auto" leaves XLA off on a CPU), nothing else changed.
+  recipe_ungrouped  (only when named in `--contestants`) the recipe with
+              `--nogroup_by_length`.
 
-(`--contestant=recipe_ungrouped` runs the recipe with `--nogroup_by_length`,
-plainly shuffled batches each cut to its longest row, when asked for with
-`--contestants`.)
-
-Each job runs in its own process, all alternating (the order rotated
-every round); the driver times each process from start to exit (total job
-time, imports and loading included), and each job reports its training and
-evaluation wall time and dev accuracy. Round k runs every contestant with
-seed k, so the dev accuracies of the rounds show the seed-to-seed noise.
-Reported: medians over rounds, and per round the paired ratio of each
-other contestant's time to the recipe's (>1: the recipe is faster). A
-contestant's row uses the rounds in which it and the recipe both ran, so
-later runs may add contestants in new rounds (`--first_round`,
-`--contestants`) without re-running the others; each record keeps the
-command that made it and the machine's load average when it started, and
-the section lists both.
+Each job runs in its own process, all alternating (the order rotated every
+round; round k: seed k for every contestant); the driver times each
+process from start to exit (the total job time), and each job reports its
+training and evaluation wall time and dev accuracy. Reported: medians over
+the rounds, and each peer's time paired with the recipe's of the same
+round (>1: the recipe is faster). A row uses the rounds in which it and
+the recipe both ran, so later runs may add contestants in new rounds
+(`--first_round`, `--contestants`).
 
     python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
     python benchmarks/finetune_job.py --summarize      # table from the JSONs
@@ -65,14 +44,10 @@ Writes `benchmarks/finetune_job/<contestant>_round<k>.json` and the
 needs `accelerate` (in the `dev` extra).
 """
 
+import os
+import sys
+import tempfile
 import time
-
-START = time.time()
-
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -82,8 +57,6 @@ from absl import flags  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
-GLUE_DIR = os.path.join(common.SHARED, "glue")
-OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "finetune_job")
 CONTESTANTS = (
     "recipe",
     "keras_hub",
@@ -91,33 +64,23 @@ CONTESTANTS = (
     "hf_trainer_grouped",
     "keras_hub_xla",
 )
-# Rounds 0-2 were written before records kept their command.
-FIRST_COMMAND = "python benchmarks/finetune_job.py --rounds=3"
+KNOWN = CONTESTANTS + ("recipe_ungrouped",)
 SEQUENCE_LENGTH, BATCH_SIZE, LEARNING_RATE, EPOCHS = 128, 32, 2e-5, 1
 
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
-flags.DEFINE_enum(
-    "contestant",
-    None,
-    CONTESTANTS + ("recipe_ungrouped",),
-    "Run one job (worker).",
-)
-flags.DEFINE_list(
-    "contestants", list(CONTESTANTS), "Contestants of each round (driver)."
-)
+flags.DEFINE_list("contestants", list(CONTESTANTS), "Contestants of a round.")
+flags.DEFINE_enum("worker", None, KNOWN, "Internal: run one job.")
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
-flags.DEFINE_string("glue_dir", GLUE_DIR, "GLUE data directory.")
+flags.DEFINE_string(
+    "glue_dir", os.path.join(common.SHARED, "glue"), "GLUE data directory."
+)
+flags.DEFINE_string(
+    "output_dir", os.path.join(os.path.dirname(__file__), "finetune_job"),
+    "Where the round records go.",
+)  # fmt: skip
 flags.DEFINE_integer("seed", 0, "Seed of one job (worker).")
 FLAGS = flags.FLAGS
-
-
-def read_sst2(split):
-    """Sentences and labels of SST-2's `split` TSV (header, tab columns)."""
-    path = os.path.join(FLAGS.glue_dir, "SST-2", f"{split}.tsv")
-    with open(path, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f][1:]
-    return [row[0] for row in rows], [int(row[1]) for row in rows]
 
 
 def run_keras_hub(jit_compile="auto"):
@@ -127,37 +90,32 @@ def run_keras_hub(jit_compile="auto"):
     import tensorflow as tf
 
     keras.utils.set_random_seed(FLAGS.seed)
-    sentences, labels = read_sst2("train")
-    dev_sentences, dev_labels = read_sst2("dev")
-    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
+    sentences, labels = common.read_sst2(FLAGS.glue_dir, "train")
+    dev_sentences, dev_labels = common.read_sst2(FLAGS.glue_dir, "dev")
+    models = keras_hub.models
+    preprocessor = models.BertTextClassifierPreprocessor.from_preset(
         common.minilm_dir(), sequence_length=SEQUENCE_LENGTH
     )
-    classifier = keras_hub.models.BertTextClassifier.from_preset(
+    classifier = models.BertTextClassifier.from_preset(
         common.minilm_dir(), num_classes=2, preprocessor=preprocessor
     )
     steps = EPOCHS * -(-len(labels) // BATCH_SIZE)
+    schedule = keras.optimizers.schedules.PolynomialDecay(
+        LEARNING_RATE, decay_steps=steps, end_learning_rate=0.0
+    )
     classifier.compile(
-        optimizer=keras.optimizers.AdamW(
-            keras.optimizers.schedules.PolynomialDecay(
-                LEARNING_RATE, decay_steps=steps, end_learning_rate=0.0
-            )
-        ),
+        optimizer=keras.optimizers.AdamW(schedule),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["sparse_categorical_accuracy"],
         jit_compile=jit_compile,
     )
-    train = (
-        tf.data.Dataset.from_tensor_slices((sentences, labels))
-        .shuffle(len(labels), seed=FLAGS.seed)
-        .batch(BATCH_SIZE)
-    )
+    train = tf.data.Dataset.from_tensor_slices((sentences, labels))
+    train = train.shuffle(len(labels), seed=FLAGS.seed).batch(BATCH_SIZE)
     start = time.time()
     classifier.fit(train, epochs=EPOCHS, verbose=2)
-    train_seconds = time.time() - start
-    start = time.time()
-    logits = classifier.predict(
-        tf.data.Dataset.from_tensor_slices(dev_sentences).batch(64), verbose=0
-    )
+    train_seconds, start = time.time() - start, time.time()
+    dev = tf.data.Dataset.from_tensor_slices(dev_sentences).batch(64)
+    logits = classifier.predict(dev, verbose=0)
     eval_seconds = time.time() - start
     accuracy = float(np.mean(np.argmax(logits, -1) == np.array(dev_labels)))
     return len(labels), train_seconds, eval_seconds, accuracy
@@ -169,8 +127,8 @@ def run_hf_trainer(group_by_length=False):
     import transformers
 
     transformers.set_seed(FLAGS.seed)
-    sentences, labels = read_sst2("train")
-    dev_sentences, dev_labels = read_sst2("dev")
+    sentences, labels = common.read_sst2(FLAGS.glue_dir, "train")
+    dev_sentences, dev_labels = common.read_sst2(FLAGS.glue_dir, "dev")
     tokenizer = transformers.AutoTokenizer.from_pretrained(common.minilm_dir())
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         common.minilm_dir(), num_labels=2
@@ -188,8 +146,7 @@ def run_hf_trainer(group_by_length=False):
 
         def __getitem__(self, i):
             item = {key: value[i] for key, value in self.encoded.items()}
-            item["labels"] = self.targets[i]
-            return item
+            return dict(item, labels=self.targets[i])
 
     with tempfile.TemporaryDirectory() as output_dir:
         arguments = transformers.TrainingArguments(
@@ -215,14 +172,12 @@ def run_hf_trainer(group_by_length=False):
         )
         start = time.time()
         trainer.train()
-        train_seconds = time.time() - start
-        start = time.time()
+        train_seconds, start = time.time() - start, time.time()
         predictions = trainer.predict(Examples(dev_sentences, dev_labels))
         eval_seconds = time.time() - start
-    # With train_sampling_strategy="group_by_length", transformers 5 also
-    # draws prediction batches length-grouped and shuffled, and returns
-    # the predictions in that order: score them against the labels it
-    # returns beside them (the same order), not the file's.
+    # Length-grouped, the Trainer also predicts in shuffled length groups and
+    # returns the predictions in that order: score them against the labels
+    # it returns beside them, not the file's.
     gold = np.asarray(predictions.label_ids)
     if sorted(gold.tolist()) != sorted(dev_labels):
         raise RuntimeError("The Trainer's label_ids are not the dev labels.")
@@ -230,48 +185,26 @@ def run_hf_trainer(group_by_length=False):
     return len(labels), train_seconds, eval_seconds, accuracy
 
 
-def recipe_command(model_dir, seed, grouped=True):
-    return recipe.command(
-        "glue",
-        task="sst2",
-        data_dir=FLAGS.glue_dir,
-        init_checkpoint=common.minilm_dir(),
-        model_dir=model_dir,
-        sequence_length=SEQUENCE_LENGTH,
-        batch_size=BATCH_SIZE,
-        learning_rate=LEARNING_RATE,
-        epochs=EPOCHS,
-        seed=seed,
-        group_by_length=grouped,
-    )
-
-
 def run_job(contestant, round_index):
     """Runs one contestant's job in a fresh process; returns its record."""
     context = common.job_context()
     with tempfile.TemporaryDirectory() as model_dir:
         if contestant.startswith("recipe"):
-            command = recipe_command(
-                model_dir, round_index, grouped=contestant == "recipe"
+            command = recipe.command(
+                "glue",
+                task="sst2",
+                data_dir=FLAGS.glue_dir,
+                init_checkpoint=common.minilm_dir(),
+                model_dir=model_dir,
+                sequence_length=SEQUENCE_LENGTH,
+                batch_size=BATCH_SIZE,
+                learning_rate=LEARNING_RATE,
+                epochs=EPOCHS,
+                seed=round_index,
+                group_by_length=contestant == "recipe",
             )
-        else:
-            command = [
-                sys.executable,
-                os.path.abspath(__file__),
-                f"--contestant={contestant}",
-                f"--glue_dir={FLAGS.glue_dir}",
-                f"--seed={round_index}",
-            ]
-        start = time.time()
-        process = subprocess.run(command, capture_output=True, text=True)
-        total = time.time() - start
-        if process.returncode:
-            sys.stderr.write(process.stderr[-5000:])
-            raise RuntimeError(f"{contestant} failed ({process.returncode})")
-        if contestant.startswith("recipe"):
-            results = common.read_record(
-                os.path.join(model_dir, "results.json")
-            )
+            total = common.run_process(command)[1]
+            results = common.read_record(f"{model_dir}/results.json")
             epoch = results["epochs"][0]
             record = {
                 "num_train_examples": results["num_train_examples"],
@@ -280,7 +213,11 @@ def run_job(contestant, round_index):
                 "dev_accuracy": results["metrics"]["validation"]["accuracy"],
             }
         else:
-            record = common.worker_result(process.stdout)
+            command = common.script_command(
+                __file__, f"--worker={contestant}", f"--seed={round_index}",
+                *common.flag_values("glue_dir"),
+            )  # fmt: skip
+            record, total, _ = common.run_worker(command)
     record.update(
         contestant=contestant,
         round=round_index,
@@ -289,7 +226,6 @@ def run_job(contestant, round_index):
         train_examples_per_second=round(
             record["num_train_examples"] / record["train_seconds"], 2
         ),
-        machine=common.machine_description(),
         **context,
     )
     return record
@@ -298,23 +234,15 @@ def run_job(contestant, round_index):
 def summarize():
     import numpy as np
 
-    records = {
-        (record["contestant"], record["round"]): record
-        for record in common.read_records(OUTPUT_DIR)
-    }
+    records = common.by_round(common.read_records(FLAGS.output_dir))
     contestants = [
-        c
-        for c in CONTESTANTS + ("recipe_ungrouped",)
-        if common.paired_rounds(records, ("recipe", c))
+        c for c in KNOWN if common.paired_rounds(records, ("recipe", c))
     ]
     if "recipe" not in contestants:
-        raise SystemExit(f"No recipe round in {OUTPUT_DIR}.")
+        raise SystemExit(f"No recipe round in {FLAGS.output_dir}.")
 
     def values(contestant, key, rounds):
         return np.array([records[(contestant, r)][key] for r in rounds])
-
-    def listed(rounds):
-        return ", ".join(str(r) for r in rounds)
 
     rows = [
         "| contestant | rounds | training examples/s | training (s) "
@@ -322,28 +250,6 @@ def summarize():
         "| dev accuracy (each round's seed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for contestant in contestants:
-        rounds = common.paired_rounds(records, ("recipe", contestant))
-        accuracy = values(contestant, "dev_accuracy", rounds)
-        accuracies = ", ".join(f"{a:.4f}" for a in accuracy)
-        spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
-        median = {
-            key: np.median(values(contestant, key, rounds))
-            for key in (
-                "train_examples_per_second",
-                "train_seconds",
-                "eval_seconds",
-                "total_seconds",
-            )
-        }
-        rows.append(
-            f"| {contestant} | {listed(rounds)} "
-            f"| {median['train_examples_per_second']:.1f} "
-            f"| {median['train_seconds']:.1f} "
-            f"| {median['eval_seconds']:.1f} "
-            f"| {median['total_seconds']:.1f} "
-            f"| {np.mean(accuracy):.4f} ± {spread:.4f} | {accuracies} |"
-        )
     ratio_rows = [
         "",
         "Paired ratios to the recipe (per round, the same seed; >1: the "
@@ -353,49 +259,49 @@ def summarize():
         "| total job time (peer / recipe) | per round (training; total) |",
         "|---|---|---|---|---|",
     ]
-    for peer in contestants[1:]:
-        rounds = common.paired_rounds(records, ("recipe", peer))
-        train = values("recipe", "train_examples_per_second", rounds) / (
-            values(peer, "train_examples_per_second", rounds)
+    for contestant in contestants:
+        rounds = common.paired_rounds(records, ("recipe", contestant))
+        accuracy = values(contestant, "dev_accuracy", rounds)
+        spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
+        medians = [
+            np.median(values(contestant, key, rounds))
+            for key in (
+                "train_examples_per_second",
+                "train_seconds",
+                "eval_seconds",
+                "total_seconds",
+            )
+        ]
+        rows.append(
+            f"| {contestant} | {common.listed(rounds)} | "
+            + " | ".join(f"{m:.1f}" for m in medians)
+            + f" | {np.mean(accuracy):.4f} ± {spread:.4f} "
+            f"| {common.listed(accuracy, '{:.4f}')} |"
         )
-        total = values(peer, "total_seconds", rounds) / values(
+        if contestant == "recipe":
+            continue
+        train = values("recipe", "train_examples_per_second", rounds) / (
+            values(contestant, "train_examples_per_second", rounds)
+        )
+        total = values(contestant, "total_seconds", rounds) / values(
             "recipe", "total_seconds", rounds
         )
         per_round = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
         ratio_rows.append(
-            f"| {peer} | {listed(rounds)} | {np.median(train):.2f} "
-            f"| {np.median(total):.2f} | {per_round} |"
+            f"| {contestant} | {common.listed(rounds)} "
+            f"| {np.median(train):.2f} | {np.median(total):.2f} "
+            f"| {per_round} |"
         )
-    runs = {}  # command -> its rounds
-    for (_, r), record in sorted(records.items(), key=lambda i: i[0][1]):
-        rounds = runs.setdefault(record.get("command", FIRST_COMMAND), [])
-        if r not in rounds:
-            rounds.append(r)
-    commands = "; ".join(
-        f"rounds {listed(rounds)}: `{command}`"
-        for command, rounds in runs.items()
-    )
-    loads = ", ".join(
-        f"round {r}: {', '.join(str(x) for x in load)}"
-        for r in sorted({r for _, r in records})
-        if (
-            load := [
-                record["load_average"]
-                for (_, rr), record in sorted(records.items())
-                if rr == r and "load_average" in record
-            ]
-        )
-    )
-    machines = sorted({record["machine"] for record in records.values()})
     table = "\n".join(rows + ratio_rows)
     print(table)
-    recipe_record = next(v for k, v in records.items() if k[0] == "recipe")
+    examples = next(v for k, v in records.items() if k[0] == "recipe")
+    loads = common.loads_note(records)
     common.update_results(
         "finetune_job",
         "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
-        f"({commands}; see the script's docstring for what each contestant "
-        "runs): MiniLM-L6-H384, "
-        f"{recipe_record['num_train_examples']} training "
+        f"({common.commands_note(records)}; see the script's docstring for "
+        "what each contestant runs): MiniLM-L6-H384, "
+        f"{examples['num_train_examples']} training "
         "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians over "
         "the rounds each row names, each round alternating its contestants "
         "(round k: seed k for every contestant), each job a fresh process; "
@@ -407,41 +313,28 @@ def summarize():
             if "keras_hub_xla" in contestants
             else ".\n"
         )
-        + (
-            f"Load average (1 min) as each job started: {loads}; "
-            + common.load_note(
-                [
-                    r["load_average"]
-                    for r in records.values()
-                    if "load_average" in r
-                ]
-            )
-            + "\n"
-            if loads
-            else ""
-        )
-        + "\n".join(machines)
+        + (f"{loads}\n" if loads else "")
+        + common.machines_note(records.values())
         + f"\n\n{table}\n",
     )
 
 
 def main(argv):
     del argv
-    known = CONTESTANTS + ("recipe_ungrouped",)
-    if set(FLAGS.contestants) - set(known):
+    if set(FLAGS.contestants) - set(KNOWN):
         raise app.UsageError(
-            f"--contestants must be among {known}. Received: "
+            f"--contestants must be among {KNOWN}. Received: "
             f"{FLAGS.contestants}"
         )
-    if FLAGS.contestant:
+    if FLAGS.worker:
         run = {
             "keras_hub": run_keras_hub,
             "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
             "hf_trainer": run_hf_trainer,
             "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
-        }[FLAGS.contestant]
+        }[FLAGS.worker]
         examples, train_seconds, eval_seconds, accuracy = run()
-        common.print_result(
+        return common.print_result(
             {
                 "num_train_examples": examples,
                 "train_seconds": round(train_seconds, 1),
@@ -449,12 +342,11 @@ def main(argv):
                 "dev_accuracy": accuracy,
             }
         )
-        return
     if not FLAGS.summarize:
         common.run_rounds(
             run_job,
             tuple(FLAGS.contestants),
-            OUTPUT_DIR,
+            FLAGS.output_dir,
             FLAGS.first_round,
             FLAGS.rounds,
         )

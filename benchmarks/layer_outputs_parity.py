@@ -1,26 +1,21 @@
 r"""Every layer's hidden states and attention probabilities vs transformers.
 
-Loads the real all-MiniLM-L6-v2 weights (`common.minilm_dir()`) into
-`keras_bert.BertBackbone.from_checkpoint` and into
-`transformers.BertModel` (PyTorch, CPU, float32, `attn_implementation=
-"eager"`), tokenizes the SST-2 dev sentences (`../shared/glue/SST-2/
-dev.tsv`) with the checkpoint's Hugging Face tokenizer, in batches padded
-to their longest sentence, and compares `BertBackbone.layer_outputs(...,
-return_attention_probabilities=True)` with `output_hidden_states=True,
-output_attentions=True`:
-
-- `hidden_states` (7 of `(batch, seq, 384)`): every element at real
-  tokens; also every element, padding included (at a `[PAD]` query no
-  two float32 implementations agree to 1e-5: see
-  tests/checkpoints/test_minilm_parity.py);
-- `attentions` (6 of `(batch, 12, seq, seq)`): every probability of a
-  real query (over all keys, padding keys included: both give them 0);
-  also every element.
+The real all-MiniLM-L6-v2 weights in `BertBackbone.from_checkpoint` and in
+`transformers.BertModel` (PyTorch, float32, `attn_implementation="eager"`)
+on the SST-2 dev sentences (`../shared/glue/SST-2/dev.tsv`), tokenized by
+the checkpoint's Hugging Face tokenizer in batches padded to their longest
+sentence: `BertBackbone.layer_outputs(..., return_attention_probabilities=
+True)` against `output_hidden_states=True, output_attentions=True`.
+Hidden states (7 of `(batch, seq, 384)`) at real tokens, and every element
+with padding (at a `[PAD]` query no two float32 implementations agree to
+1e-5: tests/checkpoints/test_minilm_parity.py); attention probabilities
+(6 of `(batch, 12, seq, seq)`) of real queries over all keys, and every
+element.
 
     python benchmarks/layer_outputs_parity.py --max_sentences=0
 
-Prints the maximum absolute differences (never a mean) and the sentence
-count; exits non-zero if a real-token figure is over `--tolerance`.
+Prints the maximum absolute differences (never a mean) and the counts;
+exits non-zero if a real-token figure is over `--tolerance`.
 """
 
 import csv
@@ -35,19 +30,22 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
+FIGURES = (
+    "hidden_states_real_tokens",
+    "hidden_states_all",
+    "attentions_real_queries",
+    "attentions_all",
+)
+
 
 def define_flags():
-    """The script's flags, defined only when it runs (the tests import
-    its functions beside other scripts that define flags of the same
-    names)."""
+    """The script's flags, defined when it runs (tests import `compare`)."""
     flags.DEFINE_string(
         "sentences_file",
         os.path.join(common.SHARED, "glue", "SST-2", "dev.tsv"),
         "A TSV with a `sentence` column.",
     )
-    flags.DEFINE_integer(
-        "max_sentences", 0, "Sentences compared, from the first; 0: all."
-    )
+    flags.DEFINE_integer("max_sentences", 0, "Sentences compared; 0: all.")
     flags.DEFINE_integer("batch_size", 32, "Sentences per padded batch.")
     flags.DEFINE_float("tolerance", 1e-5, "The largest real-token difference.")
 
@@ -63,14 +61,10 @@ def read_sentences(path, limit=0):
 
 
 def compare(checkpoint_dir, sentences, batch_size=32):
-    """Maximum absolute differences between keras_bert's and transformers'
-    hidden states and attention probabilities on `sentences`.
-
-    Returns a dict: `hidden_states_real_tokens`, `hidden_states_all`,
-    `attentions_real_queries`, `attentions_all` (floats), `num_sentences`,
+    """The maximum absolute differences of `FIGURES` between keras_bert's and
+    transformers' outputs on `sentences`, and `num_sentences`,
     `num_batches`, `num_padded_rows`, `num_hidden_states`,
-    `num_attentions`.
-    """
+    `num_attentions`."""
     import torch
     import transformers
 
@@ -81,34 +75,22 @@ def compare(checkpoint_dir, sentences, batch_size=32):
         checkpoint_dir, attn_implementation="eager"
     ).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint_dir)
-    figures = {
-        "hidden_states_real_tokens": 0.0,
-        "hidden_states_all": 0.0,
-        "attentions_real_queries": 0.0,
-        "attentions_all": 0.0,
-        "num_sentences": len(sentences),
-        "num_batches": 0,
-        "num_padded_rows": 0,
-    }
+    figures = dict.fromkeys(FIGURES, 0.0)
+    figures.update(num_sentences=len(sentences), num_batches=0, num_padded_rows=0)  # fmt: skip
 
     def update(name, a, b):
-        diff = float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
-        figures[name] = max(figures[name], diff)
+        diff = np.max(np.abs(a.astype("float64") - b.astype("float64")))
+        figures[name] = max(figures[name], float(diff))
 
     for first in range(0, len(sentences), batch_size):
-        encoded = tokenizer(
-            sentences[first : first + batch_size],
-            padding=True,
-            return_tensors="np",
-        )
+        batch = sentences[first : first + batch_size]
+        encoded = tokenizer(batch, padding=True, return_tensors="np")
         inputs = {
             "token_ids": encoded["input_ids"].astype("int32"),
             "segment_ids": encoded["token_type_ids"].astype("int32"),
             "padding_mask": encoded["attention_mask"].astype("int32"),
         }
-        ours = backbone.layer_outputs(
-            inputs, return_attention_probabilities=True
-        )
+        ours = backbone.layer_outputs(inputs, return_attention_probabilities=True)  # fmt: skip
         with torch.no_grad():
             theirs = reference(
                 **{k: torch.tensor(v) for k, v in encoded.items()},
@@ -116,52 +98,41 @@ def compare(checkpoint_dir, sentences, batch_size=32):
                 output_attentions=True,
             )
         hidden = [np.asarray(h) for h in ours["hidden_states"]]
-        probs = [np.asarray(p) for p in ours["attention_probabilities"]]
-        expected_hidden = [h.numpy() for h in theirs.hidden_states]
-        expected_probs = [p.numpy() for p in theirs.attentions]
-        assert len(hidden) == len(expected_hidden), len(expected_hidden)
-        assert len(probs) == len(expected_probs), len(expected_probs)
+        probabilities = [np.asarray(p) for p in ours["attention_probabilities"]]
+        assert len(hidden) == len(theirs.hidden_states)
+        assert len(probabilities) == len(theirs.attentions)
         real = inputs["padding_mask"].astype(bool)
-        for a, b in zip(hidden, expected_hidden):
-            update("hidden_states_real_tokens", a[real], b[real])
-            update("hidden_states_all", a, b)
-        for a, b in zip(probs, expected_probs):
-            # (batch, heads, queries, keys) -> real queries' rows.
-            a, b = a.transpose(0, 2, 1, 3), b.transpose(0, 2, 1, 3)
+        for a, b in zip(hidden, theirs.hidden_states):
+            update("hidden_states_real_tokens", a[real], b.numpy()[real])
+            update("hidden_states_all", a, b.numpy())
+        for a, b in zip(probabilities, theirs.attentions):
+            # (batch, heads, queries, keys) -> the real queries' rows.
+            a, b = a.transpose(0, 2, 1, 3), b.numpy().transpose(0, 2, 1, 3)
             update("attentions_real_queries", a[real], b[real])
             update("attentions_all", a, b)
         figures["num_batches"] += 1
         figures["num_padded_rows"] += int((~real).any(axis=1).sum())
-    figures["num_hidden_states"] = len(hidden)
-    figures["num_attentions"] = len(probs)
+    figures.update(num_hidden_states=len(hidden), num_attentions=len(probabilities))  # fmt: skip
     return figures
 
 
 def main(argv):
     del argv
-    flags_ = flags.FLAGS
-    sentences = read_sentences(flags_.sentences_file, flags_.max_sentences)
-    figures = compare(common.minilm_dir(), sentences, flags_.batch_size)
+    f = flags.FLAGS
+    sentences = read_sentences(f.sentences_file, f.max_sentences)
+    figures = compare(common.minilm_dir(), sentences, f.batch_size)
     print(
         f"all-MiniLM-L6-v2, {figures['num_sentences']} sentences of "
-        f"{flags_.sentences_file} in {figures['num_batches']} batches "
+        f"{f.sentences_file} in {figures['num_batches']} batches "
         f"({figures['num_padded_rows']} rows with padding); "
         f"{figures['num_hidden_states']} hidden states, "
         f"{figures['num_attentions']} attention tensors"
     )
-    for name in (
-        "hidden_states_real_tokens",
-        "hidden_states_all",
-        "attentions_real_queries",
-        "attentions_all",
-    ):
+    for name in FIGURES:
         print(f"{name} max-abs-diff: {figures[name]:.3g}")
-    worst = max(
-        figures["hidden_states_real_tokens"],
-        figures["attentions_real_queries"],
-    )
-    if worst > flags_.tolerance:
-        print(f"over the tolerance {flags_.tolerance}")
+    worst = max(figures[FIGURES[0]], figures[FIGURES[2]])
+    if worst > f.tolerance:
+        print(f"over the tolerance {f.tolerance}")
         return 1
     return 0
 

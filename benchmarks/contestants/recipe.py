@@ -4,7 +4,7 @@ runs it (its own process), with the PyTorch loop's settings.
 ```python
 command = recipe.command(
     "ner",
-    **recipe.training_flags(SETTINGS, "keras_bert", run_dir),
+    **recipe.training_flags(SETTINGS, run_dir),
     train_file=train_file,
 )
 wall_seconds, cpu_seconds = recipe.run(command)
@@ -31,14 +31,10 @@ def command(name, **flags):
     ]
 
 
-def training_flags(settings, contestant, run_dir):
-    """The recipe flags of the settings every fine-tuning recipe shares.
-
-    `contestant` `keras_bert` adds AdamW's epsilon as PyTorch adds it
-    (`--noadam_epsilon_hat`); `keras_bert_epsilon_hat` keeps the recipe's
-    default (Keras' "epsilon hat"). The export goes to `<run_dir>_export`,
-    where the `*_export_check.py` benchmarks read it.
-    """
+def training_flags(settings, run_dir):
+    """The recipe flags of the settings every fine-tuning recipe shares,
+    AdamW's epsilon added as PyTorch adds it (`--noadam_epsilon_hat`); the
+    export goes to `<run_dir>_export`, where `export_check.py` reads it."""
     return {
         "model_dir": run_dir,
         "batch_size": settings["batch_size"],
@@ -46,7 +42,7 @@ def training_flags(settings, contestant, run_dir):
         "epochs": settings["epochs"],
         "warmup_fraction": settings["warmup_fraction"],
         "seed": settings["seed"],
-        "adam_epsilon_hat": contestant == "keras_bert_epsilon_hat",
+        "adam_epsilon_hat": False,
         "export_dir": f"{run_dir}_export",
     }
 

@@ -1,16 +1,18 @@
-"""The PyTorch reference fine-tuning loop, written once.
+"""The one PyTorch training loop of the benchmarks.
 
-BERT's fine-tuning as Hugging Face's examples run it, on CPU: a
-`transformers` model loaded with a seed and a dropout rate, AdamW with no
-weight decay on biases and LayerNorm weights, a linear warmup over the
-first `int(warmup_fraction × steps)` steps then a linear decay to 0,
-clipping to a global norm, every step's loss and the wall and CPU time
-recorded. The task passes in only what is its own: the model, each epoch's
-row order, the loss of a batch of rows, and the scoring after each epoch.
-The settings are the task's `SETTINGS` dict (keys `batch_size`, `epochs`,
-`learning_rate`, `warmup_fraction`, `weight_decay`, `adam_beta_1`,
-`adam_beta_2`, `adam_epsilon`, `clipnorm`), so that its result file
-records what ran.
+`step` is one optimizer step (back-propagation, clipping, AdamW, the
+schedule); `train_on` runs it over given batches, for the speed races;
+`fine_tune` is BERT's fine-tuning as Hugging Face's examples run it on a
+CPU: a `transformers` model loaded with a seed and a dropout rate
+(`from_pretrained`), AdamW without decay on biases and LayerNorm weights
+(`adamw`), a linear warmup over the first `int(warmup_fraction × steps)`
+steps then a linear decay to 0, clipping to a global norm, every step's
+loss and the wall and CPU time recorded, resumable from a checkpoint. The
+task passes in only what is its own: the model, each epoch's row order,
+the loss of a batch of rows and the scoring after each epoch; the settings
+are the task's `SETTINGS` dict (`batch_size`, `epochs`, `learning_rate`,
+`warmup_fraction`, `weight_decay`, `adam_beta_1`, `adam_beta_2`,
+`adam_epsilon`, `clipnorm`), so that its record says what ran.
 
 ```python
 model = torch_loop.from_pretrained(
@@ -70,6 +72,46 @@ def from_pretrained(model_class, path, dropout, seed, **kwargs):
         **kwargs,
     )
     return model.to(torch.float32)
+
+
+def autocast(precision):
+    """`torch.autocast` to bfloat16 for `mixed_bfloat16` (what transformers'
+    Trainer runs with `bf16=True` on a CPU); for float32, no change."""
+    import torch
+
+    return torch.autocast(
+        "cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16"
+    )
+
+
+def step(model, optimizer, loss, clipnorm=None, scheduler=None):
+    """One optimizer step on `loss` (a scalar of `model`'s forward pass):
+    back-propagation, clipping to the global norm `clipnorm`, the
+    optimizer, the schedule. Returns the loss as a float."""
+    import torch
+
+    loss.backward()
+    if clipnorm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clipnorm)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+def train_on(
+    model, batches, optimizer, precision="float32", clipnorm=None, forward=None
+):
+    """Trains `model` once on each of `batches` (dicts of its keyword
+    inputs, labels included; `forward`: what to call instead of `model`,
+    e.g. its `torch.compile`), yielding each step's loss as the step ends:
+    a caller times the steps between the yields."""
+    model.train()
+    for batch in batches:
+        with autocast(precision):
+            loss = (forward or model)(**batch).loss
+        yield step(model, optimizer, loss, clipnorm)
 
 
 def fine_tune(
@@ -191,13 +233,16 @@ def fine_tune(
         )
         os.replace(checkpoint_path + ".tmp", checkpoint_path)
 
-    losses = record["losses"]
-    resumed_step = record["step"]
+    losses, resumed_step = record["losses"], record["step"]
     model.train()
     for epoch in range(len(record["epochs"]), settings["epochs"]):
-        done_seconds = record["train_seconds"]
-        done_cpu_seconds = record["train_cpu_seconds"]
+        done = record["train_seconds"], record["train_cpu_seconds"]
         start, cpu_start = time.perf_counter(), time.process_time()
+
+        def clock():
+            record["train_seconds"] = done[0] + time.perf_counter() - start
+            record["train_cpu_seconds"] = done[1] + time.process_time() - cpu_start
+
         order = epoch_order(epoch)
         for batch in range(steps_per_epoch):
             if epoch * steps_per_epoch + batch < record["step"]:
@@ -206,56 +251,35 @@ def fine_tune(
                 break
             rows = order[batch * batch_size : (batch + 1) * batch_size]
             loss = step_loss(rows)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(
-                model.parameters(), settings["clipnorm"]
-            )
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
+            losses.append(step(model, optimizer, loss, settings["clipnorm"], scheduler))  # fmt: skip
             record["step"] += 1
             record["trained_windows"] += len(rows)
-            losses.append(loss.item())
-            record["train_seconds"] = done_seconds + (
-                time.perf_counter() - start
-            )
-            record["train_cpu_seconds"] = done_cpu_seconds + (
-                time.process_time() - cpu_start
-            )
-            step = record["step"]
-            if step % log_every == 0 or step == 1:
+            clock()
+            steps = record["step"]
+            if steps % log_every == 0 or steps == 1:
                 logging.info(
                     "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
                     "lr %.3g; %.1f s",
-                    epoch,
-                    step,
-                    total_steps,
-                    losses[-1],
+                    epoch, steps, total_steps, losses[-1],
                     min(len(losses), log_every),
                     float(np.mean(losses[-log_every:])),
-                    scheduler.get_last_lr()[0],
-                    record["train_seconds"],
-                )
-            if checkpoint_path and step % checkpoint_every == 0:
+                    scheduler.get_last_lr()[0], record["train_seconds"],
+                )  # fmt: skip
+            if checkpoint_path and steps % checkpoint_every == 0:
                 save_checkpoint()
-        record["train_seconds"] = done_seconds + (time.perf_counter() - start)
-        record["train_cpu_seconds"] = done_cpu_seconds + (
-            time.process_time() - cpu_start
-        )
-        epoch_losses = losses[
-            epoch * steps_per_epoch : (epoch + 1) * steps_per_epoch
-        ]
+        clock()
+        epoch_losses = losses[epoch * steps_per_epoch : (epoch + 1) * steps_per_epoch]  # fmt: skip
         summary = {
             "epoch": epoch + 1,
-            "train_seconds": record["train_seconds"] - done_seconds,
-            "train_cpu_seconds": record["train_cpu_seconds"] - done_cpu_seconds,
+            "train_seconds": record["train_seconds"] - done[0],
+            "train_cpu_seconds": record["train_cpu_seconds"] - done[1],
             "loss": float(np.mean(epoch_losses)) if epoch_losses else None,
         }
         if evaluate is not None:
             model.eval()
-            start = time.perf_counter()
+            eval_start = time.perf_counter()
             scores = evaluate(epoch)
-            summary["eval_seconds"] = time.perf_counter() - start
+            summary["eval_seconds"] = time.perf_counter() - eval_start
             summary.update(scores)
             model.train()
             logging.info("epoch %d: %s", epoch + 1, str(summary)[:400])
