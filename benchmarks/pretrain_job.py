@@ -68,8 +68,10 @@ flags.DEFINE_enum(
     "precision", "float32", ["float32", "mixed_bfloat16"], "Every contestant's."
 )
 flags.DEFINE_string(
-    "output_dir", None, "Round records; default benchmarks/pretrain_job[_<precision>]."
-)  # fmt: skip
+    "output_dir",
+    None,
+    "Round records; default benchmarks/pretrain_job[_<precision>].",
+)
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 FLAGS = flags.FLAGS
 
@@ -139,7 +141,9 @@ def run_keras_hub(records, jit_compile="auto"):
 
     def to_keras_hub(features, labels):
         weights = tf.cast(features["masked_positions"] > 0, tf.float32)
-        inputs = {k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")}  # fmt: skip
+        inputs = {
+            k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")
+        }
         inputs["mask_positions"] = features["masked_positions"]
         return inputs, labels["mlm_logits"], weights
 
@@ -183,7 +187,9 @@ def run_hf_torch(records):
         positions = features["masked_positions"].numpy().reshape(-1)
         mlm = np.full((BATCH, SEQ), -100, np.int64)
         rows, keep = np.repeat(np.arange(BATCH), PREDICTIONS), positions > 0
-        mlm[rows[keep], positions[keep]] = labels["mlm_logits"].numpy().reshape(-1)[keep]  # fmt: skip
+        mlm[rows[keep], positions[keep]] = (
+            labels["mlm_logits"].numpy().reshape(-1)[keep]
+        )
 
         def long(tensor):
             return torch.tensor(tensor.numpy()).long()
@@ -233,14 +239,17 @@ def run_job(contestant, round_index, records):
             # The recipe's progress line per interval, from its start to its
             # last step (the checkpoint after it is not counted, as it is
             # not for the peers): "..., 2.41 steps/s".
-            rates = re.findall(r"([0-9.]+) steps/s", process.stdout + process.stderr)  # fmt: skip
+            rates = re.findall(
+                r"([0-9.]+) steps/s", process.stdout + process.stderr
+            )
             seconds = [FLAGS.interval / float(rate) for rate in rates]
         else:
             command = common.script_command(
-                __file__, f"--worker={contestant}",
+                __file__,
+                f"--worker={contestant}",
                 f"--data_dir={os.path.dirname(records)}",
                 *common.flag_values("steps", "interval", "precision"),
-            )  # fmt: skip
+            )
             seconds, total, _ = common.run_worker(command)
     timed = seconds[1:]
     return {
@@ -281,34 +290,37 @@ def summarize():
         rate, ratio = values(contestant, rounds), "—"
         if contestant != "recipe":
             ratios = values("recipe", rounds) / rate
-            ratio = f"{np.median(ratios):.2f}; {common.listed(ratios, '{:.2f}')}"
+            ratio = (
+                f"{np.median(ratios):.2f}; {common.listed(ratios, '{:.2f}')}"
+            )
         rows.append(
             f"| {contestant} | {common.listed(rounds)} | {np.median(rate):.0f} "
             f"| {common.listed(rate, '{:.0f}')} | {ratio} |"
         )
-    table = "\n".join(rows)
-    print(table)
-    loads = common.loads_note(records)
-    xla = "keras_hub_xla" in contestants
-    common.update_results(
-        "pretrain_job" + suffix(),
-        "Pre-training throughput on the same TFRecord instances "
-        f"({common.commands_note(records)}; "
-        "see the script's docstring): L4/H512/A8 from random weights, batch "
-        f"32, sequence 128, 20 predictions, every contestant in "
-        f"{FLAGS.precision}; tokens/s after the first interval; keras-hub "
-        "trains MLM only (it has no NSP head), and transformers' "
-        "`BertForPreTraining` decodes all 128 positions through its "
-        "masked-LM head where ours and keras-hub decode only the 20 masked "
-        "ones (tokens/s counts 128 tokens per sequence for everyone). "
-        "Medians over the rounds each row names, each round alternating its "
-        "contestants, each job a fresh process; each peer is paired with the "
-        "recipe's job of the same round"
-        + ("; keras_hub_xla is keras_hub with `jit_compile=True`.\n" if xla else ".\n")  # fmt: skip
-        + (f"{loads}\n" if loads else "")
-        + common.machines_note(records.values())
-        + f"\n\n{table}\n",
+    commands, *context = common.context_note(records)
+    xla = "; keras_hub_xla is keras_hub with `jit_compile=True`"
+    markdown = "\n".join(
+        [
+            "Pre-training throughput on the same TFRecord instances "
+            f"({commands}; see the script's docstring): L4/H512/A8 from "
+            "random weights, batch 32, sequence 128, 20 predictions, every "
+            f"contestant in {FLAGS.precision}; tokens/s after the first "
+            "interval; keras-hub trains MLM only (it has no NSP head), and "
+            "transformers' `BertForPreTraining` decodes all 128 positions "
+            "through its masked-LM head where ours and keras-hub decode only "
+            "the 20 masked ones (tokens/s counts 128 tokens per sequence for "
+            "everyone). Medians over the rounds each row names, each round "
+            "alternating its contestants, each job a fresh process; each "
+            "peer is paired with the recipe's job of the same round"
+            + (xla if "keras_hub_xla" in contestants else "")
+            + ".",
+            *context,
+            "",
+            *rows,
+        ]
     )
+    print(markdown)
+    common.update_results("pretrain_job" + suffix(), markdown + "\n")
 
 
 def main(argv):

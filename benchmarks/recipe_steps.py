@@ -91,10 +91,16 @@ def build(variant, features, labels, strategy, total_steps):
         trace_per_shape(model)
     support_distributed_fit(model)
     dataset = glue_dataset(
-        features, labels, 32, shuffle=True, seed=0, first_epoch=0,
-        num_epochs=100, trim_padding=multiple,
+        features,
+        labels,
+        32,
+        shuffle=True,
+        seed=0,
+        first_epoch=0,
+        num_epochs=100,
+        trim_padding=multiple,
         group_by_length=variant != "ungrouped",
-    )  # fmt: skip
+    )
     model.make_train_function()
     return model, iter(strategy.experimental_distribute_dataset(dataset))
 
@@ -139,8 +145,10 @@ def main(argv):
                 logs = model.train_function(iterator)
             float(logs["loss"])  # the window's steps have all run
             times[variant].append((time.perf_counter() - start) / FLAGS.window)
-        print(f"round {round_index}: " + ", ".join(
-            f"{v} {times[v][-1] * 1e3:.0f} ms" for v in variants))  # fmt: skip
+        print(
+            f"round {round_index}: "
+            + ", ".join(f"{v} {times[v][-1] * 1e3:.0f} ms" for v in variants)
+        )
     rows = [
         "| variant | median step (ms) | examples/s | paired ratio to recipe "
         "(median, 10th-90th pct) |",
@@ -153,7 +161,9 @@ def main(argv):
             ratios = np.array(times[variant]) / np.array(times["recipe"])
             low, high = np.percentile(ratios, [10, 90])
             ratio = f"{np.median(ratios):.3f} ({low:.3f}–{high:.3f})"
-        rows.append(f"| {variant} | {step * 1e3:.0f} | {32 / step:.0f} | {ratio} |")  # fmt: skip
+        rows.append(
+            f"| {variant} | {step * 1e3:.0f} | {32 / step:.0f} | {ratio} |"
+        )
     table = "\n".join(rows)
     print(table)
     if set(variants) == set(VARIANTS):

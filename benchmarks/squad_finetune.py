@@ -84,9 +84,10 @@ flags.DEFINE_string("train_file", f"{SQUAD}/train.json", "SQuAD train JSON.")
 flags.DEFINE_string("predict_file", f"{SQUAD}/dev.json", "SQuAD dev JSON.")
 flags.DEFINE_string("run_dir", None, "Default /tmp/squad_runs/<contestant>.")
 flags.DEFINE_string(
-    "output_dir", os.path.join(common.REPO, "benchmarks", "squad"),
+    "output_dir",
+    os.path.join(common.REPO, "benchmarks", "squad"),
     "Where --evaluate writes <contestant>.json and --summarize reads them.",
-)  # fmt: skip
+)
 flags.DEFINE_integer("threads", 2, "torch.set_num_threads of the training.")
 flags.DEFINE_integer("limit_train", None, "Smoke runs: the first N questions.")
 flags.DEFINE_integer("limit_predict", None, "Smoke runs: the first N.")
@@ -135,7 +136,9 @@ def train_torch(run_dir):
     tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
     windows = {k: SETTINGS[k] for k in WINDOWS}
     start = time.perf_counter()
-    train_examples, _ = trainable_examples(examples(FLAGS.train_file, FLAGS.limit_train))  # fmt: skip
+    train_examples, _ = trainable_examples(
+        examples(FLAGS.train_file, FLAGS.limit_train)
+    )
     dev_examples = examples(FLAGS.predict_file, FLAGS.limit_predict)
     train = squad_features(train_examples, tokenizer, **windows)
     dev = squad_features(dev_examples, tokenizer, **windows)
@@ -166,7 +169,9 @@ def train_torch(run_dir):
             )
         outputs = model(**inputs)
         if masked:
-            starts_ends = mask_logits(outputs, inputs["token_type_ids"], inputs["attention_mask"])  # fmt: skip
+            starts_ends = mask_logits(
+                outputs, inputs["token_type_ids"], inputs["attention_mask"]
+            )
             outputs.start_logits, outputs.end_logits = starts_ends
             if with_labels:  # transformers' span loss on the masked logits
                 entropy = torch.nn.functional.cross_entropy
@@ -207,7 +212,9 @@ def train_torch(run_dir):
     predict_seconds = time.perf_counter() - start
     np.savez_compressed(
         os.path.join(run_dir, "dev_logits.npz"),
-        start_logits=np.concatenate([o.start_logits.numpy() for _, o in outputs]),
+        start_logits=np.concatenate(
+            [o.start_logits.numpy() for _, o in outputs]
+        ),
         end_logits=np.concatenate([o.end_logits.numpy() for _, o in outputs]),
         example_ids=np.asarray(dev_examples["id"]),
         **dev,
@@ -219,22 +226,35 @@ def train_torch(run_dir):
             "head": "qa_outputs freshly initialised (transformers' default "
             "init, torch.manual_seed(0))",
             "features": "keras_bert.fine_tuning.squad.squad_features",
-            "train_features": {"examples": len(train_examples["id"]), "windows": num_windows},  # fmt: skip
-            "dev_features": {"examples": len(dev_examples["id"]), "windows": len(dev["example_index"])},  # fmt: skip
+            "train_features": {
+                "examples": len(train_examples["id"]),
+                "windows": num_windows,
+            },
+            "dev_features": {
+                "examples": len(dev_examples["id"]),
+                "windows": len(dev["example_index"]),
+            },
             "steps": run["step"],
             "first_loss": losses[0] if losses else None,
-            "last_loss_mean_50": float(np.mean(losses[-50:])) if losses else None,
+            "last_loss_mean_50": float(np.mean(losses[-50:]))
+            if losses
+            else None,
             "feature_seconds": feature_seconds,
             "train_seconds": run["train_seconds"],
             "train_cpu_seconds": run["train_cpu_seconds"],
             "predict_seconds": predict_seconds,
             "predict_cpu_seconds": time.process_time() - cpu_start,
             "trained_windows": run["trained_windows"],
-            "train_windows_per_second": run["trained_windows"] / run["train_seconds"],
-            "predict_windows_per_second": len(dev["example_index"]) / predict_seconds,
+            "train_windows_per_second": run["trained_windows"]
+            / run["train_seconds"],
+            "predict_windows_per_second": len(dev["example_index"])
+            / predict_seconds,
             "threads": FLAGS.threads,
             "machine": common.machine_description(),
-            **{k: FLAGS[k].value for k in ("limit_train", "limit_predict", "max_steps")},  # fmt: skip
+            **{
+                k: FLAGS[k].value
+                for k in ("limit_train", "limit_predict", "max_steps")
+            },
         },
     )
 
@@ -246,13 +266,20 @@ def train_keras_bert(run_dir):
         train_file=FLAGS.train_file,
         predict_file=FLAGS.predict_file,
         init_checkpoint=common.minilm_dir(),
-        **{k: SETTINGS[k] for k in WINDOWS + ("n_best_size", "max_answer_length")},  # fmt: skip
+        **{
+            k: SETTINGS[k]
+            for k in WINDOWS + ("n_best_size", "max_answer_length")
+        },
         **recipe.training_flags(SETTINGS, run_dir),
     )
     wall_seconds, _ = recipe.run(command)
     common.write_record(
         os.path.join(run_dir, "run.json"),
-        {"command": command, "wall_seconds": wall_seconds, "machine": common.machine_description()},  # fmt: skip
+        {
+            "command": command,
+            "wall_seconds": wall_seconds,
+            "machine": common.machine_description(),
+        },
     )
 
 
@@ -285,7 +312,10 @@ def evaluate(run_dir):
         result["postprocess_seconds"] = time.perf_counter() - start
         postprocess.write_predictions(run_dir, predictions, nbest)
         # Features, training and prediction (not the model's loading).
-        result["wall_seconds"] = sum(run[k] for k in ("feature_seconds", "train_seconds", "predict_seconds"))  # fmt: skip
+        result["wall_seconds"] = sum(
+            run[k]
+            for k in ("feature_seconds", "train_seconds", "predict_seconds")
+        )
         result.update(metrics.squad_v1_metrics(dev, predictions), **run)
     else:
         results = common.read_record(os.path.join(run_dir, "results.json"))
@@ -301,12 +331,24 @@ def evaluate(run_dir):
             train_seconds=sum(e["train_seconds"] for e in epochs),
             # Scoring after an epoch: predicting every window, post-processing.
             predict_seconds=epochs[-1]["eval_seconds"],
-            steps=len(epochs) * math.ceil(results["num_train_windows"] / SETTINGS["batch_size"]),  # fmt: skip
+            steps=len(epochs)
+            * math.ceil(results["num_train_windows"] / SETTINGS["batch_size"]),
             machine=run["machine"],
-            **{k: results.get(k) for k in ("num_train_windows", "num_predict_windows", "best_epoch")},  # fmt: skip
+            **{
+                k: results.get(k)
+                for k in (
+                    "num_train_windows",
+                    "num_predict_windows",
+                    "best_epoch",
+                )
+            },
         )
-        result["train_windows_per_second"] = len(epochs) * results["num_train_windows"] / result["train_seconds"]  # fmt: skip
-        result["predict_windows_per_second"] = results["num_predict_windows"] / result["predict_seconds"]  # fmt: skip
+        result["train_windows_per_second"] = (
+            len(epochs) * results["num_train_windows"] / result["train_seconds"]
+        )
+        result["predict_windows_per_second"] = (
+            results["num_predict_windows"] / result["predict_seconds"]
+        )
         # The recipe's own predictions.json, scored by the same code as the
         # torch side's, on the same questions.
         with open(os.path.join(run_dir, "predictions.json")) as f:
@@ -351,11 +393,18 @@ def summary_table(results):
         "run_squad.py; the same post-processing and official v1.1 metrics.",
     ]
     f1 = {r["contestant"]: r["f1"] for r in results}
-    for name, peer in (("keras_bert", "torch"), ("keras_bert", "torch_masked"), ("torch_masked", "torch")):  # fmt: skip
+    for name, peer in (
+        ("keras_bert", "torch"),
+        ("keras_bert", "torch_masked"),
+        ("torch_masked", "torch"),
+    ):
         if name in f1 and peer in f1:
-            lines.append(f"\nF1 {name} − {peer}: {f1[name] - f1[peer]:+.2f} points.")  # fmt: skip
+            lines.append(
+                f"\nF1 {name} − {peer}: {f1[name] - f1[peer]:+.2f} points."
+            )
     machines = "; ".join(
-        f"{r['contestant']}: {r.get('machine', '?').split(';')[0]}" for r in results
+        f"{r['contestant']}: {r.get('machine', '?').split(';')[0]}"
+        for r in results
     )
     return "\n".join(lines + [f"\nMachines: {machines}."])
 

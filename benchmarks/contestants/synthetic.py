@@ -60,7 +60,9 @@ def synthetic_batch(batch=BATCH, seed=0):
 
 def encoder_parameters():
     """Weights of the encoder blocks (no embeddings, pooler or head)."""
-    L, H, inter = (CONFIG[k] for k in ("num_layers", "hidden_dim", "intermediate_dim"))  # fmt: skip
+    L, H, inter = (
+        CONFIG[k] for k in ("num_layers", "hidden_dim", "intermediate_dim")
+    )
     # Q, K, V, output projections; two feed-forward layers; two LayerNorms.
     return L * (4 * H * H + 4 * H + 2 * H * inter + inter + H + 4 * H)
 
@@ -68,7 +70,9 @@ def encoder_parameters():
 def flops_per_token(framework, task):
     """Training FLOPs per token `framework` computes for `task` (`classify`
     or `pretrain`); inference (`task="inference"`) is the same for all."""
-    L, H, V = (CONFIG[k] for k in ("num_layers", "hidden_dim", "vocabulary_size"))  # fmt: skip
+    L, H, V = (
+        CONFIG[k] for k in ("num_layers", "hidden_dim", "vocabulary_size")
+    )
     S, P = SEQUENCE, PREDICTIONS
     if task == "inference":
         return 2 * encoder_parameters() + 4 * L * S * H
@@ -114,7 +118,9 @@ def keras_training(
         import keras_bert
 
         adamw = adamw if keras_adamw else keras_bert.training.AdamW
-        extra = {} if optimizations is None else {"optimizations": optimizations}
+        extra = (
+            {} if optimizations is None else {"optimizations": optimizations}
+        )
         backbone = keras_bert.BertBackbone(**CONFIG, **extra)
         if task == "classify":
             model, y = keras_bert.BertClassifier(backbone, 2), data["labels"]
@@ -156,7 +162,9 @@ def keras_step_times(model, dataset, warmup, steps):
         def on_train_batch_end(self, batch, logs=None):
             ends.append(time.perf_counter())
 
-    model.fit(dataset, steps_per_epoch=steps, verbose=0, callbacks=[StepTimes()])
+    model.fit(
+        dataset, steps_per_epoch=steps, verbose=0, callbacks=[StepTimes()]
+    )
     return [b - a for a, b in zip(ends, ends[1:])]
 
 
@@ -180,7 +188,9 @@ def torch_inputs(batch=BATCH, task="classify"):
     training tasks: -100 off the masked positions to pre-train)."""
     import torch
 
-    data = {k: torch.tensor(v).long() for k, v in synthetic_batch(batch).items()}
+    data = {
+        k: torch.tensor(v).long() for k, v in synthetic_batch(batch).items()
+    }
     inputs = dict(
         input_ids=data["token_ids"],
         token_type_ids=data["segment_ids"],
@@ -212,10 +222,14 @@ def torch_step_times(task, precision, compiled, warmup, steps):
         if task == "classify"
         else transformers.BertForPreTraining(hf_config())
     )
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=1e-5, weight_decay=0.01
+    )
     batches = [torch_inputs(task=task)] * (warmup + steps)
     forward = torch.compile(model) if compiled else model
-    training = torch_loop.train_on(model, batches, optimizer, precision, forward=forward)  # fmt: skip
+    training = torch_loop.train_on(
+        model, batches, optimizer, precision, forward=forward
+    )
     for _ in range(warmup):
         next(training)
     times, start = [], time.perf_counter()

@@ -241,7 +241,9 @@ def fine_tune(
 
         def clock():
             record["train_seconds"] = done[0] + time.perf_counter() - start
-            record["train_cpu_seconds"] = done[1] + time.process_time() - cpu_start
+            record["train_cpu_seconds"] = (
+                done[1] + time.process_time() - cpu_start
+            )
 
         order = epoch_order(epoch)
         for batch in range(steps_per_epoch):
@@ -251,7 +253,9 @@ def fine_tune(
                 break
             rows = order[batch * batch_size : (batch + 1) * batch_size]
             loss = step_loss(rows)
-            losses.append(step(model, optimizer, loss, settings["clipnorm"], scheduler))  # fmt: skip
+            losses.append(
+                step(model, optimizer, loss, settings["clipnorm"], scheduler)
+            )
             record["step"] += 1
             record["trained_windows"] += len(rows)
             clock()
@@ -260,15 +264,21 @@ def fine_tune(
                 logging.info(
                     "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
                     "lr %.3g; %.1f s",
-                    epoch, steps, total_steps, losses[-1],
+                    epoch,
+                    steps,
+                    total_steps,
+                    losses[-1],
                     min(len(losses), log_every),
                     float(np.mean(losses[-log_every:])),
-                    scheduler.get_last_lr()[0], record["train_seconds"],
-                )  # fmt: skip
+                    scheduler.get_last_lr()[0],
+                    record["train_seconds"],
+                )
             if checkpoint_path and steps % checkpoint_every == 0:
                 save_checkpoint()
         clock()
-        epoch_losses = losses[epoch * steps_per_epoch : (epoch + 1) * steps_per_epoch]  # fmt: skip
+        epoch_losses = losses[
+            epoch * steps_per_epoch : (epoch + 1) * steps_per_epoch
+        ]
         summary = {
             "epoch": epoch + 1,
             "train_seconds": record["train_seconds"] - done[0],

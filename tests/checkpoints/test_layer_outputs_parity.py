@@ -2,14 +2,15 @@
 `transformers` (`output_hidden_states=True`, `output_attentions=True`,
 eager attention) on the real all-MiniLM-L6-v2 weights and real sentences
 (SST-2 dev, padded batches). The comparison is
-`benchmarks/layer_outputs_parity.py`'s, which prints the figures for all
-872 sentences; here the first 256.
+`python benchmarks/parity.py --check=layer_outputs`'s, which prints the
+figures for all 872 sentences; here the first 256.
 """
+
 
 import pytest
 
-from benchmarks.layer_outputs_parity import compare
-from benchmarks.layer_outputs_parity import read_sentences
+from benchmarks.parity import glue_rows
+from benchmarks.parity import layer_outputs
 from tests.checkpoints.conftest import require_references
 from tests.fine_tuning.ner.data import shared_path
 
@@ -20,8 +21,9 @@ TOLERANCE = 1e-5
 
 @pytest.mark.slow
 def test_hidden_states_and_attentions_match_transformers(minilm_dir):
-    sentences = read_sentences(shared_path("glue", "SST-2", "dev.tsv"), 256)
-    figures = compare(minilm_dir, sentences, batch_size=32)
+    glue_dir = shared_path("glue")
+    sentences = [row[0] for row in glue_rows("SST-2", "dev", glue_dir)][:256]
+    figures = layer_outputs(minilm_dir, sentences, batch_size=32)
     print(figures)
     assert figures["num_sentences"] == 256
     assert figures["num_padded_rows"] >= 200  # real padding in the batches
