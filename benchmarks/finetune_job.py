@@ -1,47 +1,37 @@
 """The whole GLUE fine-tuning job, TSV files to dev scores: the recipe against
 other ways to run it.
 
-Every contestant fine-tunes real all-MiniLM-L6-v2 weights on
-`../shared/glue` with sequence length 128, batch 32, 1 epoch; each job is a
-fresh process, the contestants alternating, the order rotated each round,
-round k with seed k; a peer is paired with the recipe's job of its round.
-Three races, each with its records and its section of RESULTS.md:
+Every contestant fine-tunes all-MiniLM-L6-v2 on `../shared/glue`, sequence
+length 128, batch 32, 1 epoch; each job a fresh process, the contestants
+alternating, the order rotated each round, round k with seed k. Three
+races, each with its records and its section of RESULTS.md:
 
-`--race=tools` (default; SST-2, peak learning rate 2e-5, each tool as it
-runs by default; benchmarks/finetune_job/, section "finetune_job"):
-
-  recipe        `python recipes/glue.py --task=sst2 ...`: its tokenizer in
-                `tf.data`, like-length batches each cut to its longest row,
-                AdamW with 10% warmup then linear decay.
-  keras_hub     keras-hub's `BertTextClassifier` and its preprocessor (every
-                row padded to 128), loaded by keras-hub's own Hugging Face
-                converter; `keras.optimizers.AdamW(2e-5)` decayed linearly
-                to 0, `fit` on the raw strings, `predict` on dev.
-  hf_trainer    `transformers.Trainer` with its fast tokenizer, truncation
-                to 128, its dynamic padding, AdamW and linear decay.
+`--race=tools` (SST-2, learning rate 2e-5, each tool as it runs by
+default; benchmarks/finetune_job/):
+  recipe         `python recipes/glue.py --task=sst2 ...`: its tokenizer in
+                 `tf.data`, like-length batches each cut to its longest row,
+                 AdamW with 10% warmup then linear decay.
+  keras_hub      keras-hub's `BertTextClassifier` and preprocessor (rows
+                 padded to 128), loaded by keras-hub's own converter;
+                 `keras.optimizers.AdamW(2e-5)` decayed linearly to 0.
+  hf_trainer     `transformers.Trainer`, its fast tokenizer (truncation to
+                 128), its dynamic padding, AdamW and linear decay.
   hf_trainer_grouped  the Trainer with `train_sampling_strategy=
-                "group_by_length"`: the recipe's batching, nothing else.
-  keras_hub_xla keras_hub with `jit_compile=True` (keras-hub's "auto" leaves
-                XLA off on a CPU), nothing else.
+                 "group_by_length"`: the recipe's batching, nothing else.
+  keras_hub_xla  keras_hub with `jit_compile=True` (keras-hub's "auto"
+                 leaves XLA off on a CPU), nothing else.
   recipe_ungrouped  (when named) the recipe with `--nogroup_by_length`.
+`--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/): full
+  (every weight, 2e-5), lora (`--lora_rank=8 --learning_rate=5e-4`: the
+  backbone frozen, rank-8 LoRA on q|k|v and the head; the LoRA paper's
+  SST-2 rate at rank 8, Hu et al. 2021, table 9), lora_lr1e-3 (at 1e-3).
+`--race=raw_text` (`--tasks`; benchmarks/raw_text_fit/<task>/): the recipe
+  against `raw_text`, a `BertClassifier` with its preprocessor, `fit` on
+  the raw train strings, `evaluate` and `predict` on the dev strings (2e-5,
+  10% warmup, the recipe's batching); both load `all_minilm_l6_v2_en` from
+  a Hugging Face cache made of the local files, as the tests make one.
 
-`--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/,
-section "lora_finetune"): `full` (every weight, 2e-5), `lora`
-(`--lora_rank=8 --learning_rate=5e-4`: the backbone frozen, rank-8 LoRA
-on every q|k|v and the head; the LoRA paper's SST-2 rate at rank 8, Hu et
-al. 2021, table 9) and `lora_lr1e-3` (the same at 1e-3).
-
-`--race=raw_text` (`--tasks`; benchmarks/raw_text_fit/<task>/, section
-"raw_text_fit"): the recipe against `raw_text`, a `BertClassifier` built
-with its preprocessor, `fit` on the raw train strings and `evaluate` and
-`predict` on the raw dev strings (lr 2e-5, 10% warmup, the recipe's
-batching); both load `all_minilm_l6_v2_en` from a Hugging Face cache made
-of the local files, as the tests make one.
-
-Reported: medians over the rounds each row names, paired ratios to the
-recipe per round; training examples/s over the training epoch.
-
-    python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
+    python benchmarks/finetune_job.py --race=tools --rounds=3
     python benchmarks/finetune_job.py --race=lora --summarize
 
 transformers' `Trainer` needs `accelerate` (the `dev` extra).
@@ -61,6 +51,7 @@ from absl import flags  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
+# race -> its records' directory (and section), its contestants.
 RACES = {
     "tools": (
         "finetune_job",
@@ -69,7 +60,7 @@ RACES = {
     "lora": ("lora_finetune", "full lora lora_lr1e-3"),
     "raw_text": ("raw_text_fit", "recipe raw_text"),
 }
-# The recipe flags of each recipe contestant.
+# The recipe flags of each contestant that runs the recipe.
 RECIPES = {
     "recipe": {},
     "recipe_ungrouped": {"group_by_length": False},
@@ -107,17 +98,15 @@ def hub_environment(directory):
     """The environment in which `PRESET` loads offline from a Hugging Face
     cache in `directory` made of the local files (tests/hub_cache.py)."""
     from keras_bert.models.presets import preset_hub_id
-    from tests.hub_cache import add_to_hub_cache
-    from tests.hub_cache import hub_environment
+    from tests import hub_cache
 
     source = common.minilm_dir()
-    files = {
-        n: f"{source}/{n}"
-        for n in os.listdir(source)
-        if os.path.isfile(f"{source}/{n}")
-    }
-    add_to_hub_cache(directory, preset_hub_id(PRESET), files, "0" * 40)
-    return dict(hub_environment(directory), PYTHONPATH=common.REPO)
+    names = [n for n in os.listdir(source) if os.path.isfile(f"{source}/{n}")]
+    files = {name: f"{source}/{name}" for name in names}
+    hub_cache.add_to_hub_cache(
+        directory, preset_hub_id(PRESET), files, "0" * 40
+    )
+    return dict(hub_cache.hub_environment(directory), PYTHONPATH=common.REPO)
 
 
 def run_keras_hub(jit_compile="auto"):
@@ -127,39 +116,34 @@ def run_keras_hub(jit_compile="auto"):
     import tensorflow as tf
 
     keras.utils.set_random_seed(FLAGS.seed)
-    sentences, labels = common.read_sst2("train", FLAGS.glue_dir)
-    dev_sentences, dev_labels = common.read_sst2("dev", FLAGS.glue_dir)
-    models = keras_hub.models
-    classifier = models.BertTextClassifier.from_preset(
-        common.minilm_dir(),
-        num_classes=2,
-        preprocessor=models.BertTextClassifierPreprocessor.from_preset(
-            common.minilm_dir(), sequence_length=128
-        ),
+    (texts, labels), (dev_texts, dev_labels) = (
+        common.read_sst2(split, FLAGS.glue_dir) for split in ("train", "dev")
     )
-    schedule = keras.optimizers.schedules.PolynomialDecay(
-        2e-5, decay_steps=math.ceil(len(labels) / 32), end_learning_rate=0.0
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
+        common.minilm_dir(), sequence_length=128
     )
+    classifier = keras_hub.models.BertTextClassifier.from_preset(
+        common.minilm_dir(), num_classes=2, preprocessor=preprocessor
+    )
+    steps = math.ceil(len(labels) / 32)
+    decay = keras.optimizers.schedules.PolynomialDecay(2e-5, steps, 0.0)
     classifier.compile(
-        optimizer=keras.optimizers.AdamW(schedule),
+        optimizer=keras.optimizers.AdamW(decay),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["sparse_categorical_accuracy"],
         jit_compile=jit_compile,
     )
-    train = tf.data.Dataset.from_tensor_slices((sentences, labels))
+    train = tf.data.Dataset.from_tensor_slices((texts, labels))
     start = time.time()
     classifier.fit(
         train.shuffle(len(labels), seed=FLAGS.seed).batch(32), verbose=2
     )
     train_seconds, start = time.time() - start, time.time()
-    dev = tf.data.Dataset.from_tensor_slices(dev_sentences).batch(64)
-    predicted = np.argmax(classifier.predict(dev, verbose=0), -1)
-    return (
-        len(labels),
-        train_seconds,
-        time.time() - start,
-        np.mean(predicted == dev_labels),
+    dev = tf.data.Dataset.from_tensor_slices(dev_texts).batch(64)
+    accuracy = np.mean(
+        np.argmax(classifier.predict(dev, verbose=0), -1) == dev_labels
     )
+    return len(labels), train_seconds, time.time() - start, accuracy
 
 
 def run_hf_trainer(group_by_length=False):
@@ -168,10 +152,9 @@ def run_hf_trainer(group_by_length=False):
     import transformers
 
     transformers.set_seed(FLAGS.seed)
-    path = common.minilm_dir()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(common.minilm_dir())
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        path, num_labels=2
+        common.minilm_dir(), num_labels=2
     )
 
     class Examples(torch.utils.data.Dataset):
@@ -188,7 +171,6 @@ def run_hf_trainer(group_by_length=False):
 
     train, dev = Examples("train"), Examples("dev")
     with tempfile.TemporaryDirectory() as output:
-        sampling = "group_by_length" if group_by_length else "random"
         arguments = transformers.TrainingArguments(
             output_dir=output,
             per_device_train_batch_size=32,
@@ -199,7 +181,9 @@ def run_hf_trainer(group_by_length=False):
             report_to=[],
             seed=FLAGS.seed,
             use_cpu=True,
-            train_sampling_strategy=sampling,
+            train_sampling_strategy="group_by_length"
+            if group_by_length
+            else "random",
             logging_steps=50,
         )
         trainer = transformers.Trainer(
@@ -212,75 +196,71 @@ def run_hf_trainer(group_by_length=False):
         trainer.train()
         train_seconds, start = time.time() - start, time.time()
         predictions = trainer.predict(dev)
-        eval_seconds = time.time() - start
     # Length-grouped, the Trainer also predicts in shuffled length groups:
     # score the predictions against the labels it returns beside them.
     gold = np.asarray(predictions.label_ids)
     if sorted(gold.tolist()) != sorted(dev.labels):
         raise RuntimeError("The Trainer's label_ids are not the dev labels.")
     accuracy = np.mean(np.argmax(predictions.predictions, -1) == gold)
-    return len(dev.labels), train_seconds, eval_seconds, accuracy
+    return len(train), train_seconds, time.time() - start, accuracy
 
 
 def run_raw_text():
-    """`fit` and `evaluate` on raw strings; returns the job's record."""
+    """`fit`, `evaluate` and `predict` on raw strings: the job's record."""
     import keras
 
     import keras_bert
-    from keras_bert.fine_tuning.glue import compute_glue_metrics
-    from keras_bert.fine_tuning.glue import get_glue_task
-    from keras_bert.fine_tuning.glue import load_glue
+    from keras_bert.fine_tuning import glue
     from keras_bert.training import WarmupLinearDecay
     from keras_bert.training import create_adamw
 
-    task = get_glue_task(FLAGS.task)
-    train = load_glue(task, "train", FLAGS.glue_dir)
-    dev = load_glue(task, task.eval_splits[0], FLAGS.glue_dir)
+    task = glue.get_glue_task(FLAGS.task)
+    train = glue.load_glue(task, "train", FLAGS.glue_dir)
+    dev = glue.load_glue(task, task.eval_splits[0], FLAGS.glue_dir)
 
     def texts(examples):
         columns = tuple(examples[name] for name in task.text_features)
         return columns if len(columns) == 2 else columns[0]
 
     keras.utils.set_random_seed(FLAGS.seed)
-    classifier = keras_bert.BertClassifier.from_checkpoint(
+    model = keras_bert.BertClassifier.from_checkpoint(
         PRESET, num_classes=task.num_classes
     )
-    classifier.preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(PRESET), sequence_length=128
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(PRESET)
+    model.preprocessor = keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=128
     )
     steps = math.ceil(len(train["label"]) / 32)
-    schedule = WarmupLinearDecay(2e-5, steps, int(0.1 * steps))
-    classifier.compile(optimizer=create_adamw(schedule))
-    seconds = {}
+    model.compile(
+        optimizer=create_adamw(WarmupLinearDecay(2e-5, steps, int(0.1 * steps)))
+    )
+    seconds = {"start": time.time()}
 
     class EpochTimer(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
-            seconds["prepare"] = time.time() - start  # tokenizing, batching
-            seconds["begin"] = time.time()
+            seconds["begin"] = time.time()  # after tokenizing and batching
 
         def on_epoch_end(self, epoch, logs=None):
-            seconds["train"] = time.time() - seconds["begin"]
+            seconds["end"] = time.time()
 
-    start = time.time()
-    classifier.fit(
+    model.fit(
         texts(train),
         train["label"],
-        batch_size=32,
+        32,
         seed=FLAGS.seed,
         callbacks=[EpochTimer()],
-        verbose=2,
     )
-    fit_seconds, start = time.time() - start, time.time()
-    evaluated = classifier.evaluate(
-        texts(dev), dev["label"], batch_size=64, return_dict=True, verbose=0
+    start = time.time()
+    evaluated = model.evaluate(
+        texts(dev), dev["label"], 64, return_dict=True, verbose=0
     )
-    outputs = classifier.predict(texts(dev), batch_size=64, verbose=0)
-    metrics = compute_glue_metrics(task, dev["label"], outputs)
+    outputs = model.predict(texts(dev), batch_size=64, verbose=0)
+    metrics = glue.compute_glue_metrics(task, dev["label"], outputs)
     return {
         "num_train_examples": len(train["label"]),
-        "train_seconds": round(seconds["train"], 1),
-        "fit_seconds": round(fit_seconds, 1),
-        "prepare_seconds": round(seconds["prepare"], 1),
+        "train_seconds": round(seconds["end"] - seconds["begin"], 1),
+        "fit_seconds": round(start - seconds["start"], 1),
+        "prepare_seconds": round(seconds["begin"] - seconds["start"], 1),
         "eval_seconds": round(time.time() - start, 1),
         "metrics": {k: float(v) for k, v in metrics.items()},
         "evaluate": {k: float(v) for k, v in evaluated.items()},
@@ -311,23 +291,15 @@ def run_job(contestant, k, task="sst2", env=None):
     """One job in a fresh process; returns its record."""
     context = common.job_context()
     if contestant in RECIPES:
-        with tempfile.TemporaryDirectory() as model_dir:
-            flags_ = {"group_by_length": True, "learning_rate": 2e-5}
-            flags_.update(RECIPES[contestant])
-            command = recipe.command(
-                "glue",
-                task=task,
-                data_dir=FLAGS.glue_dir,
-                init_checkpoint=PRESET if env else common.minilm_dir(),
-                model_dir=model_dir,
-                sequence_length=128,
-                batch_size=32,
-                epochs=1,
-                seed=k,
-                **flags_,
-            )
-            total = common.run_process(command, env=env)[1]
-            results = common.read_record(f"{model_dir}/results.json")
+        recipe_flags = dict(
+            {"group_by_length": True, "learning_rate": 2e-5},
+            **RECIPES[contestant],
+        )
+        checkpoint = PRESET if env else common.minilm_dir()
+        results, total = recipe.fine_tune(
+            "glue", env, task=task, data_dir=FLAGS.glue_dir, init_checkpoint=checkpoint,
+            sequence_length=128, batch_size=32, epochs=1, seed=k, **recipe_flags,
+        )  # fmt: skip
         record = {
             "num_train_examples": results["num_train_examples"],
             "train_seconds": results["epochs"][0]["train_seconds"],
@@ -337,19 +309,15 @@ def run_job(contestant, k, task="sst2", env=None):
         }
         if FLAGS.race == "lora":
             record.update(
-                lora_rank=flags_["lora_rank"],
-                learning_rate=flags_["learning_rate"],
+                {f: recipe_flags[f] for f in ("lora_rank", "learning_rate")}
             )
     else:
         command = common.script_command(
-            __file__,
-            f"--worker={contestant}",
-            f"--task={task}",
-            f"--seed={k}",
+            __file__, f"--worker={contestant}", f"--task={task}", f"--seed={k}",
             *common.flag_values("glue_dir"),
-        )
+        )  # fmt: skip
         record, total, _ = common.run_worker(command, env=env)
-    if "accuracy" in record["metrics"] and FLAGS.race != "raw_text":
+    if FLAGS.race != "raw_text":
         record["dev_accuracy"] = record.pop("metrics")["accuracy"]
     speed = record["num_train_examples"] / record["train_seconds"]
     return dict(
@@ -365,54 +333,46 @@ def run_job(contestant, k, task="sst2", env=None):
 def tools_summary(records):
     import numpy as np
 
-    contestants = [
-        c
-        for c in RACES["tools"][1].split() + ["recipe_ungrouped"]
-        if common.paired_rounds(records, ("recipe", c))
-    ]
-
-    def values(contestant, key, rounds):
-        return np.array([records[(contestant, r)][key] for r in rounds])
-
+    keys = (
+        "train_examples_per_second",
+        "train_seconds",
+        "eval_seconds",
+        "total_seconds",
+    )
     rows = [
-        "| contestant | rounds | training examples/s | training (s) "
-        "| evaluation (s) | total job (s) | dev accuracy, mean ± std "
-        "| dev accuracy (each round's seed) |",
+        "| contestant | rounds | training examples/s | training (s) | evaluation "
+        "(s) | total job (s) | dev accuracy, mean ± std | dev accuracy (each "
+        "round's seed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     ratios = [
-        "",
-        "Paired ratios to the recipe (per round, the same seed; >1: the "
-        "recipe is faster):",
-        "",
-        "| contestant | rounds | training examples/s (recipe / peer) "
-        "| total job time (peer / recipe) | per round (training; total) |",
+        "\nPaired ratios to the recipe (per round, the same seed; >1: the "
+        "recipe is faster):\n",
+        "| contestant | rounds | training examples/s (recipe / peer) | total "
+        "job time (peer / recipe) | per round (training; total) |",
         "|---|---|---|---|---|",
     ]
-    for contestant in contestants:
+    names = RACES["tools"][1].split() + ["recipe_ungrouped"]
+    names = [c for c in names if common.paired_rounds(records, ("recipe", c))]
+    for contestant in names:
         rounds = common.paired_rounds(records, ("recipe", contestant))
-        accuracy = values(contestant, "dev_accuracy", rounds)
+
+        def values(name, key):
+            return np.array([records[(name, r)][key] for r in rounds])
+
+        accuracy = values(contestant, "dev_accuracy")
         spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
-        keys = (
-            "train_examples_per_second",
-            "train_seconds",
-            "eval_seconds",
-            "total_seconds",
+        medians = " | ".join(
+            f"{np.median(values(contestant, k)):.1f}" for k in keys
         )
-        medians = [np.median(values(contestant, key, rounds)) for key in keys]
         rows.append(
-            f"| {contestant} | {common.listed(rounds)} | "
-            + " | ".join(f"{m:.1f}" for m in medians)
-            + f" | {np.mean(accuracy):.4f} ± {spread:.4f} "
+            f"| {contestant} | {common.listed(rounds)} | {medians} "
+            f"| {np.mean(accuracy):.4f} ± {spread:.4f} "
             f"| {common.listed(accuracy, '{:.4f}')} |"
         )
         if contestant != "recipe":
-            train = values("recipe", keys[0], rounds) / values(
-                contestant, keys[0], rounds
-            )
-            total = values(contestant, keys[3], rounds) / values(
-                "recipe", keys[3], rounds
-            )
+            train = values("recipe", keys[0]) / values(contestant, keys[0])
+            total = values(contestant, keys[3]) / values("recipe", keys[3])
             each = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
             ratios.append(
                 f"| {contestant} | {common.listed(rounds)} "
@@ -423,35 +383,32 @@ def tools_summary(records):
         "num_train_examples"
     ]
     xla = ", keras_hub_xla only keras-hub's `jit_compile` (True)"
-    return "\n".join(
-        [
-            "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
-            f"({commands}; see the script's docstring for what each "
-            f"contestant runs): MiniLM-L6-H384, {examples} training "
-            "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians "
-            "over the rounds each row names, each round alternating its "
-            "contestants (round k: seed k for every contestant), each job a "
-            "fresh process; each peer is paired with the recipe's job of "
-            "the same round. The goal's peers are keras_hub and hf_trainer "
-            "(each tool's defaults); hf_trainer_grouped changes only the "
-            "Trainer's batching"
-            + (xla if "keras_hub_xla" in contestants else "")
-            + ".",
-            *context,
-            "",
-            *rows,
-            *ratios,
-        ]
-    )
+    return [
+        "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
+        f"({commands}; see the script's docstring for what each contestant "
+        f"runs): MiniLM-L6-H384, {examples} training examples, sequence 128, "
+        "batch 32, lr 2e-5, 1 epoch; medians over the rounds each row names, "
+        "each round alternating its contestants (round k: seed k for every "
+        "contestant), each job a fresh process; each peer is paired with the "
+        "recipe's job of the same round. The goal's peers are keras_hub and "
+        "hf_trainer (each tool's defaults); hf_trainer_grouped changes only "
+        "the Trainer's batching"
+        + (xla if "keras_hub_xla" in names else "")
+        + ".",
+        *context,
+        "",
+        *rows,
+        *ratios,
+    ]
 
 
 def lora_summary(records):
     import numpy as np
 
     rows = [
-        "| configuration | LoRA rank | learning rate | trainable parameters "
-        "| SST-2 dev accuracy, mean (each seed) | training examples/s, "
-        "median (each seed) |",
+        "| configuration | LoRA rank | learning rate | trainable parameters | "
+        "SST-2 dev accuracy, mean (each seed) | training examples/s, median "
+        "(each seed) |",
         "|---|---|---|---|---|---|",
     ]
     for name in RACES["lora"][1].split():
@@ -460,144 +417,128 @@ def lora_summary(records):
             for k in sorted(records, key=lambda k: k[1])
             if k[0] == name
         ]
-        if not runs:
-            continue
-        accuracies = [r["dev_accuracy"] for r in runs]
-        speeds = [r["train_examples_per_second"] for r in runs]
-        rows.append(
-            f"| {name} | {runs[0]['lora_rank'] or '-'} "
-            f"| {runs[0]['learning_rate']:g} "
-            f"| {runs[0]['trainable_parameters']:,} "
-            f"| {np.mean(accuracies):.4f} (seeds "
-            f"{common.listed(r['seed'] for r in runs)}: "
-            f"{common.listed(accuracies, '{:.4f}')}) "
-            f"| {np.median(speeds):.1f} ({common.listed(speeds, '{:.1f}')}) |"
-        )
+        if runs:
+            accuracies = [r["dev_accuracy"] for r in runs]
+            speeds = [r["train_examples_per_second"] for r in runs]
+            rows.append(
+                f"| {name} | {runs[0]['lora_rank'] or '-'} "
+                f"| {runs[0]['learning_rate']:g} | {runs[0]['trainable_parameters']:,} "
+                f"| {np.mean(accuracies):.4f} (seeds {common.listed(r['seed'] for r in runs)}: "
+                f"{common.listed(accuracies, '{:.4f}')}) "
+                f"| {np.median(speeds):.1f} ({common.listed(speeds, '{:.1f}')}) |"
+            )
     _, *context = common.context_note(records)
     examples = next(iter(records.values()))["num_train_examples"]
-    return "\n".join(
-        [
-            "LoRA against full fine-tuning, SST-2 through `recipes/glue.py` "
-            "(`python benchmarks/finetune_job.py --race=lora`): "
-            f"all-MiniLM-L6-v2, {examples} training examples, sequence 128, "
-            "batch 32, 1 epoch, 10% warmup; each job a fresh process, the "
-            "configurations alternating (round k: seed k). Only "
-            "`--lora_rank` and `--learning_rate` differ. Examples/s: "
-            "training examples over the epoch's training wall time.",
-            *context,
-            "",
-            *rows,
-        ]
-    )
+    return [
+        "LoRA against full fine-tuning, SST-2 through `recipes/glue.py` "
+        "(`python benchmarks/finetune_job.py --race=lora`): all-MiniLM-L6-v2, "
+        f"{examples} training examples, sequence 128, batch 32, 1 epoch, 10% "
+        "warmup; each job a fresh process, the configurations alternating "
+        "(round k: seed k). Only `--lora_rank` and `--learning_rate` differ. "
+        "Examples/s: training examples over the epoch's training wall time.",
+        *context,
+        "",
+        *rows,
+    ]
 
 
 def speed_by_load(speeds, loads, cores):
-    """The speed ratios (`speeds`, per "<task> round <k>") of the rounds on
-    a quiet machine and of those that shared it (by `loads`)."""
+    """The raw-text speed ratios (`speeds`, per "<task> round <k>") of the
+    rounds on a quiet machine and of those that shared it (by `loads`)."""
     groups = {}
     for name, ratio in speeds.items():
-        load = loads[name]
-        if not load:
+        kind = "on a quiet machine"
+        if not loads[name]:
             kind = "with no load recorded"
-        elif common.shared(load, cores):
+        elif common.shared(loads[name], cores):
             kind = "on a machine shared with other jobs"
-        else:
-            kind = "on a quiet machine"
-        groups.setdefault(kind, []).append((name, ratio, load))
+        groups.setdefault(kind, []).append((name, ratio, loads[name]))
     sentences = []
     for kind, rounds in sorted(groups.items()):
-        names, ratios, loads = zip(*rounds)
-        span = sum(loads, [])
+        names, ratios, spans = zip(*rounds)
+        span = sum(spans, [])
         sentences.append(
             kind
             + (f" (load average {min(span):g}-{max(span):g})" if span else "")
             + f", {common.listed(names)}: raw-text `fit` at "
             f"{min(ratios):.2f}-{max(ratios):.2f}x the recipe's examples/s"
         )
-    if len(groups) > 1 and "on a quiet machine" in groups:
-        sentences.append("trust the quiet rounds")
-    return "; ".join(sentences)
+    trust = len(groups) > 1 and "on a quiet machine" in groups
+    return "; ".join(sentences + ["trust the quiet rounds"] * trust)
 
 
 def raw_text_summary(tasks):
     import numpy as np
 
     rows = [
-        "| task | metric | recipe | raw_text `fit` | difference (points) "
-        "| recipe examples/s | raw_text examples/s | speed ratio "
-        "(raw_text / recipe) | rounds |",
+        "| task | metric | recipe | raw_text `fit` | difference (points) | recipe "
+        "examples/s | raw_text examples/s | speed ratio (raw_text / recipe) | rounds |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     differences, speeds, loads, sources, machines = [], {}, {}, set(), set()
-    for task in tasks:
-        if not os.path.isdir(f"{output_dir()}/{task}"):
-            continue
+    contestants = ("recipe", "raw_text")
+    for task in [t for t in tasks if os.path.isdir(f"{output_dir()}/{t}")]:
         records, values = common.round_values(
-            f"{output_dir()}/{task}", ("recipe", "raw_text")
+            f"{output_dir()}/{task}", contestants
         )
         rounds = sorted({r for _, r in records})
         machines |= {r["machine"] for r in records.values()}
         sources |= {r.get("load_average_source", "") for r in records.values()}
-        rate = {
-            c: values(c, "train_examples_per_second")
-            for c in ("recipe", "raw_text")
-        }
+        rate = {c: values(c, "train_examples_per_second") for c in contestants}
         speed = rate["raw_text"] / rate["recipe"]
         for r, ratio in zip(rounds, speed):
             speeds[f"{task} round {r}"] = ratio
             # As each job started, or the range read by hand while it ran.
-            loads[f"{task} round {r}"] = [
-                x
-                for c in ("recipe", "raw_text")
-                for x in (
-                    [records[(c, r)]["load_average"]]
-                    if "load_average" in records[(c, r)]
-                    else records[(c, r)].get("load_average_range", [])
-                )
-            ]
+            jobs = [records[(c, r)] for c in contestants]
+            loads[f"{task} round {r}"] = sum(
+                (
+                    [j["load_average"]]
+                    if "load_average" in j
+                    else j.get("load_average_range", [])
+                    for j in jobs
+                ),
+                [],
+            )
         for name in METRICS[task]:
-            recipe_scores, raw_scores = (
-                np.array([records[(c, r)]["metrics"][name] for r in rounds])
-                for c in ("recipe", "raw_text")
+            ours, theirs = (
+                values(c, "metrics") for c in ("raw_text", "recipe")
             )
-            differences.append(np.abs(raw_scores - recipe_scores).max())
+            ours, theirs = (
+                np.array([m[name] for m in v]) for v in (ours, theirs)
+            )
+            differences.append(np.abs(ours - theirs).max())
             rows.append(
-                f"| {task} | {name} | {np.mean(recipe_scores):.4f} "
-                f"| {np.mean(raw_scores):.4f} "
-                f"| {100 * np.mean(raw_scores - recipe_scores):+.2f} "
-                f"| {np.median(rate['recipe']):.1f} "
-                f"| {np.median(rate['raw_text']):.1f} "
-                f"| {np.median(speed):.3f} ({common.listed(speed, '{:.3f}')}) "
-                f"| {len(rounds)} |"
+                f"| {task} | {name} | {np.mean(theirs):.4f} | {np.mean(ours):.4f} "
+                f"| {100 * np.mean(ours - theirs):+.2f} | {np.median(rate['recipe']):.1f} "
+                f"| {np.median(rate['raw_text']):.1f} | {np.median(speed):.3f} "
+                f"({common.listed(speed, '{:.3f}')}) | {len(rounds)} |"
             )
-    machines = sorted(machines)
+    machines, source = (
+        sorted(machines),
+        "; ".join(sorted(s for s in sources if s)),
+    )
     same = (
-        "Equal metrics to every digit in every round: with the same seed, "
-        "`fit` trains on the recipe's very batches."
+        "Equal metrics to every digit in every round: with the same seed, `fit` "
+        "trains on the recipe's very batches."
         if max(differences) == 0
         else f"Metrics differ by up to {100 * max(differences):.2f} points."
     )
-    source = "; ".join(sorted(s for s in sources if s))
-    return "\n".join(
-        [
-            "`BertClassifier.fit`/`evaluate` on raw strings against "
-            "`recipes/glue.py` with the same settings (`python "
-            "benchmarks/finetune_job.py --race=raw_text`; see its "
-            "docstring): all_minilm_l6_v2_en, sequence 128, batch 32, lr "
-            "2e-5 with 10% warmup and linear decay, 1 epoch, seed k in "
-            "round k, like-length batches cut to their longest row; each "
-            "job a fresh process, alternating. Examples/s over the training "
-            f"epoch. {same} The recipe runs under `OneDeviceStrategy` with "
-            "the runner's callbacks (backup, per-epoch evaluation, "
-            "progress), which this table does not ablate. The speed ratio "
-            "by the machine's load"
-            + (f" ({source})" if source else "")
-            + f": {speed_by_load(speeds, loads, common.cores(machines[0]))}.",
-            *machines,
-            "",
-            *rows,
-        ]
-    )
+    return [
+        "`BertClassifier.fit`/`evaluate` on raw strings against `recipes/glue.py` "
+        "with the same settings (`python benchmarks/finetune_job.py "
+        "--race=raw_text`; see its docstring): all_minilm_l6_v2_en, sequence "
+        "128, batch 32, lr 2e-5 with 10% warmup and linear decay, 1 epoch, seed "
+        "k in round k, like-length batches cut to their longest row; each job a "
+        "fresh process, alternating. Examples/s over the training epoch. "
+        f"{same} The recipe runs under `OneDeviceStrategy` with the runner's "
+        "callbacks (backup, per-epoch evaluation, progress), which this table "
+        "does not ablate. The speed ratio by the machine's load"
+        + (f" ({source})" if source else "")
+        + f": {speed_by_load(speeds, loads, common.cores(machines[0]))}.",
+        *machines,
+        "",
+        *rows,
+    ]
 
 
 def main(argv):
@@ -606,18 +547,15 @@ def main(argv):
         return run_worker()
     contestants = FLAGS.contestants or RACES[FLAGS.race][1].split()
     if FLAGS.race == "raw_text":
-        if not FLAGS.summarize:
-            with tempfile.TemporaryDirectory() as cache:
-                env = hub_environment(cache)
-                for task in FLAGS.tasks:
-                    common.run_rounds(
-                        lambda c, k, task=task: run_job(c, k, task, env),
-                        contestants,
-                        f"{output_dir()}/{task}",
-                        FLAGS.first_round,
-                        FLAGS.rounds,
-                    )
-        markdown = raw_text_summary(FLAGS.tasks)
+        with tempfile.TemporaryDirectory() as cache:
+            env = None if FLAGS.summarize else hub_environment(cache)
+            for task in [] if FLAGS.summarize else FLAGS.tasks:
+                common.run_rounds(
+                    lambda c, k, task=task: run_job(c, k, task, env),
+                    contestants, f"{output_dir()}/{task}", FLAGS.first_round,
+                    FLAGS.rounds,
+                )  # fmt: skip
+        lines = raw_text_summary(FLAGS.tasks)
     else:
         if not FLAGS.summarize:
             common.run_rounds(
@@ -628,10 +566,12 @@ def main(argv):
                 FLAGS.rounds,
             )
         records = common.by_round(common.read_records(output_dir()))
-        summary = tools_summary if FLAGS.race == "tools" else lora_summary
-        markdown = summary(records)
+        lines = (tools_summary if FLAGS.race == "tools" else lora_summary)(
+            records
+        )
+    markdown = "\n".join(lines) + "\n"
     print(markdown)
-    common.update_results(RACES[FLAGS.race][0], markdown + "\n")
+    common.update_results(RACES[FLAGS.race][0], markdown)
 
 
 if __name__ == "__main__":

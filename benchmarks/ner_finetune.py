@@ -1,38 +1,44 @@
-"""A real NER fine-tune, side by side: keras-bert vs transformers in PyTorch.
+"""NER fine-tuning side by side with transformers in PyTorch: whole runs,
+step-by-step losses, and the tagging head's initialiser.
 
-Both contestants fine-tune all-MiniLM-L6-v2 (6 layers, hidden 384,
-uncased) with a freshly initialised (seeded) tagging head on a CoNLL file
-and are scored on its validation file by the same entity-level metrics
-(`keras_bert.fine_tuning.ner.entity_scores`, `seqeval`'s default mode):
-`--dataset=conll2003` (train.txt → valid.txt) or `wnut17`
-(wnut17train.conll → emerging.dev.conll), under `../shared`. Settings,
-identical for both (`SETTINGS`): the package's windows
-(`keras_bert.fine_tuning.ner.ner_features`, sequence 128, stride 63: every
-sentence whole, each word labelled on its first sub-token and predicted
-from its max-context window; the labels equal Hugging Face's `word_ids()`
-alignment: tests/fine_tuning/ner/test_features.py); the same batches of
-32 in the same order (grouped by length as Hugging Face's
-`group_by_length`, cut to the longest row rounded up to 8); 1 epoch
-(CoNLL) or 3 (WNUT-17) at 5e-5 with 10% warmup then linear decay; AdamW
-(0.9/0.999, epsilon 1e-6, decay 0.01 except biases and LayerNorm);
-clipping at 1.0; dropout 0.1; seed `--seed`; float32; the best epoch by
-validation F1.
+all-MiniLM-L6-v2 with a fresh (seeded) tagging head, on the package's
+windows of CoNLL sentences (`keras_bert.fine_tuning.ner.ner_features`,
+sequence 128, stride 63: every word labelled on its first sub-token and
+predicted from its max-context window, as Hugging Face's `word_ids()`
+alignment labels it: tests/fine_tuning/ner/test_features.py), the same
+length-grouped batches of 32 in the same order for both sides (cut to the
+longest row rounded up to 8), BERT's optimisation (`SETTINGS`: AdamW at
+5e-5, 0.9/0.999, epsilon 1e-6 added as PyTorch adds it, decay 0.01 except
+biases and LayerNorm; 10% warmup then linear decay; clipping at 1.0).
 
-  torch       transformers' `BertForTokenClassification` trained by
-              `contestants/torch_loop.py` (2 threads).
-  keras_bert  `python recipes/ner.py` with the same settings, AdamW's
-              epsilon added as PyTorch adds it (`--noadam_epsilon_hat`).
+`--contestant=torch|keras_bert`: a whole fine-tune, dropout 0.1, 1 epoch
+of `--dataset=conll2003` (train.txt → valid.txt) or 3 of `wnut17`
+(wnut17train.conll → emerging.dev.conll), the best epoch by entity F1 on
+validation (`entity_scores`, `seqeval`'s default mode). torch:
+`BertForTokenClassification` trained by `contestants/torch_loop.py` (2
+threads); keras_bert: `python recipes/ner.py` with the same settings
+(`--noadam_epsilon_hat`). A full run also scores its predictions with
+`seqeval` and writes seed 0's tags to benchmarks/ner/ (checked by
+tests/fine_tuning/ner/test_metrics.py); its record lands in benchmarks/ner/
+(a smoke run's, `--limit_train`/`--limit_eval`, in /tmp/ner_runs).
 
-Every full run also scores its predictions with `seqeval` and writes the
-seed-0 tags to `benchmarks/ner/<dataset>_<contestant>_predicted.txt.gz`
-(tests/fine_tuning/ner/test_metrics.py checks the parity on them).
+`--step_parity`: dropout off, transformers' head copied into ours, the
+first `--steps` batches of CoNLL-2003; PyTorch's loss at every step and how
+far each keras-bert variant's is from it: `ours` (`create_adamw(...,
+epsilon_hat=False)`), `ours, default` (Keras' "epsilon hat") and `keras
+clipping` (Keras' own global-norm clipping, which squares an embedding
+gradient's slices before summing them).
+
+`--head=copied|normal|truncated`: one CoNLL-2003 epoch of keras-bert in a
+`train_on_batch` loop, dropout 0.1, only the head's initial kernel
+differing: transformers' head copied in, `BertTokenClassifier`'s normal of
+std 0.02, or the truncated normal of std 0.02 of Google's BERT heads; the
+epoch's mean training loss and each quarter's.
 
     python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=torch
     python benchmarks/ner_finetune.py --summarize   # the Markdown tables
-
-The record lands in benchmarks/ner/<dataset>_<contestant>_seed<S>.json;
-a smoke run (`--limit_train=64 --limit_eval=30`) writes it to RUN_DIR
-(/tmp/ner_runs/<dataset>/<contestant>_seed<S>) only.
+    python benchmarks/ner_finetune.py --step_parity --steps=30
+    python benchmarks/ner_finetune.py --head=truncated
 """
 
 import os
@@ -46,6 +52,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import keras_loop  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
@@ -67,6 +74,7 @@ SETTINGS = {
     "dropout": 0.1,
     "seed": 0,
     "group_by_length": True,
+    "epochs": 1,
 }
 OUTPUT_DIR = os.path.join(common.REPO, "benchmarks", "ner")
 
@@ -75,63 +83,74 @@ flags.DEFINE_enum("dataset", "conll2003", list(DATASETS), "Which data.")
 flags.DEFINE_enum("contestant", None, ["torch", "keras_bert"], "Who runs.")
 flags.DEFINE_integer("seed", 0, "Seed of the head, dropout and batch order.")
 flags.DEFINE_integer("threads", 2, "torch threads.")
-flags.DEFINE_integer("limit_train", None, "Smoke runs: first N sentences.")
+flags.DEFINE_integer("limit_train", None, "The first N training sentences.")
 flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
 flags.DEFINE_bool("summarize", False, "Print the tables of benchmarks/ner.")
+flags.DEFINE_bool("step_parity", False, "Compare every step's loss.")
+flags.DEFINE_integer("steps", 30, "--step_parity: training steps.")
+flags.DEFINE_enum("head", None, ["copied", "normal", "truncated"], "Init.")
 
 
-def files(run_dir):
-    """The train and validation files, cut to the smoke run's limits."""
+def conll(run_dir):
+    """The train and validation files, cut to the limits, and what the
+    package reads from them: `(files, train, validation, labels)`."""
+    from keras_bert.fine_tuning.ner import label_list
+    from keras_bert.fine_tuning.ner import read_conll
+
     train, validation, _ = DATASETS[FLAGS.dataset]
-    return (
-        common.first_sentences(
-            f"{common.SHARED}/{train}", FLAGS.limit_train, run_dir + "_data"
-        ),
-        common.first_sentences(
-            f"{common.SHARED}/{validation}", FLAGS.limit_eval, run_dir + "_data"
-        ),
+    files = [
+        common.first_sentences(f"{common.SHARED}/{path}", limit, run_dir + "_data")
+        for path, limit in ((train, FLAGS.limit_train), (validation, FLAGS.limit_eval))
+    ]  # fmt: skip
+    train, validation = (read_conll(path) for path in files)
+    labels = label_list(train["tags"])
+    index = {label: i for i, label in enumerate(labels)}
+    train["label_ids"] = [
+        [index.get(t, -1) for t in tags] for tags in train["tags"]
+    ]
+    return files, train, validation, labels
+
+
+def ner_windows(data, labels=True):
+    import keras_bert
+    from keras_bert.fine_tuning.ner import ner_features
+
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
+    return ner_features(
+        tokenizer,
+        data["words"],
+        data["label_ids"] if labels else None,
+        sequence_length=SETTINGS["sequence_length"],
+        stride=SETTINGS["stride"],
     )
 
 
-def train_torch(run_dir):
-    """Fine-tunes with transformers on the shared batches; scores each epoch."""
-    import numpy as np
+def batches_of(features):
+    """The rows of each length-grouped batch of an epoch (seed, epoch 0)."""
+    from keras_bert.data.length_grouped_epochs import length_grouped_order
+
+    lengths = features["padding_mask"].sum(axis=1)
+    order = length_grouped_order(lengths, SETTINGS["batch_size"], FLAGS.seed, 0)
+    size = SETTINGS["batch_size"]
+    return [order[i : i + size] for i in range(0, len(order), size)]
+
+
+def torch_tagger(labels, dropout):
+    """transformers' tagger and the loss of a batch of rows of `features`."""
     import torch
     import transformers
 
-    import keras_bert
-    from keras_bert.data.length_grouped_epochs import length_grouped_order
-    from keras_bert.fine_tuning.ner import entity_scores
-    from keras_bert.fine_tuning.ner import label_list
-    from keras_bert.fine_tuning.ner import ner_features
-    from keras_bert.fine_tuning.ner import read_conll
-    from keras_bert.fine_tuning.ner.features import word_predictions
-
-    torch.set_num_threads(FLAGS.threads)
-    train, validation = (read_conll(path) for path in files(run_dir))
-    labels = label_list(train["tags"])
-    index = {label: i for i, label in enumerate(labels)}
-    label_ids = [[index.get(t, -1) for t in tags] for tags in train["tags"]]
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
-    windows = {k: SETTINGS[k] for k in ("sequence_length", "stride")}
-    start = time.perf_counter()
-    train_features = ner_features(
-        tokenizer, train["words"], label_ids, **windows
-    )
-    eval_features = ner_features(tokenizer, validation["words"], **windows)
-    feature_seconds = time.perf_counter() - start
     model = torch_loop.from_pretrained(
         transformers.BertForTokenClassification,
         common.minilm_dir(),
-        dropout=SETTINGS["dropout"],
-        seed=SETTINGS["seed"],
+        dropout=dropout,
+        seed=FLAGS.seed,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
-        label2id=index,
+        label2id={label: i for i, label in enumerate(labels)},
     )
 
-    def run_model(features, rows, **cut):
-        """The model on a `common.cut_batch` (the loss with its labels)."""
+    def run(features, rows, **cut):
         batch = common.cut_batch(
             features, rows, SETTINGS["sequence_length"], **cut
         )
@@ -143,6 +162,25 @@ def train_torch(run_dir):
             labels=tensors.get("labels"),
         )
 
+    return model, run
+
+
+def train_torch(run_dir):
+    """Fine-tunes with transformers on the shared batches; scores each epoch."""
+    import numpy as np
+    import torch
+
+    from keras_bert.data.length_grouped_epochs import length_grouped_order
+    from keras_bert.fine_tuning.ner import entity_scores
+    from keras_bert.fine_tuning.ner.features import word_predictions
+
+    torch.set_num_threads(FLAGS.threads)
+    _, train, validation, labels = conll(run_dir)
+    start = time.perf_counter()
+    train_features = ner_windows(train)
+    eval_features = ner_windows(validation, labels=False)
+    feature_seconds = time.perf_counter() - start
+    model, run_model = torch_tagger(labels, SETTINGS["dropout"])
     best = {}
 
     def evaluate(epoch):
@@ -153,7 +191,7 @@ def train_torch(run_dir):
             model,
             lambda rows: run_model(
                 eval_features, rows, multiple=1, names=inputs
-            ).logits.numpy(),
+            ).logits.numpy(),  # fmt: skip
             len(mask),
             order=np.argsort(-mask.sum(axis=1), kind="stable"),
         )
@@ -176,10 +214,8 @@ def train_torch(run_dir):
         model,
         SETTINGS,
         len(lengths),
-        epoch_order=lambda epoch: length_grouped_order(
-            lengths, SETTINGS["batch_size"], SETTINGS["seed"], epoch
-        ),
-        step_loss=lambda rows: run_model(train_features, rows).loss,
+        lambda epoch: length_grouped_order(lengths, 32, FLAGS.seed, epoch),
+        lambda rows: run_model(train_features, rows).loss,
         evaluate=evaluate,
         log_every=100,
     )
@@ -194,30 +230,27 @@ def train_torch(run_dir):
         "num_train_windows": len(lengths),
         "steps": run["step"],
         "labels": labels,
-        "predicted_tags": best["tags"],
-        "gold_tags": validation["tags"],
-    }
+    }, (validation["tags"], best["tags"])
 
 
 def train_keras_bert(run_dir):
     """Runs `recipes/ner.py` with the shared settings; reads its results."""
-    train_file, validation_file = files(run_dir)
+    (train_file, validation_file), *_ = conll(run_dir)
     command = recipe.command(
         "ner",
         train_file=train_file,
         validation_file=validation_file,
         init_checkpoint=common.minilm_dir(),
-        **{
-            k: SETTINGS[k]
-            for k in ("sequence_length", "stride", "group_by_length")
-        },
+        sequence_length=SETTINGS["sequence_length"],
+        stride=SETTINGS["stride"],
+        group_by_length=True,
         **recipe.training_flags(SETTINGS, run_dir),
     )
     wall_seconds, cpu_seconds = recipe.run(command)
     results = common.read_record(os.path.join(run_dir, "results.json"))
-    gold, predicted, sentence = [], [], []
     # The recipe's predictions: `token gold predicted` lines, a blank line
     # after each sentence.
+    gold, predicted, sentence = [], [], []
     with open(results["predictions"]["validation"], encoding="utf-8") as file:
         for line in [*file, "\n"]:
             if line.split():
@@ -237,15 +270,12 @@ def train_keras_bert(run_dir):
         "num_train_windows": results["num_train_examples"],
         "labels": results["labels"],
         "command": command,
-        "predicted_tags": predicted,
-        "gold_tags": gold,
-    }
+    }, (gold, predicted)
 
 
 def seqeval_check(gold, predicted, f1):
     """`seqeval`'s scores of a run's own predictions (validation, best
-    epoch) beside ours; seed 0's predicted tags are written, one sentence a
-    line, for tests/fine_tuning/ner/test_metrics.py."""
+    epoch) beside ours; seed 0's tags are written, one sentence a line."""
     import gzip
 
     from seqeval import metrics
@@ -269,7 +299,7 @@ def seqeval_check(gold, predicted, f1):
         differences.append(abs(scores["f1"] - theirs[f"{entity_type}_f1"]))
     if abs(ours["f1"] - f1) > 1e-12:
         raise AssertionError(
-            f"the predictions score F1 {ours['f1']}, the run reported {f1}"
+            f"The predictions score F1 {ours['f1']}, not {f1}."
         )
     check = {
         "seqeval": theirs,
@@ -277,14 +307,10 @@ def seqeval_check(gold, predicted, f1):
         "num_sentences": len(gold),
     }
     if FLAGS.seed == 0:
-        path = os.path.join(
-            OUTPUT_DIR,
-            f"{FLAGS.dataset}_{FLAGS.contestant}_seed0_predicted.txt.gz",
-        )
+        name = f"{FLAGS.dataset}_{FLAGS.contestant}_seed0_predicted.txt.gz"
+        path = os.path.join(OUTPUT_DIR, name)
         with gzip.GzipFile(path, "wb", mtime=0) as file:  # the same bytes
-            file.write(
-                "".join(" ".join(tags) + "\n" for tags in predicted).encode()
-            )
+            file.write("".join(" ".join(t) + "\n" for t in predicted).encode())
         check["predicted_tags_file"] = os.path.relpath(path, common.REPO)
     return check
 
@@ -312,16 +338,17 @@ def summarize():
     )
     for (dataset, contestant), seeds in sorted(runs.items()):
         results = [seeds[seed] for seed in sorted(seeds)]
-        agree = all(
-            r.get("seqeval_check", {}).get("max_abs_difference") == 0.0
-            for r in results
-        )
+        checks = [r.get("seqeval_check", {}) for r in results]
+        agree = all(c.get("max_abs_difference") == 0.0 for c in checks)
+        metric = {
+            name: [100 * r["metrics"][name] for r in results]
+            for name in ("f1", "precision", "recall")
+        }
         print(
-            f"| {dataset} | {contestant} | **{spread([f1(r) for r in results])}** "
-            f"| {common.listed([f1(r) for r in results], '{:.2f}')} (seeds "
-            f"{common.listed(sorted(seeds))}) "
-            f"| {spread([100 * r['metrics']['precision'] for r in results])} "
-            f"| {spread([100 * r['metrics']['recall'] for r in results])} "
+            f"| {dataset} | {contestant} | **{spread(metric['f1'])}** "
+            f"| {common.listed(metric['f1'], '{:.2f}')} (seeds "
+            f"{common.listed(sorted(seeds))}) | {spread(metric['precision'])} "
+            f"| {spread(metric['recall'])} "
             f"| {common.listed([r['epochs'][0]['loss'] for r in results], '{:.4f}')} "
             f"| {'yes, all' if agree else 'NO'} |"
         )
@@ -329,19 +356,15 @@ def summarize():
     print("| data | keras-bert − torch, F1 points | mean |\n|---|---|---|")
     for dataset in sorted({d for d, _ in runs}):
         ours, theirs = (
-            runs.get((dataset, "keras_bert"), {}),
-            runs.get((dataset, "torch"), {}),
+            runs.get((dataset, c), {}) for c in ("keras_bert", "torch")
         )
         seeds = sorted(set(ours) & set(theirs))
         deltas = [f1(ours[s]) - f1(theirs[s]) for s in seeds]
         if seeds:
-            print(
-                f"| {dataset} | "
-                + ", ".join(
-                    f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds)
-                )
-                + f" | {statistics.mean(deltas):+.2f} |"
+            each = ", ".join(
+                f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds)
             )
+            print(f"| {dataset} | {each} | {statistics.mean(deltas):+.2f} |")
     print("\nSeed 0's times:\n")
     print(
         "| data | contestant | train minutes | train windows/s "
@@ -356,32 +379,141 @@ def summarize():
                 f"| {windows / r['train_seconds']:.1f} "
                 f"| {r['total_seconds'] / 60:.1f} | {r['machine'].split(';')[0]} |"
             )
-    versions = {
-        r["machine"].split("; ", 1)[-1]
-        for s in runs.values()
-        for r in s.values()
-    }
-    loads = [
-        r["load_average"]
-        for s in runs.values()
-        for r in s.values()
-        if "load_average" in r
-    ]
+    records = [r for seeds in runs.values() for r in seeds.values()]
+    versions = {r["machine"].split("; ", 1)[-1] for r in records}
+    loads = [r["load_average"] for r in records if "load_average" in r]
     print(f"\nVersions: {'; '.join(sorted(versions))}.")
     if loads:
-        machine = next(iter(next(iter(runs.values())).values()))["machine"]
-        print(
-            f"Load average (1 min) as the jobs started: {common.listed(loads)}; {common.load_note(loads, common.cores(machine), paired=False)}"
+        note = common.load_note(
+            loads, common.cores(records[0]["machine"]), False
         )
+        print(
+            f"Load average (1 min) as the jobs started: {common.listed(loads)}; {note}"
+        )
+
+
+def keras_losses(batches, labels, head=None, dropout=0.0, **adamw):
+    """keras-bert's per-step losses (`contestants/keras_loop.py`): dropout
+    off, or as the checkpoint has it; `head`: a kernel and bias to start
+    from, or a function of the model that sets them."""
+    import keras
+
+    import keras_bert
+
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(FLAGS.seed)
+    if dropout:
+        model = keras_bert.BertTokenClassifier.from_checkpoint(
+            common.minilm_dir(), num_classes=len(labels)
+        )
+    else:
+        backbone = keras_bert.BertBackbone.from_checkpoint(
+            common.minilm_dir(), dropout=0.0, attention_dropout=0.0
+        )
+        model = keras_bert.BertTokenClassifier(
+            backbone, len(labels), dropout=0.0
+        )
+    if callable(head):
+        head(model)
+    elif head is not None:
+        model.output_dense.kernel.assign(head[0])
+        model.output_dense.bias.assign(head[1])
+    return keras_loop.train_on_batches(
+        model, batches, SETTINGS["learning_rate"], **adamw
+    )
+
+
+def torch_head(model):
+    """transformers' head as a Keras kernel and bias."""
+    weight, bias = model.classifier.weight, model.classifier.bias
+    return weight.detach().numpy().T.copy(), bias.detach().numpy().copy()
+
+
+def step_parity():
+    import keras
+    import numpy as np
+
+    import keras_bert
+
+    FLAGS.limit_train = FLAGS.limit_train or 2 * FLAGS.steps * 32
+    _, train, _, labels = conll("/tmp/ner_runs/step_parity")
+    features = ner_windows(train)
+    rows = batches_of(features)[: FLAGS.steps]
+    batches = [common.cut_batch(features, r, 128) for r in rows]
+    model, run_model = torch_tagger(labels, dropout=0.0)
+    head, flat = torch_head(model), np.concatenate(rows)
+    reference = torch_loop.fine_tune(
+        model,
+        SETTINGS,
+        len(flat),
+        lambda epoch: flat,
+        lambda rows: run_model(features, rows).loss,
+    )["losses"]
+    variants = {
+        "ours": keras_losses(batches, labels, head, epsilon_hat=False),
+        "ours, default": keras_losses(batches, labels, head),
+    }
+    # Keras' own `_clip_gradients` on our AdamW, for one run.
+    ours, adamw = (
+        keras_bert.training.AdamW._clip_gradients,
+        keras_bert.training.AdamW,
+    )
+    adamw._clip_gradients = keras.optimizers.AdamW._clip_gradients
+    try:
+        variants["keras clipping"] = keras_losses(batches, labels, head, epsilon_hat=False)  # fmt: skip
+    finally:
+        adamw._clip_gradients = ours
+    print("| step | torch loss | " + " | ".join(variants) + " |")
+    print("|---|---|" + "---|" * len(variants))
+    for step, loss in enumerate(reference):
+        each = " | ".join(f"{v[step] - loss:+.1e}" for v in variants.values())
+        print(f"| {step} | {loss:.6f} | {each} |")
+    largest = {n: max(abs(a - b) for a, b in zip(v, reference)) for n, v in variants.items()}  # fmt: skip
+    print("max |difference|: " + common.listed(f"{n} {d:.1e}" for n, d in largest.items()))  # fmt: skip
+
+
+def head_init():
+    import keras
+    import numpy as np
+
+    _, train, _, labels = conll("/tmp/ner_runs/head_init")
+    features = ner_windows(train)
+    batches = [common.cut_batch(features, r, 128) for r in batches_of(features)]
+    head = None  # "normal": the model's own
+    if FLAGS.head == "copied":
+        head = torch_head(torch_tagger(labels, dropout=0.1)[0])
+    elif FLAGS.head == "truncated":
+
+        def head(model):
+            kernel = model.output_dense.kernel
+            truncated = keras.initializers.TruncatedNormal(
+                0.0, 0.02, FLAGS.seed
+            )
+            kernel.assign(truncated(kernel.shape))
+
+    losses = keras_losses(batches, labels, head, dropout=0.1, epsilon_hat=False)
+    quarter = len(losses) // 4
+    quarters = [
+        np.mean(losses[i * quarter : (i + 1) * quarter]) for i in range(4)
+    ]
+    print(
+        f"head={FLAGS.head} seed={FLAGS.seed}: mean loss {np.mean(losses):.4f} "
+        f"over {len(losses)} steps; quarters {common.listed(quarters, '{:.4f}')}"
+    )
 
 
 def main(argv):
     del argv
     if FLAGS.summarize:
         return summarize()
+    if FLAGS.step_parity or FLAGS.head:
+        import torch
+
+        torch.set_num_threads(FLAGS.threads)
+        return step_parity() if FLAGS.step_parity else head_init()
     if not FLAGS.contestant:
         raise app.UsageError(
-            "Pass --contestant=torch|keras_bert, or --summarize."
+            "Pass --contestant, --step_parity, --head or --summarize."
         )
     SETTINGS.update(seed=FLAGS.seed, epochs=DATASETS[FLAGS.dataset][2])
     name = f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
@@ -391,8 +523,7 @@ def main(argv):
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     load_average, start = round(os.getloadavg()[0], 1), time.perf_counter()
     train = train_torch if FLAGS.contestant == "torch" else train_keras_bert
-    result = train(run_dir)
-    gold, predicted = result.pop("gold_tags"), result.pop("predicted_tags")
+    result, (gold, predicted) = train(run_dir)
     result.update(
         contestant=FLAGS.contestant,
         dataset=FLAGS.dataset,

@@ -1,33 +1,26 @@
-"""Where the raw-text SavedModel's serving time goes: widths, threads,
-streams, int8 kernels.
+"""Where the raw-text SavedModel's serving time goes: threads, streams and
+int8 kernels.
 
 The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head:
-speed does not depend on the head's values), on SST-2 dev sentences,
-profiled three ways, each asked for by its flag:
+speed does not depend on the head's values), profiled two ways:
 
---widths   the mean width of the SST-2 dev requests trimmed to their
-           longest row, at batch 1 and 32, and the examples/s of the
-           raw-text pipeline built here (tokenize, pack, trim, the model)
-           with the width rounded up to a multiple of 1 or 8, or of 8 with
-           the model XLA-compiled (one compilation per width, made in the
-           warm-up), in paired rounds alternating the three.
 --threads  the export as it is and with `streams=2` (each block's heads
            and feed-forward units in two independent chains), `predict_ids`
            run as TF Serving runs it (a C++ Session, one `Session::Run` a
-           request) on requests of batch 1 × 24 tokens and 32 × 48 (the
-           widths `--widths` measures), in a fresh process per thread
-           setting (TensorFlow fixes its pools at start-up): intra-op and
-           inter-op threads (1, 1), (2, 2) (TensorFlow's default on 2
-           cores) and (1, 2); p50 milliseconds. `--trace` also traces
-           `--calls` batch-1 requests at (1, 2) (TensorFlow's step stats):
-           op time per op type, the matmuls' share, the ops run.
+           request) on SST-2-sized requests, `SHAPES` (it prints the mean
+           width of SST-2 dev's requests trimmed to their longest row
+           beside), in a fresh process per thread setting (TensorFlow fixes its
+           pools at start-up): intra-op and inter-op threads (1, 1), (2, 2)
+           (TensorFlow's default on 2 cores) and (1, 2); p50 milliseconds.
+           `--trace` also traces `--calls` batch-1 requests at (1, 2)
+           (TensorFlow's step stats): op time per op type, the matmuls'
+           share, the ops run.
 --matmul   MiniLM's dense shapes at 128 and 4096 rows: float32, Keras' own
            int8 (`ops.matmul(int8, int8)` on per-row quantized inputs),
            TensorFlow's oneDNN int8 kernel (`keras_bert.layers.int8_matmul`)
            and int8 weights dequantized before a float32 matmul.
 
     python benchmarks/serving_profile.py --threads [--trace] [--calls=100]
-    python benchmarks/serving_profile.py --widths [--rounds=5]
     python benchmarks/serving_profile.py --matmul
 """
 
@@ -45,8 +38,6 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-flags.DEFINE_bool("widths", False, "Measure the trimmed widths' cost.")
-flags.DEFINE_integer("rounds", 5, "--widths: paired rounds.")
 flags.DEFINE_bool("threads", False, "Time the thread settings and streams.")
 flags.DEFINE_bool("trace", False, "With --threads: where the op time goes.")
 flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
@@ -54,6 +45,8 @@ flags.DEFINE_string("work_dir", "/tmp/keras_bert_serving_profile", "Exports.")
 flags.DEFINE_string("worker", None, "Internal: `intra,inter` of a worker.")
 flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices.")
 FLAGS = flags.FLAGS
+# The requests timed: batch size -> tokens.
+SHAPES = {1: 24, 32: 48}
 
 
 def classifier():
@@ -65,54 +58,21 @@ def classifier():
     return model, keras_bert.BertPreprocessor(tokenizer, sequence_length=128)
 
 
-def profile_widths():
+def trimmed_widths(preprocessor):
+    """The mean width of SST-2 dev's requests of 1 and 32 sentences trimmed
+    to their longest row."""
     import numpy as np
-    import tensorflow as tf
 
     from keras_bert.data.trim_batch import trim_batch
 
-    model, preprocessor = classifier()
     sentences = common.read_sst2("dev")[0]
-    requests = {
-        size: [
-            tf.constant(sentences[i : i + size]) for i in range(0, 320, size)
-        ]
-        for size in (1, 32)
-    }
-    signature = [tf.TensorSpec([None], tf.string)]
-
-    def pipeline(multiple, jit_compile=False):
-        run = tf.function(
-            lambda x: model(x, training=False), jit_compile=jit_compile
-        )
-        return tf.function(
-            lambda t: run(
-                trim_batch(preprocessor.preprocess_batch(t), multiple)
-            ),
-            input_signature=signature,
-        )
-
-    variants = {
-        "multiple_1": pipeline(1),
-        "multiple_8": pipeline(8),
-        "multiple_8_xla": pipeline(8, jit_compile=True),
-    }
-    speeds = collections.defaultdict(list)
-    for size, batch in requests.items():
-        widths = [
-            trim_batch(preprocessor(r), 1)["token_ids"].shape[1] for r in batch
-        ]
-        print(f"batch {size}: mean trimmed width {np.mean(widths):.1f} of 128")
-        for function in variants.values():  # traces, XLA's compilations
-            [function(request).numpy() for request in batch]
-        for k in range(FLAGS.rounds):
-            for name in list(variants)[:: 1 if k % 2 == 0 else -1]:
-                start = time.perf_counter()
-                [variants[name](request).numpy() for request in batch]
-                speeds[name, size].append(320 / (time.perf_counter() - start))
-    print(f"{common.machine_description()}; load {os.getloadavg()[0]:.1f}")
-    for (name, size), values in speeds.items():
-        print(f"batch {size:2d} {name:14s} {np.median(values):7.1f} examples/s")
+    return {
+        size: round(float(np.mean([
+            trim_batch(preprocessor(sentences[i : i + size]), 1)["token_ids"].shape[1]
+            for i in range(0, len(sentences), size)
+        ])), 1)
+        for size in SHAPES
+    }  # fmt: skip
 
 
 def thread_worker(intra, inter, paths):
@@ -131,7 +91,7 @@ def thread_worker(intra, inter, paths):
         signature = meta_graph.signature_def["predict_ids"]
         output = signature.outputs["probabilities"].name
         feeds = {}
-        for batch, width in ((1, 24), (32, 48)):
+        for batch, width in SHAPES.items():
             shape = [batch, width]
             feeds[batch] = {
                 signature.inputs["token_ids"].name: np.full(
@@ -143,7 +103,9 @@ def thread_worker(intra, inter, paths):
             for _ in range(5):  # warm-up
                 session.run(output, feeds[batch])
             times = []
-            for _ in range(FLAGS.calls if batch == 1 else FLAGS.calls // 5):
+            for _ in range(
+                FLAGS.calls if batch == 1 else max(FLAGS.calls // 5, 5)
+            ):
                 start = time.perf_counter()
                 session.run(output, feeds[batch])
                 times.append(time.perf_counter() - start)
@@ -153,11 +115,11 @@ def thread_worker(intra, inter, paths):
                 flush=True,
             )
         if FLAGS.trace and (intra, inter) == (1, 2):
-            print_op_times(session, output, feeds[1], name)
+            print_op_times(session, output, feeds[1], name, SHAPES[1])
         session.close()
 
 
-def print_op_times(session, output, feed, name):
+def print_op_times(session, output, feed, name, width):
     """Op time per op type over `--calls` traced requests (step stats)."""
     import tensorflow as tf
 
@@ -181,7 +143,7 @@ def print_op_times(session, output, feed, name):
     total, runs = sum(micros.values()), FLAGS.calls
     matmuls = sum(t for op, t in micros.items() if "MatMul" in op)
     print(
-        f"{name}, batch 1 width 24, traced: {total / runs / 1e3:.2f} ms of op "
+        f"{name}, batch 1 width {width}, traced: {total / runs / 1e3:.2f} ms of op "
         f"time a request over both threads, {sum(counts.values()) // runs} "
         f"ops; matmuls {100 * matmuls / total:.0f}%"
     )
@@ -192,13 +154,15 @@ def print_op_times(session, output, feed, name):
 def profile_threads():
     import keras_bert
 
-    model, paths = classifier()[0], {}
+    (model, preprocessor), paths = classifier(), {}
     for name, streams in (("as is", None), ("2 streams", 2)):
         directory = os.path.join(FLAGS.work_dir, name.replace(" ", "_"))
         shutil.rmtree(directory, ignore_errors=True)
         paths[name] = keras_bert.serving.export_saved_model(
             model, export_dir=directory, streams=streams
         )
+    widths = trimmed_widths(preprocessor)
+    print(f"SST-2 dev's mean trimmed width at batch 1 and 32: {widths}")
     with open(os.path.join(FLAGS.work_dir, "paths.json"), "w") as f:
         json.dump(paths, f)
     print("load average before:", os.getloadavg()[0])
@@ -279,16 +243,13 @@ def main(argv):
         with open(os.path.join(FLAGS.work_dir, "paths.json")) as f:
             intra, inter = map(int, FLAGS.worker.split(","))
             return thread_worker(intra, inter, json.load(f))
-    if not (FLAGS.widths or FLAGS.threads or FLAGS.matmul):
-        raise app.UsageError("Pass --widths, --threads or --matmul.")
+    if not (FLAGS.threads or FLAGS.matmul):
+        raise app.UsageError("Pass --threads or --matmul.")
     os.makedirs(FLAGS.work_dir, exist_ok=True)
-    for asked, profile in (
-        (FLAGS.widths, profile_widths),
-        (FLAGS.threads, profile_threads),
-        (FLAGS.matmul, profile_matmul),
-    ):
-        if asked:
-            profile()
+    if FLAGS.threads:
+        profile_threads()
+    if FLAGS.matmul:
+        profile_matmul()
 
 
 if __name__ == "__main__":

@@ -32,10 +32,27 @@ text pipeline with dynamic masking (`pretraining_dataset_from_text`) on
 the same files, against the training step that consumes them (the
 `ours_pretrain_fp32` and `ours_pretrain_bf16` workers).
 
+`--race=ablation` (section "ablation_<task>_<precision>", written when
+every variant ran): what each of the package's speed optimisations is
+worth, in one process: `--task`'s model of `--race=train` (`classify`, or
+`pretrain` with 20 predictions) built once per variant, each with one
+optimisation switched off (the backbone's `optimizations`, see
+`keras_bert.layers.optimizations`), their training steps timed in
+alternation; the median step and the paired ratio "variant / package"
+(>1: the optimisation pays). `package`: as shipped; `keras_adamw`: Keras'
+AdamW instead of `training.AdamW`; `keras_layers`: xla_fused_ops,
+closed_form_layer_norm, half_bits_dropout and closed_form_gelu off (the
+backbone's LayerNorm, dropout and GELU as Keras' layers);
+`fused_qkv_5d`: split_qkv_first off (heads split by one 5-D transpose of
+the fused q|k|v); `unfused`: xla_fused_ops off; `full_last_block`:
+query_positions_only off (the last block at every position).
+
     python benchmarks/throughput.py --race=train [--rounds=3] [--steps=10]
         [--contestants=ours_cls_fp32,hub_cls_fp32,...]
     python benchmarks/throughput.py --race=inference [--rounds=3]
     python benchmarks/throughput.py --race=input_pipeline [--files=400]
+    python benchmarks/throughput.py --race=ablation --rounds=12 \
+        [--precision=float32] [--task=classify] [--contestants=package,...]
 """
 
 import glob
@@ -69,10 +86,23 @@ TRAINING = [
 INFERENCE = ["ours", "ours_xla", "hub", "torch", "torch_compile"]
 PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16"}
 LIBRARY = "/usr/share/doc/python3.11/html/_sources/library/*.rst.txt"
+# Each ablation variant: the optimisations it switches off.
+SWITCHED_OFF = {
+    "package": (),
+    "keras_adamw": (),
+    "keras_layers": (
+        "xla_fused_ops",
+        "closed_form_layer_norm",
+        "half_bits_dropout",
+        "closed_form_gelu",
+    ),
+    "fused_qkv_5d": ("split_qkv_first",),
+    "unfused": ("xla_fused_ops",),
+    "full_last_block": ("query_positions_only",),
+}
 
-flags.DEFINE_enum(
-    "race", "train", ["train", "inference", "input_pipeline"], "What to time."
-)
+RACES = ["train", "inference", "input_pipeline", "ablation"]
+flags.DEFINE_enum("race", "train", RACES, "What to time.")
 flags.DEFINE_integer("rounds", 3, "Alternating rounds of all contestants.")
 flags.DEFINE_list("contestants", None, "Subset to run; default: all.")
 flags.DEFINE_integer("threads", None, "Threads per process; default: cores.")
@@ -82,6 +112,8 @@ flags.DEFINE_float("seconds", 6.0, "inference: timed seconds per process.")
 flags.DEFINE_list("batch_sizes", ["1", "32"], "inference: batch sizes.")
 flags.DEFINE_integer("files", 400, "input_pipeline: python3.11-doc files.")
 flags.DEFINE_integer("batches", 300, "input_pipeline: timed batches.")
+flags.DEFINE_string("precision", "float32", "ablation: or mixed_bfloat16.")
+flags.DEFINE_enum("task", "classify", ["classify", "pretrain"], "ablation.")
 flags.DEFINE_string("worker", None, "Internal: run one contestant.")
 flags.DEFINE_integer("batch", 1, "Internal: the inference worker's batch.")
 FLAGS = flags.FLAGS
@@ -377,6 +409,73 @@ warm-up batches. Consumer: the pre-training step of
     )
 
 
+def ablation_race():
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert.layers.optimizations import ALL
+
+    tf.config.threading.set_intra_op_parallelism_threads(os.cpu_count())
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras.config.set_dtype_policy(FLAGS.precision)
+    variants = FLAGS.contestants or list(SWITCHED_OFF)
+    if set(variants) - set(SWITCHED_OFF) or variants[0] != "package":
+        raise app.UsageError(
+            f"--contestants: 'package', then some of {list(SWITCHED_OFF)}."
+        )
+    steps = {}
+    for variant in variants:
+        model, dataset = synthetic.keras_training(
+            "ours",
+            FLAGS.task,
+            optimizations=[n for n in ALL if n not in SWITCHED_OFF[variant]],
+            keras_adamw=variant == "keras_adamw",
+        )
+        model.fit(dataset, steps_per_epoch=3, verbose=0)  # traces, warms up
+        steps[variant] = (model.train_function, iter(dataset))
+    seconds = {variant: [] for variant in variants}
+    for _ in range(FLAGS.rounds):
+        for variant, (train_function, iterator) in steps.items():
+            start = time.perf_counter()
+            [float(v) for v in train_function(iterator).values()]
+            seconds[variant].append(time.perf_counter() - start)
+    package, tokens = (
+        np.array(seconds["package"]),
+        synthetic.BATCH * synthetic.SEQUENCE,
+    )
+    rows = [
+        f"| {v} | {1000 * np.median(s):.0f} | {tokens / np.median(s):.0f} "
+        f"| {np.median(np.array(s) / package):.3f} |"
+        for v, s in seconds.items()
+    ]
+    pretrain = FLAGS.task == "pretrain"
+    section = f"ablation_{'pretrain_' * pretrain}{FLAGS.precision}"
+    model = (
+        "The pre-training model (MLM + NSP, 20 predictions)"
+        if pretrain
+        else "The classifier"
+    )
+    c = synthetic.CONFIG
+    return (
+        section * (not FLAGS.contestants),
+        f"""## Ablation: what each optimisation is worth, {FLAGS.task}, {FLAGS.precision}
+
+Machine: {common.machine_description()}.
+Command: `python benchmarks/throughput.py --race=ablation --rounds={FLAGS.rounds} --precision={FLAGS.precision}{" --task=pretrain" * pretrain}`.
+{model} of `--race=train` (L{c["num_layers"]}/H{c["hidden_dim"]}, batch {synthetic.BATCH}, sequence {synthetic.SEQUENCE},
+AdamW), built once per variant in one process; each variant undoes one
+optimisation (see the script's docstring); {FLAGS.rounds} rounds of one training
+step per variant, alternating. "× package" is the median of the paired
+step-time ratios variant / package (>1: the optimisation pays).
+
+| variant | step ms (median) | tokens/s | × package |
+|---|---|---|---|
+{chr(10).join(rows)}
+""",
+    )
+
+
 def main(argv):
     del argv
     if FLAGS.worker:
@@ -386,9 +485,11 @@ def main(argv):
         "train": lambda: train_race(threads),
         "inference": lambda: inference_race(threads),
         "input_pipeline": pipeline_race,
+        "ablation": ablation_race,
     }[FLAGS.race]()
-    common.update_results(section, markdown)
     print(markdown)
+    if section:  # a partial ablation is printed only
+        common.update_results(section, markdown)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ wall_seconds, cpu_seconds = recipe.run(command)
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from absl import logging
@@ -60,3 +61,13 @@ def run(command):
         before.children_user + before.children_system
     )
     return wall_seconds, cpu_seconds
+
+
+def fine_tune(name, env=None, **flags):
+    """Runs `recipes/<name>.py` with `flags` in a temporary `--model_dir`;
+    returns its `results.json` and the process's wall seconds."""
+    with tempfile.TemporaryDirectory() as model_dir:
+        seconds = common.run_process(
+            command(name, model_dir=model_dir, **flags), env
+        )[1]
+        return common.read_record(f"{model_dir}/results.json"), seconds

@@ -1,22 +1,12 @@
-"""The serving contestants of `benchmarks/serving.py`, each as its users run
-it, the files they load, and how a client's requests are timed.
+"""The serving contestants of `benchmarks/serving.py` and their files.
 
-`prepare(...)` writes, from one fine-tuned keras-bert `BertClassifier`,
-every contestant's files (the same weights everywhere): our raw-text
-SavedModel (`ours/1`, with `streams` = the core count, and `ours_int8/1`
-with `quantize="int8"`), a Hugging Face directory (`huggingface/`, by
-`keras_bert.checkpoints.save_huggingface`), a keras-hub preset
-(`keras_hub/`), and ONNX files (`model.onnx`, ONNX Runtime's BERT fusions
-in `model_optimized.onnx`, and that graph with int8 weights in
-`model_int8.onnx`). `load(name, manifest, ...)` returns a contestant's
-`predict(texts)` (str in, class ids out; tokenizing inside, as a server
-does per request); `serve_requests` times it request by request.
-
-```python
-manifest = prepare(classifier, tokenizer, "/tmp/serving", 128)
-predict = load("onnxruntime_fp32", manifest, 128, threads=2)
-predict(["a gripping film .", "dull ."])  # array([1, 0])
-```
+`prepare` writes, from one fine-tuned `BertClassifier`, every contestant's
+files with the same weights: our raw-text SavedModels (float32 with
+`streams`, and int8), a Hugging Face directory, a keras-hub preset, and
+ONNX files (plain, fused by ONNX Runtime's BERT optimizer, and that graph
+with int8 weights). `load` returns a contestant's `predict(texts)` (class
+ids out, tokenizing inside, as a server does per request);
+`serve_requests` times it request by request.
 """
 
 import os
@@ -98,21 +88,11 @@ def agreement(labels, reference):
 def prepare(
     classifier, tokenizer, work_dir, sequence_length, labels=None, streams=None
 ):
-    """Writes every contestant's files into `work_dir`; returns the
-    manifest: where each contestant's files are, our export's `streams`,
-    the size of each of our exports' `variables/`, ONNX Runtime's fused
-    operators.
-
-    Args:
-        classifier: `keras_bert.BertClassifier`, the fine-tuned model.
-        tokenizer: its `keras_bert.BertTokenizer`.
-        work_dir: str. An empty or new directory.
-        sequence_length: int. The tokens per example of our export and
-            keras-hub's packer (the truncation limit of the others).
-        labels: list of str or `None`: the class names.
-        streams: int or `None`: our float32 export's `streams` (the
-            cores it is served on).
-    """
+    """Writes every contestant's files into `work_dir` (`sequence_length`:
+    our export's and keras-hub's packing, the others' truncation; `streams`:
+    our float32 export's); returns the manifest: where each contestant's
+    files are, the streams, our exports' `variables/` bytes, ONNX Runtime's
+    fused operators."""
     import keras_bert
     from keras_bert.serving import export_saved_model
 

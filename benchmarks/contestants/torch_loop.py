@@ -1,28 +1,15 @@
 """The one PyTorch training loop of the benchmarks.
 
-`step` is one optimizer step (back-propagation, clipping, AdamW, the
-schedule); `train_on` runs it over given batches, for the speed races;
-`fine_tune` is BERT's fine-tuning as Hugging Face's examples run it on a
-CPU: a `transformers` model loaded with a seed and a dropout rate
-(`from_pretrained`), AdamW without decay on biases and LayerNorm weights
-(`adamw`), a linear warmup over the first `int(warmup_fraction × steps)`
-steps then a linear decay to 0, clipping to a global norm, every step's
-loss and the wall and CPU time recorded, resumable from a checkpoint. The
-task passes in only what is its own: the model, each epoch's row order,
-the loss of a batch of rows and the scoring after each epoch; the settings
-are the task's `SETTINGS` dict (`batch_size`, `epochs`, `learning_rate`,
-`warmup_fraction`, `weight_decay`, `adam_beta_1`, `adam_beta_2`,
-`adam_epsilon`, `clipnorm`), so that its record says what ran.
-
-```python
-model = torch_loop.from_pretrained(
-    transformers.BertForTokenClassification, path, dropout=0.1, seed=0,
-    num_labels=9,
-)
-run = torch_loop.fine_tune(
-    model, SETTINGS, len(rows), epoch_order, lambda rows: model(...).loss
-)
-```
+`step` is one optimizer step; `train_on` runs it over given batches (the
+speed races); `fine_tune` is BERT's fine-tuning as Hugging Face's examples
+run it: AdamW without decay on biases and LayerNorm weights, a linear
+warmup over `int(warmup_fraction × steps)` steps then a linear decay to 0,
+clipping to a global norm, every step's loss and wall and CPU time
+recorded, resumable from a checkpoint. A task passes in only its own
+parts: the model (`from_pretrained`), each epoch's row order, the loss of
+a batch of rows, the scoring after an epoch, and its `SETTINGS`
+(`batch_size`, `epochs`, `learning_rate`, `warmup_fraction`,
+`weight_decay`, `adam_beta_1`, `adam_beta_2`, `adam_epsilon`, `clipnorm`).
 """
 
 import math
@@ -40,21 +27,14 @@ def adamw(
     LayerNorm weights (the parameter groups of Hugging Face's examples)."""
     import torch
 
-    decay, no_decay = [], []
+    groups = [
+        {"params": [], "weight_decay": weight_decay},
+        {"params": [], "weight_decay": 0.0},
+    ]
     for name, parameter in model.named_parameters():
-        if name.endswith("bias") or "LayerNorm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=learning_rate,
-        betas=betas,
-        eps=eps,
-    )
+        no_decay = name.endswith("bias") or "LayerNorm" in name
+        groups[no_decay]["params"].append(parameter)
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps)
 
 
 def from_pretrained(model_class, path, dropout, seed, **kwargs):
@@ -129,40 +109,21 @@ def fine_tune(
 ):
     """Trains `model` for `settings["epochs"]` epochs; returns the record.
 
-    Every epoch takes `epoch_order(epoch)`, cuts it into batches of
-    `settings["batch_size"]` rows (the last one partial) and, for each,
-    calls `step_loss(rows)` (a scalar torch loss, the model in training
-    mode), back-propagates, clips, steps AdamW and the schedule. After the
-    epoch, `evaluate(epoch)` (model in eval mode) returns what the epoch's
-    record adds.
+    Every epoch cuts `epoch_order(epoch)` (`num_examples` row indices) into
+    batches of `settings["batch_size"]` rows and steps on `step_loss(rows)`
+    (a scalar torch loss) of each; then `evaluate(epoch)` (in eval mode)
+    returns what the epoch's record adds. With `checkpoint_path`, the
+    model, optimizer, schedule, torch's random state and the record are
+    saved every `checkpoint_every` steps and at the end, and a run
+    restarted with the same path and `resume_key` resumes where it
+    stopped. `max_steps` stops early (smoke runs).
 
-    With `checkpoint_path`, the model, optimizer, schedule, torch's random
-    state and the record so far are saved every `checkpoint_every` steps
-    and at the end, and a run restarted with the same path resumes where
-    it stopped (the epoch's order is rebuilt by `epoch_order`); a
-    checkpoint whose `resume_key` differs is refused.
-
-    Args:
-        model: torch.nn.Module. In float32, dropout as wanted.
-        settings: dict with the keys the module's docstring lists.
-        num_examples: int. Rows in an epoch: `ceil(num_examples /
-            batch_size)` steps each.
-        epoch_order: callable `epoch -> int array (num_examples,)`.
-        step_loss: callable `rows -> torch scalar`.
-        evaluate: callable `epoch -> dict`, or None.
-        max_steps: int. Stop after that many steps (smoke runs).
-        log_every: int. Log the loss every that many steps.
-        checkpoint_path, checkpoint_every, resume_key: where, how often,
-            and under what key (JSON-like) to save and resume; or None.
-
-    Returns:
-        A dict: `losses` (per step), `epochs` (per epoch: `epoch` from 1,
-        `train_seconds`, `train_cpu_seconds`, `loss` (mean), and with
-        `evaluate` `eval_seconds` and what it returned), `step`,
-        `resumed_at_step`, `total_steps`, `warmup_steps`,
-        `trained_windows`, `train_seconds` and `train_cpu_seconds`
-        (evaluation excluded; CPU time as well, since on a shared machine
-        wall time also measures the other processes).
+    Returns a dict: `losses` (per step), `epochs` (per epoch: `epoch` from
+    1, `train_seconds`, `train_cpu_seconds`, `loss` (mean), and with
+    `evaluate` `eval_seconds` and what it returned), `step`,
+    `resumed_at_step`, `total_steps`, `warmup_steps`, `trained_windows`,
+    `train_seconds` and `train_cpu_seconds` (evaluation excluded; CPU time
+    too, since on a shared machine wall time measures the others as well).
     """
     import torch
     import transformers
