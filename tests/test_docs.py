@@ -735,8 +735,8 @@ def recipe_flags(recipe):
 _SEPARATORS = {"&&", "||", ";", "|", ">", ">>", "2>&1"}
 
 
-def recipe_commands(block):
-    """`(recipe, [flag names])` of each `python recipes/...` command."""
+def recipe_commands(block, folder="recipes"):
+    """`(script, [flag names])` of each `python <folder>/...` command."""
     commands = []
     buffer = ""
     for line in block.source.splitlines():
@@ -752,7 +752,7 @@ def recipe_commands(block):
             recipe = tokens[start + 1]
             if not (
                 re.fullmatch(r"python3?", token)
-                and re.fullmatch(r"recipes/\w+\.py", recipe)
+                and re.fullmatch(rf"{folder}/[\w/]+\.py", recipe)
             ):
                 continue
             names = []
@@ -766,11 +766,8 @@ def recipe_commands(block):
     return commands
 
 
-_INLINE_COMMAND = re.compile(r"`(python3? recipes/[^`]+)`")
-
-
-def shell_snippets(document):
-    """Shell blocks, and inline `python recipes/...` spans as blocks."""
+def shell_snippets(document, folder="recipes"):
+    """Shell blocks, and inline `python <folder>/...` spans as blocks."""
     blocks = [
         b
         for b in code_blocks(document)[0]
@@ -778,7 +775,7 @@ def shell_snippets(document):
     ]
     with open(os.path.join(ROOT, document), encoding="utf-8") as file:
         text = file.read()
-    for match in _INLINE_COMMAND.finditer(text):
+    for match in re.finditer(rf"`(python3? {folder}/[^`]+)`", text):
         line = text.count("\n", 0, match.start()) + 1
         command = match.group(1).replace("\n", " ")
         blocks.append(Block(document, line, "inline", command, None))
@@ -803,4 +800,35 @@ def test_documented_recipe_commands_use_the_recipes_flags():
                     if name not in accepted
                 ]
     assert checked >= 10, checked  # the parser finds the commands
+    assert not unknown, "\n".join(unknown)
+
+
+def test_documented_benchmark_commands_exist_with_their_flags():
+    """Every `python benchmarks/...` command the documents and the
+    benchmarks' results name runs a script that exists and takes its
+    flags (its own, and the harness's for a script that imports it)."""
+    documents = DOCUMENTS + [
+        "benchmarks/RESULTS.md",
+        "benchmarks/pretraining/RESULTS.md",
+    ]
+    unknown, checked = [], 0
+    for document in documents:
+        for block in shell_snippets(document, "benchmarks"):
+            for script, names in recipe_commands(block, "benchmarks"):
+                assert os.path.exists(os.path.join(ROOT, script)), (
+                    f"{document}:{block.line}: {script} does not exist"
+                )
+                accepted = recipe_flags(script)
+                if accepted is None:
+                    continue
+                with open(os.path.join(ROOT, script), encoding="utf-8") as f:
+                    if "from benchmarks import common" in f.read():
+                        accepted |= recipe_flags("benchmarks/common.py")
+                checked += 1
+                unknown += [
+                    f"{document}:{block.line}: {script} has no --{name}"
+                    for name in names
+                    if name not in accepted
+                ]
+    assert checked >= 20, checked  # the parser finds the commands
     assert not unknown, "\n".join(unknown)

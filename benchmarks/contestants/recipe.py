@@ -1,15 +1,5 @@
 """keras-bert's side of a comparison: a recipe of `recipes/`, run as a user
-runs it (its own process), with the PyTorch loop's settings.
-
-```python
-command = recipe.command(
-    "ner",
-    **recipe.training_flags(SETTINGS, run_dir),
-    train_file=train_file,
-)
-wall_seconds, cpu_seconds = recipe.run(command)
-```
-"""
+runs it (its own process), with the PyTorch loop's settings."""
 
 import os
 import subprocess
