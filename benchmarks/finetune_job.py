@@ -457,11 +457,12 @@ def speed_by_load(speeds, loads, cores):
     for kind, rounds in sorted(groups.items()):
         names, ratios, spans = zip(*rounds)
         span = sum(spans, [])
+        speed = dict.fromkeys(f"{r:.2f}" for r in (min(ratios), max(ratios)))
         sentences.append(
             kind
             + (f" (load average {min(span):g}-{max(span):g})" if span else "")
             + f", {common.listed(names)}: raw-text `fit` at "
-            f"{min(ratios):.2f}-{max(ratios):.2f}x the recipe's examples/s"
+            f"{'-'.join(speed)}x the recipe's examples/s"
         )
     trust = len(groups) > 1 and "on a quiet machine" in groups
     return "; ".join(sentences + ["trust the quiet rounds"] * trust)

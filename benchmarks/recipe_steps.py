@@ -229,7 +229,9 @@ def bf16_section():
         curves[precision, seed] = np.array(result["losses"])
         speeds[precision, seed] = result["steps_per_second"]
 
-    def windows(curve, window=20):
+    window = min(20, FLAGS.steps)  # steps a row averages
+
+    def windows(curve):
         return (
             curve[: len(curve) // window * window].reshape(-1, window).mean(1)
         )
@@ -237,7 +239,7 @@ def bf16_section():
     reference, other, bf16 = (windows(curves[run]) for run in RUNS)
     noise, gap = np.abs(other - reference), np.abs(bf16 - reference)
     rows = [
-        f"| {20 * i + 1}–{20 * (i + 1)} | {reference[i]:.4f} | {other[i]:.4f} "
+        f"| {window * i + 1}–{window * (i + 1)} | {reference[i]:.4f} | {other[i]:.4f} "
         f"| {bf16[i]:.4f} | {noise[i]:.4f} | {gap[i]:.4f} |"
         for i in range(len(reference))
     ]
@@ -259,7 +261,7 @@ MiniLM-L6-H384 (real weights) as a `BertClassifier` on SST-2 train
 (`../shared/glue`), batch 32, sequence 128 {shape}, AdamW 2e-5,
 10% warm-up then linear decay; identical batches in every run; seed 1 differs from seed 0 in
 the new head's initialisation and the dropout masks. Each row
-is the mean per-step training loss over 20 steps.
+is the mean per-step training loss over {window} steps.
 
 | steps | float32 (seed 0) | float32 (seed 1) | bf16 (seed 0) | fp32 seed gap | bf16 − fp32 gap |
 |---|---|---|---|---|---|

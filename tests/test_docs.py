@@ -782,39 +782,15 @@ def shell_snippets(document, folder="recipes"):
     return blocks
 
 
-def test_documented_recipe_commands_use_the_recipes_flags():
-    unknown, checked = [], 0
-    for document in DOCUMENTS:
-        for block in shell_snippets(document):
-            for recipe, names in recipe_commands(block):
-                assert os.path.exists(os.path.join(ROOT, recipe)), (
-                    f"{document}:{block.line}: {recipe} does not exist"
-                )
-                accepted = recipe_flags(recipe)
-                if accepted is None:
-                    continue
-                checked += 1
-                unknown += [
-                    f"{document}:{block.line}: {recipe} has no --{name}"
-                    for name in names
-                    if name not in accepted
-                ]
-    assert checked >= 10, checked  # the parser finds the commands
-    assert not unknown, "\n".join(unknown)
-
-
-def test_documented_benchmark_commands_exist_with_their_flags():
-    """Every `python benchmarks/...` command the documents and the
-    benchmarks' results name runs a script that exists and takes its
-    flags (its own, and the harness's for a script that imports it)."""
-    documents = DOCUMENTS + [
-        "benchmarks/RESULTS.md",
-        "benchmarks/pretraining/RESULTS.md",
-    ]
+def unknown_flags(documents, directory):
+    """`(unknown, checked)`: the flags that `python <directory>/...`
+    commands of `documents` pass and their script does not take (its own
+    flags, and the benchmarks' harness's for a script that imports it),
+    and how many commands were checked. A missing script fails."""
     unknown, checked = [], 0
     for document in documents:
-        for block in shell_snippets(document, "benchmarks"):
-            for script, names in recipe_commands(block, "benchmarks"):
+        for block in shell_snippets(document, directory):
+            for script, names in recipe_commands(block, directory):
                 assert os.path.exists(os.path.join(ROOT, script)), (
                     f"{document}:{block.line}: {script} does not exist"
                 )
@@ -830,5 +806,23 @@ def test_documented_benchmark_commands_exist_with_their_flags():
                     for name in names
                     if name not in accepted
                 ]
+    return unknown, checked
+
+
+def test_documented_recipe_commands_use_the_recipes_flags():
+    unknown, checked = unknown_flags(DOCUMENTS, "recipes")
+    assert checked >= 10, checked  # the parser finds the commands
+    assert not unknown, "\n".join(unknown)
+
+
+def test_documented_benchmark_commands_exist_with_their_flags():
+    """Every `python benchmarks/...` command the documents and the
+    benchmarks' results name runs a script that exists and takes its
+    flags."""
+    unknown, checked = unknown_flags(
+        DOCUMENTS
+        + ["benchmarks/RESULTS.md", "benchmarks/pretraining/RESULTS.md"],
+        "benchmarks",
+    )
     assert checked >= 20, checked  # the parser finds the commands
     assert not unknown, "\n".join(unknown)
