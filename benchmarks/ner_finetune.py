@@ -492,10 +492,9 @@ def head_init():
             kernel.assign(truncated(kernel.shape))
 
     losses = keras_losses(batches, labels, head, dropout=0.1, epsilon_hat=False)
-    quarter = len(losses) // 4
-    quarters = [
-        np.mean(losses[i * quarter : (i + 1) * quarter]) for i in range(4)
-    ]
+    quarter = max(1, len(losses) // 4)  # the last len % 4 steps left out
+    ends = range(0, min(4 * quarter, len(losses)), quarter)
+    quarters = [np.mean(losses[i : i + quarter]) for i in ends]
     print(
         f"head={FLAGS.head} seed={FLAGS.seed}: mean loss {np.mean(losses):.4f} "
         f"over {len(losses)} steps; quarters {common.listed(quarters, '{:.4f}')}"

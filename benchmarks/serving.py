@@ -133,10 +133,8 @@ def run_prepare():
 def run_worker():
     """One contestant, one round: prints the record as a RESULT line."""
     sentences, gold = common.read_sst2("dev", FLAGS.glue_dir)
-    sentences, gold = (
-        sentences[: FLAGS.sentences or None],
-        gold[: len(sentences)],
-    )
+    sentences = sentences[: FLAGS.sentences or None]
+    gold = gold[: len(sentences)]
     manifest = common.read_record(os.path.join(FLAGS.work_dir, "manifest.json"))
     predict = contestants.load(FLAGS.worker, manifest, 128, FLAGS.threads)
     record = {"load_seconds": round(time.time() - START, 1), "batches": {}}
