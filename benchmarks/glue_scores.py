@@ -21,37 +21,37 @@ import sys
 
 import tensorflow as tf
 
-ORDER = ["sst2", "stsb", "rte", "cola", "mrpc", "qqp", "mnli", "qnli", "wnli"]
-NAMES = {
-    "sst2": "SST-2",
-    "stsb": "STS-B",
-    "rte": "RTE",
-    "cola": "CoLA",
-    "mrpc": "MRPC",
-    "qqp": "QQP",
-    "mnli": "MNLI",
-    "qnli": "QNLI",
-    "wnli": "WNLI",
-}
-METRIC_NAMES = {
-    "accuracy": "accuracy",
-    "f1": "F1",
-    "matthews_corrcoef": "Matthews corr.",
-    "pearson": "Pearson",
-    "spearman": "Spearman",
-}
+NAMES = dict(
+    sst2="SST-2",
+    stsb="STS-B",
+    rte="RTE",
+    cola="CoLA",
+    mrpc="MRPC",
+    qqp="QQP",
+    mnli="MNLI",
+    qnli="QNLI",
+    wnli="WNLI",
+)
+ORDER = list(NAMES)
+METRIC_NAMES = dict(
+    accuracy="accuracy",
+    f1="F1",
+    matthews_corrcoef="Matthews corr.",
+    pearson="Pearson",
+    spearman="Spearman",
+)
 # MiniLM-L6xH384's GLUE dev scores as its authors publish them (fine-tuned
 # on the full GLUE training sets): microsoft/unilm, minilm/README.md,
 # "Fine-tuning on NLU tasks". MRPC is F1.
-REPORTED = {
-    "sst2": "91.5",
-    "rte": "68.8",
-    "cola": "47.5",
-    "mrpc": "88.9 (F1, GLUE dev)",
-    "mnli": "83.3",
-    "qnli": "90.5",
-    "qqp": "90.6",
-}
+REPORTED = dict(
+    sst2="91.5",
+    rte="68.8",
+    cola="47.5",
+    mrpc="88.9 (F1, GLUE dev)",
+    mnli="83.3",
+    qnli="90.5",
+    qqp="90.6",
+)
 
 
 def load_runs(runs_dir):

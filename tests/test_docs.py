@@ -733,8 +733,8 @@ def recipe_flags(recipe):
 _SEPARATORS = {"&&", "||", ";", "|", ">", ">>", "2>&1"}
 
 
-def recipe_commands(block):
-    """`(recipe, [flag names])` of each `python recipes/...` command."""
+def recipe_commands(block, folder="recipes"):
+    """`(script, [flag names])` of each `python <folder>/...` command."""
     commands = []
     buffer = ""
     for line in block.source.splitlines():
@@ -750,7 +750,7 @@ def recipe_commands(block):
             recipe = tokens[start + 1]
             if not (
                 re.fullmatch(r"python3?", token)
-                and re.fullmatch(r"recipes/\w+\.py", recipe)
+                and re.fullmatch(rf"{folder}/[\w/]+\.py", recipe)
             ):
                 continue
             names = []
@@ -764,11 +764,8 @@ def recipe_commands(block):
     return commands
 
 
-_INLINE_COMMAND = re.compile(r"`(python3? recipes/[^`]+)`")
-
-
-def shell_snippets(document):
-    """Shell blocks, and inline `python recipes/...` spans as blocks."""
+def shell_snippets(document, folder="recipes"):
+    """Shell blocks, and inline `python <folder>/...` spans as blocks."""
     blocks = [
         b
         for b in code_blocks(document)[0]
@@ -776,29 +773,54 @@ def shell_snippets(document):
     ]
     with open(os.path.join(ROOT, document), encoding="utf-8") as file:
         text = file.read()
-    for match in _INLINE_COMMAND.finditer(text):
+    for match in re.finditer(rf"`(python3? {folder}/[^`]+)`", text):
         line = text.count("\n", 0, match.start()) + 1
         command = match.group(1).replace("\n", " ")
         blocks.append(Block(document, line, "inline", command, None))
     return blocks
 
 
-def test_documented_recipe_commands_use_the_recipes_flags():
+def unknown_flags(documents, directory):
+    """`(unknown, checked)`: the flags that `python <directory>/...`
+    commands of `documents` pass and their script does not take (its own
+    flags, and the benchmarks' harness's for a script that imports it),
+    and how many commands were checked. A missing script fails."""
     unknown, checked = [], 0
-    for document in DOCUMENTS:
-        for block in shell_snippets(document):
-            for recipe, names in recipe_commands(block):
-                assert os.path.exists(os.path.join(ROOT, recipe)), (
-                    f"{document}:{block.line}: {recipe} does not exist"
+    for document in documents:
+        for block in shell_snippets(document, directory):
+            for script, names in recipe_commands(block, directory):
+                assert os.path.exists(os.path.join(ROOT, script)), (
+                    f"{document}:{block.line}: {script} does not exist"
                 )
-                accepted = recipe_flags(recipe)
+                accepted = recipe_flags(script)
                 if accepted is None:
                     continue
+                with open(os.path.join(ROOT, script), encoding="utf-8") as f:
+                    if "from benchmarks import common" in f.read():
+                        accepted |= recipe_flags("benchmarks/common.py")
                 checked += 1
                 unknown += [
-                    f"{document}:{block.line}: {recipe} has no --{name}"
+                    f"{document}:{block.line}: {script} has no --{name}"
                     for name in names
                     if name not in accepted
                 ]
+    return unknown, checked
+
+
+def test_documented_recipe_commands_use_the_recipes_flags():
+    unknown, checked = unknown_flags(DOCUMENTS, "recipes")
     assert checked >= 10, checked  # the parser finds the commands
+    assert not unknown, "\n".join(unknown)
+
+
+def test_documented_benchmark_commands_exist_with_their_flags():
+    """Every `python benchmarks/...` command the documents and the
+    benchmarks' results name runs a script that exists and takes its
+    flags."""
+    unknown, checked = unknown_flags(
+        DOCUMENTS
+        + ["benchmarks/RESULTS.md", "benchmarks/pretraining/RESULTS.md"],
+        "benchmarks",
+    )
+    assert checked >= 20, checked  # the parser finds the commands
     assert not unknown, "\n".join(unknown)

@@ -1,19 +1,10 @@
 """keras-bert's side of a comparison: a recipe of `recipes/`, run as a user
-runs it (its own process), with the PyTorch loop's settings.
-
-```python
-command = recipe.command(
-    "ner",
-    **recipe.training_flags(SETTINGS, "keras_bert", run_dir),
-    train_file=train_file,
-)
-wall_seconds, cpu_seconds = recipe.run(command)
-```
-"""
+runs it (its own process), with the PyTorch loop's settings."""
 
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from absl import logging
@@ -31,14 +22,10 @@ def command(name, **flags):
     ]
 
 
-def training_flags(settings, contestant, run_dir):
-    """The recipe flags of the settings every fine-tuning recipe shares.
-
-    `contestant` `keras_bert` adds AdamW's epsilon as PyTorch adds it
-    (`--noadam_epsilon_hat`); `keras_bert_epsilon_hat` keeps the recipe's
-    default (Keras' "epsilon hat"). The export goes to `<run_dir>_export`,
-    where the `*_export_check.py` benchmarks read it.
-    """
+def training_flags(settings, run_dir):
+    """The recipe flags of the settings every fine-tuning recipe shares,
+    AdamW's epsilon added as PyTorch adds it (`--noadam_epsilon_hat`); the
+    export goes to `<run_dir>_export`, where `export_check.py` reads it."""
     return {
         "model_dir": run_dir,
         "batch_size": settings["batch_size"],
@@ -46,7 +33,7 @@ def training_flags(settings, contestant, run_dir):
         "epochs": settings["epochs"],
         "warmup_fraction": settings["warmup_fraction"],
         "seed": settings["seed"],
-        "adam_epsilon_hat": contestant == "keras_bert_epsilon_hat",
+        "adam_epsilon_hat": False,
         "export_dir": f"{run_dir}_export",
     }
 
@@ -64,3 +51,13 @@ def run(command):
         before.children_user + before.children_system
     )
     return wall_seconds, cpu_seconds
+
+
+def fine_tune(name, env=None, **flags):
+    """Runs `recipes/<name>.py` with `flags` in a temporary `--model_dir`;
+    returns its `results.json` and the process's wall seconds."""
+    with tempfile.TemporaryDirectory() as model_dir:
+        seconds = common.run_process(
+            command(name, model_dir=model_dir, **flags), env
+        )[1]
+        return common.read_record(f"{model_dir}/results.json"), seconds

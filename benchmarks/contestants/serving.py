@@ -1,121 +1,135 @@
-"""The serving contestants of `benchmarks/serving.py`, each as its users run
-it, and the exports they load.
+"""The serving contestants of `benchmarks/serving.py` and their files.
 
-`prepare(...)` writes, from one fine-tuned keras-bert `BertClassifier`,
-every contestant's files (the same weights everywhere):
-
-  ours/1            our raw-text SavedModel (`export_saved_model`, with
-                    `streams` = the core count)
-  ours_int8/1       the same with `quantize="int8"` (where the package has
-                    it; otherwise `ours_int8.unavailable` says why)
-  huggingface/      a `BertForSequenceClassification` directory, written by
-                    `keras_bert.checkpoints.save_huggingface`
-  keras_hub/        a `BertTextClassifier` preset, written by
-                    `keras_bert.checkpoints.save_keras_hub_preset`
-  model.onnx        `torch.onnx.export` of the Hugging Face model
-  model_optimized.onnx   ONNX Runtime's BERT fusions (`optimize_model`)
-  model_int8.onnx   that graph through `quantize_dynamic` (int8 weights)
-
-`load(name, work_dir, ...)` returns a contestant's `predict(texts)` (a list
-of str in, the predicted class ids out, numpy int); tokenizing happens
-inside it, as a server does per request.
-
-```python
-manifest = prepare(classifier, tokenizer, "/tmp/serving", 128)
-predict = load("onnxruntime_fp32", manifest, 128, threads=2)
-predict(["a gripping film .", "dull ."])  # array([1, 0])
-```
+`prepare` writes, from one fine-tuned `BertClassifier`, every contestant's
+files with the same weights: our raw-text SavedModels (float32 with
+`streams`, and int8), a Hugging Face directory, a keras-hub preset, and
+ONNX files (plain, fused by ONNX Runtime's BERT optimizer, and that graph
+with int8 weights). `load` returns a contestant's `predict(texts)` (class
+ids out, tokenizing inside, as a server does per request);
+`serve_requests` times it request by request.
 """
 
 import os
 
 import numpy as np
 
-# name -> what runs (the docstring of benchmarks/serving.py says more).
-CONTESTANTS = {
-    "ours_fp32": "our raw-text SavedModel (exported with `streams`), "
-    "`serving_default`, float32, run as TF Serving runs it: a C++ Session",
-    "ours_fp32_tf_function": "the same SavedModel through "
-    "`tf.saved_model.load(...).signatures` (a Python TF2 caller)",
-    "ours_int8": 'our raw-text SavedModel exported with quantize="int8"',
-    "transformers": 'transformers `pipeline("text-classification")`, '
-    "PyTorch float32",
-    "onnxruntime_fp32": "ONNX Runtime, `optimize_model(model_type='bert')` "
-    "graph, float32",
-    "onnxruntime_int8": "ONNX Runtime, that graph through `quantize_dynamic` "
-    "(int8 weights)",
-    "keras_hub": "keras-hub `BertTextClassifier.predict_on_batch` on strings",
-    "keras_hub_xla": "keras-hub `BertTextClassifier.predict_on_batch` on "
-    "strings, "
-    "compiled with `jit_compile=True`",
-}
-
+# What each runs: the docstring of benchmarks/serving.py.
+CONTESTANTS = (
+    "ours_fp32",
+    "ours_fp32_tf_function",
+    "ours_int8",
+    "transformers",
+    "onnxruntime_fp32",
+    "onnxruntime_int8",
+    "keras_hub",
+    "keras_hub_xla",
+)
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-class Unavailable(Exception):
-    """A contestant that cannot run with this code (e.g. no int8 export)."""
+def request_batches(sentences, batch_size):
+    """`sentences` in consecutive requests of `batch_size` (the last one
+    shorter if they do not divide)."""
+    if batch_size < 1:
+        raise ValueError(
+            f"Received an invalid batch_size={batch_size}: pass a positive "
+            "integer."
+        )
+    return [
+        sentences[i : i + batch_size]
+        for i in range(0, len(sentences), batch_size)
+    ]
+
+
+def serve_requests(predict, requests, warmup):
+    """Sends `requests` to `predict` one after the other, timing each.
+
+    The first `warmup` requests and the last one (whose batch shape may be
+    new) are sent once untimed first. Returns `(latencies, labels)`: the
+    seconds of each request and the concatenated predicted labels."""
+    import time
+
+    for request in requests[:warmup] + requests[-1:]:
+        predict(request)
+    latencies, labels = [], []
+    for request in requests:
+        start = time.perf_counter()
+        predicted = predict(request)
+        latencies.append(time.perf_counter() - start)
+        labels.extend(int(label) for label in predicted)
+    return latencies, labels
+
+
+def latency_stats(latencies, examples):
+    """p50 / p99 / mean latency (ms) and examples/s of one batch size:
+    `examples` served in requests that took `latencies` seconds."""
+    ordered, last = sorted(latencies), len(latencies) - 1
+    return {
+        "p50_ms": 1000 * ordered[int(0.5 * last)],
+        "p99_ms": 1000 * ordered[round(0.99 * last)],
+        "mean_ms": 1000 * sum(latencies) / len(latencies),
+        "examples_per_second": examples / sum(latencies),
+        "requests": len(latencies),
+        "examples": examples,
+    }
+
+
+def agreement(labels, reference):
+    """The fraction of positions where `labels` equals `reference`."""
+    if len(labels) != len(reference):
+        raise ValueError(
+            f"Label lists of different lengths ({len(labels)} and "
+            f"{len(reference)}): compare the predictions of the same "
+            "sentences."
+        )
+    return sum(a == b for a, b in zip(labels, reference)) / len(labels)
 
 
 def prepare(
     classifier, tokenizer, work_dir, sequence_length, labels=None, streams=None
 ):
-    """Writes every contestant's files into `work_dir`; returns a dict of
-    what was written (and why a contestant is unavailable, if one is).
-
-    Args:
-        classifier: `keras_bert.BertClassifier`, the fine-tuned model.
-        tokenizer: its `keras_bert.BertTokenizer`.
-        work_dir: str. An empty or new directory.
-        sequence_length: int. The tokens per example of our export and
-            keras-hub's packer (the truncation limit of the others).
-        labels: list of str or `None`: the class names.
-        streams: int or `None`: our float32 export's `streams` (the
-            cores it is served on).
-    """
+    """Writes every contestant's files into `work_dir` (`sequence_length`:
+    our export's and keras-hub's packing, the others' truncation; `streams`:
+    our float32 export's); returns the manifest: where each contestant's
+    files are, the streams, our exports' `variables/` bytes, ONNX Runtime's
+    fused operators."""
     import keras_bert
     from keras_bert.serving import export_saved_model
 
     preprocessor = keras_bert.BertPreprocessor(
         tokenizer, sequence_length=sequence_length
     )
-    manifest = {"unavailable": {}}
-    manifest["ours_fp32"] = export_saved_model(
-        classifier,
-        preprocessor,
-        os.path.join(work_dir, "ours"),
-        labels=labels,
-        streams=streams,
-    )
-    manifest["ours_fp32_tf_function"] = manifest["ours_fp32"]
-    manifest["streams"] = {
-        "ours_fp32": streams,
-        "ours_fp32_tf_function": streams,
+    manifest = {
+        "streams": {"ours_fp32": streams, "ours_fp32_tf_function": streams}
     }
-    try:
-        manifest["ours_int8"] = export_saved_model(
+    for name, options in (
+        ("ours_fp32", {"streams": streams}),
+        ("ours_int8", {"quantize": "int8"}),
+    ):
+        manifest[name] = export_saved_model(
             classifier,
             preprocessor,
-            os.path.join(work_dir, "ours_int8"),
+            os.path.join(work_dir, name),
             labels=labels,
-            quantize="int8",
+            **options,
         )
-    except TypeError as error:
-        if "quantize" not in str(error):
-            raise
-        manifest["unavailable"]["ours_int8"] = (
-            "this keras_bert's export_saved_model has no `quantize` "
-            f"argument ({error})"
+        variables = os.path.join(manifest[name], "variables")
+        manifest.setdefault("variables_bytes", {})[name] = sum(
+            os.path.getsize(os.path.join(variables, f))
+            for f in os.listdir(variables)
         )
+    manifest["ours_fp32_tf_function"] = manifest["ours_fp32"]
     hf_dir = os.path.join(work_dir, "huggingface")
     keras_bert.checkpoints.save_huggingface(classifier, tokenizer, hf_dir)
     manifest["huggingface"] = hf_dir
-    hub_dir = os.path.join(work_dir, "keras_hub")
+    manifest["keras_hub"] = os.path.join(work_dir, "keras_hub")
     # keras-hub runs the tanh GELU; MiniLM was trained with the exact one.
     keras_bert.checkpoints.save_keras_hub_preset(
-        classifier, tokenizer, hub_dir, allow_approximate_gelu=True
+        classifier,
+        tokenizer,
+        manifest["keras_hub"],
+        allow_approximate_gelu=True,
     )
-    manifest["keras_hub"] = hub_dir
     backbone = classifier.backbone
     manifest.update(
         export_onnx_models(
@@ -125,100 +139,78 @@ def prepare(
     return manifest
 
 
-def export_onnx(hf_dir, path):
-    """`torch.onnx.export` of the Hugging Face classifier in `hf_dir`, with
-    dynamic batch and sequence axes.
+def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
+    """The ONNX files of `prepare`: the Hugging Face classifier in `hf_dir`
+    exported with dynamic batch and sequence axes (`model.onnx`), ONNX
+    Runtime's BERT fusions of it (what Optimum's `ORTOptimizer` runs;
+    `model_optimized.onnx`) and that graph with int8 weights
+    (`model_int8.onnx`); returns their paths and the fused operators.
 
-    The TorchScript exporter (`dynamo=False`) of a model loaded with
-    `attn_implementation="eager"`, as Optimum exports BERT: ONNX Runtime's
-    BERT optimizer fuses that graph into `Attention` and
-    `EmbedLayerNormalization` nodes, but neither the `sdpa` attention (the
-    transformers 5 default) nor the dynamo exporter's graph (measured on
-    torch 2.13, transformers 5.24, onnxruntime 1.32).
+    The export is the TorchScript exporter's (`dynamo=False`) of the model
+    with `attn_implementation="eager"`, as Optimum exports BERT: the graph
+    ONNX Runtime's optimizer fuses into `Attention` and
+    `EmbedLayerNormalization` nodes (it fuses neither the `sdpa` attention
+    nor the dynamo exporter's graph). The int8 graph is dynamic
+    quantization: int8 weights, uint8 activations quantized per call, per
+    tensor, full range (Optimum's `avx512_vnni(is_static=False)`); shape
+    inference types no output of the fused nodes, so the quantizer is told
+    they are float32, as its error message advises.
     """
+    import onnx
     import torch
     import transformers
+    from onnxruntime.quantization import QuantType
+    from onnxruntime.quantization import quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
 
+    paths = {
+        name: os.path.join(work_dir, f"model{suffix}.onnx")
+        for name, suffix in (
+            ("onnx", ""),
+            ("onnxruntime_fp32", "_optimized"),
+            ("onnxruntime_int8", "_int8"),
+        )
+    }
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         hf_dir, attn_implementation="eager"
     ).eval()
     example = torch.ones((2, 8), dtype=torch.int64)
-    dynamic = {0: "batch", 1: "sequence"}
+    axes = {name: {0: "batch", 1: "sequence"} for name in ONNX_INPUTS}
     with torch.no_grad():
         torch.onnx.export(
             model,
             (example, example, torch.zeros_like(example)),
-            path,
+            paths["onnx"],
             input_names=list(ONNX_INPUTS),
             output_names=["logits"],
-            dynamic_axes={
-                **{name: dynamic for name in ONNX_INPUTS},
-                "logits": {0: "batch"},
-            },
+            dynamic_axes=dict(axes, logits={0: "batch"}),
             opset_version=17,
             dynamo=False,
         )
-    return path
-
-
-def optimize_onnx(path, optimized_path, num_heads, hidden_size):
-    """ONNX Runtime's BERT fusions (what Optimum's `ORTOptimizer` runs);
-    returns the fused-operator counts."""
-    from onnxruntime.transformers.optimizer import optimize_model
-
     optimized = optimize_model(
-        path, model_type="bert", num_heads=num_heads, hidden_size=hidden_size
+        paths["onnx"],
+        model_type="bert",
+        num_heads=num_heads,
+        hidden_size=hidden_size,
     )
-    optimized.save_model_to_file(optimized_path)
-    return {
-        name: count
-        for name, count in optimized.get_fused_operator_statistics().items()
-        if count
-    }
-
-
-def quantize_onnx(path, int8_path):
-    """Dynamic int8 quantization of `path`: int8 weights, uint8 activations
-    quantized per call, per tensor, full range (Optimum's
-    `AutoQuantizationConfig.avx512_vnni(is_static=False)`).
-
-    ONNX shape inference gives no type to the outputs of the fused
-    (`com.microsoft`) nodes, so the quantizer is told they are float32
-    (`DefaultTensorType`, as its error message advises)."""
-    import onnx
-    from onnxruntime.quantization import QuantType
-    from onnxruntime.quantization import quantize_dynamic
-
+    optimized.save_model_to_file(paths["onnxruntime_fp32"])
     quantize_dynamic(
-        path,
-        int8_path,
+        paths["onnxruntime_fp32"],
+        paths["onnxruntime_int8"],
         weight_type=QuantType.QInt8,
         per_channel=False,
         reduce_range=False,
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
-    return int8_path
-
-
-def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
-    """The three ONNX files of `prepare` (plain, optimized, int8)."""
-    plain = export_onnx(hf_dir, os.path.join(work_dir, "model.onnx"))
-    optimized = os.path.join(work_dir, "model_optimized.onnx")
-    fused = optimize_onnx(plain, optimized, num_heads, hidden_size)
-    int8 = quantize_onnx(optimized, os.path.join(work_dir, "model_int8.onnx"))
-    return {
-        "onnx": plain,
-        "onnxruntime_fp32": optimized,
-        "onnxruntime_int8": int8,
-        "onnx_fused_operators": fused,
-    }
+    statistics = optimized.get_fused_operator_statistics()
+    return dict(
+        paths, onnx_fused_operators={k: v for k, v in statistics.items() if v}
+    )
 
 
 def load(name, manifest, sequence_length, threads):
     """The `predict(texts) -> class ids` of contestant `name`, loaded from
     the files `manifest` (what `prepare` returned) names."""
-    if name in manifest.get("unavailable", {}):
-        raise Unavailable(manifest["unavailable"][name])
     loaders = {
         "ours_fp32": _load_ours,
         "ours_fp32_tf_function": _load_ours_tf_function,
@@ -370,8 +362,7 @@ def _load_keras_hub(name, manifest, sequence_length, threads):
     def predict(texts):
         # `predict_on_batch`, not `predict`: keras-hub's `predict` maps the
         # preprocessor over a new tf.data pipeline, traced again on every
-        # call (10-20 s a call on the busy 2-core machine, against 0.04-0.12
-        # s here); a server sends each request to `predict_on_batch`, which
+        # call; a server sends each request to `predict_on_batch`, which
         # preprocesses the strings the same way.
         logits = classifier.predict_on_batch(np.array(texts))
         return np.argmax(logits, axis=-1)

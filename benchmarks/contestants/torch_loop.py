@@ -1,26 +1,15 @@
-"""The PyTorch reference fine-tuning loop, written once.
+"""The one PyTorch training loop of the benchmarks.
 
-BERT's fine-tuning as Hugging Face's examples run it, on CPU: a
-`transformers` model loaded with a seed and a dropout rate, AdamW with no
-weight decay on biases and LayerNorm weights, a linear warmup over the
-first `int(warmup_fraction × steps)` steps then a linear decay to 0,
-clipping to a global norm, every step's loss and the wall and CPU time
-recorded. The task passes in only what is its own: the model, each epoch's
-row order, the loss of a batch of rows, and the scoring after each epoch.
-The settings are the task's `SETTINGS` dict (keys `batch_size`, `epochs`,
-`learning_rate`, `warmup_fraction`, `weight_decay`, `adam_beta_1`,
-`adam_beta_2`, `adam_epsilon`, `clipnorm`), so that its result file
-records what ran.
-
-```python
-model = torch_loop.from_pretrained(
-    transformers.BertForTokenClassification, path, dropout=0.1, seed=0,
-    num_labels=9,
-)
-run = torch_loop.fine_tune(
-    model, SETTINGS, len(rows), epoch_order, lambda rows: model(...).loss
-)
-```
+`step` is one optimizer step; `train_on` runs it over given batches (the
+speed races); `fine_tune` is BERT's fine-tuning as Hugging Face's examples
+run it: AdamW without decay on biases and LayerNorm weights, a linear
+warmup over `int(warmup_fraction × steps)` steps then a linear decay to 0,
+clipping to a global norm, every step's loss and wall and CPU time
+recorded, resumable from a checkpoint. A task passes in only its own
+parts: the model (`from_pretrained`), each epoch's row order, the loss of
+a batch of rows, the scoring after an epoch, and its `SETTINGS`
+(`batch_size`, `epochs`, `learning_rate`, `warmup_fraction`,
+`weight_decay`, `adam_beta_1`, `adam_beta_2`, `adam_epsilon`, `clipnorm`).
 """
 
 import math
@@ -38,21 +27,14 @@ def adamw(
     LayerNorm weights (the parameter groups of Hugging Face's examples)."""
     import torch
 
-    decay, no_decay = [], []
+    groups = [
+        {"params": [], "weight_decay": weight_decay},
+        {"params": [], "weight_decay": 0.0},
+    ]
     for name, parameter in model.named_parameters():
-        if name.endswith("bias") or "LayerNorm" in name:
-            no_decay.append(parameter)
-        else:
-            decay.append(parameter)
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=learning_rate,
-        betas=betas,
-        eps=eps,
-    )
+        no_decay = name.endswith("bias") or "LayerNorm" in name
+        groups[no_decay]["params"].append(parameter)
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps)
 
 
 def from_pretrained(model_class, path, dropout, seed, **kwargs):
@@ -72,6 +54,46 @@ def from_pretrained(model_class, path, dropout, seed, **kwargs):
     return model.to(torch.float32)
 
 
+def autocast(precision):
+    """`torch.autocast` to bfloat16 for `mixed_bfloat16` (what transformers'
+    Trainer runs with `bf16=True` on a CPU); for float32, no change."""
+    import torch
+
+    return torch.autocast(
+        "cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16"
+    )
+
+
+def step(model, optimizer, loss, clipnorm=None, scheduler=None):
+    """One optimizer step on `loss` (a scalar of `model`'s forward pass):
+    back-propagation, clipping to the global norm `clipnorm`, the
+    optimizer, the schedule. Returns the loss as a float."""
+    import torch
+
+    loss.backward()
+    if clipnorm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clipnorm)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+def train_on(
+    model, batches, optimizer, precision="float32", clipnorm=None, forward=None
+):
+    """Trains `model` once on each of `batches` (dicts of its keyword
+    inputs, labels included; `forward`: what to call instead of `model`,
+    e.g. its `torch.compile`), yielding each step's loss as the step ends:
+    a caller times the steps between the yields."""
+    model.train()
+    for batch in batches:
+        with autocast(precision):
+            loss = (forward or model)(**batch).loss
+        yield step(model, optimizer, loss, clipnorm)
+
+
 def fine_tune(
     model,
     settings,
@@ -87,40 +109,21 @@ def fine_tune(
 ):
     """Trains `model` for `settings["epochs"]` epochs; returns the record.
 
-    Every epoch takes `epoch_order(epoch)`, cuts it into batches of
-    `settings["batch_size"]` rows (the last one partial) and, for each,
-    calls `step_loss(rows)` (a scalar torch loss, the model in training
-    mode), back-propagates, clips, steps AdamW and the schedule. After the
-    epoch, `evaluate(epoch)` (model in eval mode) returns what the epoch's
-    record adds.
+    Every epoch cuts `epoch_order(epoch)` (`num_examples` row indices) into
+    batches of `settings["batch_size"]` rows and steps on `step_loss(rows)`
+    (a scalar torch loss) of each; then `evaluate(epoch)` (in eval mode)
+    returns what the epoch's record adds. With `checkpoint_path`, the
+    model, optimizer, schedule, torch's random state and the record are
+    saved every `checkpoint_every` steps and at the end, and a run
+    restarted with the same path and `resume_key` resumes where it
+    stopped. `max_steps` stops early (smoke runs).
 
-    With `checkpoint_path`, the model, optimizer, schedule, torch's random
-    state and the record so far are saved every `checkpoint_every` steps
-    and at the end, and a run restarted with the same path resumes where
-    it stopped (the epoch's order is rebuilt by `epoch_order`); a
-    checkpoint whose `resume_key` differs is refused.
-
-    Args:
-        model: torch.nn.Module. In float32, dropout as wanted.
-        settings: dict with the keys the module's docstring lists.
-        num_examples: int. Rows in an epoch: `ceil(num_examples /
-            batch_size)` steps each.
-        epoch_order: callable `epoch -> int array (num_examples,)`.
-        step_loss: callable `rows -> torch scalar`.
-        evaluate: callable `epoch -> dict`, or None.
-        max_steps: int. Stop after that many steps (smoke runs).
-        log_every: int. Log the loss every that many steps.
-        checkpoint_path, checkpoint_every, resume_key: where, how often,
-            and under what key (JSON-like) to save and resume; or None.
-
-    Returns:
-        A dict: `losses` (per step), `epochs` (per epoch: `epoch` from 1,
-        `train_seconds`, `train_cpu_seconds`, `loss` (mean), and with
-        `evaluate` `eval_seconds` and what it returned), `step`,
-        `resumed_at_step`, `total_steps`, `warmup_steps`,
-        `trained_windows`, `train_seconds` and `train_cpu_seconds`
-        (evaluation excluded; CPU time as well, since on a shared machine
-        wall time also measures the other processes).
+    Returns a dict: `losses` (per step), `epochs` (per epoch: `epoch` from
+    1, `train_seconds`, `train_cpu_seconds`, `loss` (mean), and with
+    `evaluate` `eval_seconds` and what it returned), `step`,
+    `resumed_at_step`, `total_steps`, `warmup_steps`, `trained_windows`,
+    `train_seconds` and `train_cpu_seconds` (evaluation excluded; CPU time
+    too, since on a shared machine wall time measures the others as well).
     """
     import torch
     import transformers
@@ -191,13 +194,18 @@ def fine_tune(
         )
         os.replace(checkpoint_path + ".tmp", checkpoint_path)
 
-    losses = record["losses"]
-    resumed_step = record["step"]
+    losses, resumed_step = record["losses"], record["step"]
     model.train()
     for epoch in range(len(record["epochs"]), settings["epochs"]):
-        done_seconds = record["train_seconds"]
-        done_cpu_seconds = record["train_cpu_seconds"]
+        done = record["train_seconds"], record["train_cpu_seconds"]
         start, cpu_start = time.perf_counter(), time.process_time()
+
+        def clock():
+            record["train_seconds"] = done[0] + time.perf_counter() - start
+            record["train_cpu_seconds"] = (
+                done[1] + time.process_time() - cpu_start
+            )
+
         order = epoch_order(epoch)
         for batch in range(steps_per_epoch):
             if epoch * steps_per_epoch + batch < record["step"]:
@@ -206,29 +214,19 @@ def fine_tune(
                 break
             rows = order[batch * batch_size : (batch + 1) * batch_size]
             loss = step_loss(rows)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(
-                model.parameters(), settings["clipnorm"]
+            losses.append(
+                step(model, optimizer, loss, settings["clipnorm"], scheduler)
             )
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
             record["step"] += 1
             record["trained_windows"] += len(rows)
-            losses.append(loss.item())
-            record["train_seconds"] = done_seconds + (
-                time.perf_counter() - start
-            )
-            record["train_cpu_seconds"] = done_cpu_seconds + (
-                time.process_time() - cpu_start
-            )
-            step = record["step"]
-            if step % log_every == 0 or step == 1:
+            clock()
+            steps = record["step"]
+            if steps % log_every == 0 or steps == 1:
                 logging.info(
                     "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
                     "lr %.3g; %.1f s",
                     epoch,
-                    step,
+                    steps,
                     total_steps,
                     losses[-1],
                     min(len(losses), log_every),
@@ -236,26 +234,23 @@ def fine_tune(
                     scheduler.get_last_lr()[0],
                     record["train_seconds"],
                 )
-            if checkpoint_path and step % checkpoint_every == 0:
+            if checkpoint_path and steps % checkpoint_every == 0:
                 save_checkpoint()
-        record["train_seconds"] = done_seconds + (time.perf_counter() - start)
-        record["train_cpu_seconds"] = done_cpu_seconds + (
-            time.process_time() - cpu_start
-        )
+        clock()
         epoch_losses = losses[
             epoch * steps_per_epoch : (epoch + 1) * steps_per_epoch
         ]
         summary = {
             "epoch": epoch + 1,
-            "train_seconds": record["train_seconds"] - done_seconds,
-            "train_cpu_seconds": record["train_cpu_seconds"] - done_cpu_seconds,
+            "train_seconds": record["train_seconds"] - done[0],
+            "train_cpu_seconds": record["train_cpu_seconds"] - done[1],
             "loss": float(np.mean(epoch_losses)) if epoch_losses else None,
         }
         if evaluate is not None:
             model.eval()
-            start = time.perf_counter()
+            eval_start = time.perf_counter()
             scores = evaluate(epoch)
-            summary["eval_seconds"] = time.perf_counter() - start
+            summary["eval_seconds"] = time.perf_counter() - eval_start
             summary.update(scores)
             model.train()
             logging.info("epoch %d: %s", epoch + 1, str(summary)[:400])

@@ -1,10 +1,12 @@
-"""benchmarks/common.py: result files, worker results, NER batches."""
+"""benchmarks/common.py, the harness: records, rounds, worker results,
+what the load averages say, the summaries' notes, NER batches."""
 
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from benchmarks import common
 
@@ -19,13 +21,15 @@ def test_records_round_trip_in_file_name_order(tmp_path):
     assert common.read_records(directory) == [{"n": 1}, {"n": 2}]
 
 
-def test_rounds_are_written_and_read_back(tmp_path):
-    directory = str(tmp_path)
+def test_rounds_rotate_the_order_and_are_written_and_read_back(tmp_path):
+    directory, ran = str(tmp_path), []
 
     def run_job(contestant, round_index):
-        return {"contestant": contestant, "round": round_index, "x": 1}
+        ran.append((round_index, contestant))
+        return {"x": 10 * round_index + ord(contestant)}
 
     common.run_rounds(run_job, ("a", "b"), directory, 0, 2)
+    assert ran == [(0, "a"), (0, "b"), (1, "b"), (1, "a")]
     assert sorted(os.listdir(directory)) == [
         "a_round0.json",
         "a_round1.json",
@@ -33,8 +37,8 @@ def test_rounds_are_written_and_read_back(tmp_path):
         "b_round1.json",
     ]
     records, values = common.round_values(directory, ("a", "b"))
-    assert len(records) == 4
-    np.testing.assert_array_equal(values("b", "round"), [0, 1])
+    assert records[("b", 1)] == {"x": 108, "contestant": "b", "round": 1}
+    np.testing.assert_array_equal(values("b", "x"), [98, 108])
 
 
 def test_paired_rounds_are_those_every_contestant_ran():
@@ -45,10 +49,63 @@ def test_paired_rounds_are_those_every_contestant_ran():
     assert common.paired_rounds(records, ("b", "c")) == []
 
 
-def test_load_note_says_whether_other_jobs_shared_the_machine():
-    cores = os.cpu_count()
-    assert "other jobs shared" in common.load_note([0.5, cores + 0.5])
-    assert "quiet" in common.load_note([0.5, cores])
+def test_load_note_is_computed_from_the_loads_and_the_cores():
+    assert common.load_note([0.5, 2.0], 2) == (
+        "never above the 2 cores: a quiet machine."
+    )
+    assert common.load_note([1.05, 2.13], 2) == (
+        "at most 0.1 above the 2 cores, what a job's own threads and "
+        "start-up account for."
+    )
+    shared = common.load_note([8.0, 12.0], 2)
+    assert shared.startswith("up to 12.0 on 2 cores: other processes")
+    assert shared.endswith("trust the paired ratios over the absolute rates.")
+    assert common.load_note([13.0], 4, paired=False).endswith(
+        "the times are rough."
+    )
+    assert not common.shared([3.0], 2) and common.shared([3.1], 2)
+    assert common.cores("AMD EPYC, 16 cores; tensorflow 2.21.0") == 16
+
+
+def test_context_note_names_the_commands_loads_and_machines():
+    machine = "AMD EPYC, 2 cores; keras 3.15.1"
+    records = {
+        ("a", 0): {"command": "python x.py --rounds=2", "machine": machine},
+        ("b", 0): {"command": "python x.py --rounds=2", "machine": machine},
+        ("a", 1): {
+            "command": "python x.py --first_round=1",
+            "load_average": 1.5,
+            "machine": machine,
+        },
+    }
+    assert common.context_note(records) == [
+        "rounds 0: `python x.py --rounds=2`; rounds 1: "
+        "`python x.py --first_round=1`",
+        "Load average (1 min) as each job started: round 1: 1.5; never "
+        "above the 2 cores: a quiet machine.",
+        machine,
+    ]
+
+
+def test_paired_ratio_is_the_median_of_shared_rounds():
+    ours = {0: 2.0, 1: 4.0, 2: 3.0, 5: 9.0}
+    peer = {0: 1.0, 1: 1.0, 2: 2.0}
+    median, per_round = common.paired_ratio(ours, peer)
+    assert per_round == [2.0, 4.0, 1.5]
+    assert median == 2.0
+    with pytest.raises(ValueError, match="No round"):
+        common.paired_ratio({0: 1.0}, {1: 1.0})
+
+
+def test_update_results_replaces_its_section_only(tmp_path):
+    path = str(tmp_path / "RESULTS.md")
+    common.update_results("a", "first", path)
+    common.update_results("b", "second", path)
+    common.update_results("a", "third", path)
+    with open(path) as f:
+        text = f.read()
+    assert text.count("BEGIN a") == 1 and "third" in text
+    assert "first" not in text and "second" in text
 
 
 def test_worker_result_is_the_last_printed_one():
