@@ -210,9 +210,9 @@ def token_classification(tokenizer, directory):
     import keras
 
     import keras_bert
+    from keras_bert.decoding.entities import ENTITY_PADDING
     from keras_bert.fine_tuning.ner.conll import label_list
     from keras_bert.fine_tuning.ner.conll import read_conll
-    from keras_bert.decoding.entities import ENTITY_PADDING
 
     conll = f"{common.SHARED}/conll2003"
     labels = label_list(read_conll(f"{conll}/train.txt")["tags"])
