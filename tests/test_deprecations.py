@@ -174,8 +174,9 @@ def test_old_layer_names_import_and_deserialize(old, new):
 
 
 def test_head_parallel_block_warns_and_deserializes():
-    """Now the block's `streams`; the old layer still loads and computes
-    (tests/layers/test_stream_layout.py loads a file written before)."""
+    """`HeadParallelBlock` is the block's `streams` setting; the deprecated
+    layer still deserializes and computes the block (a saved file of it:
+    tests/layers/test_stream_layout.py)."""
     block = keras_bert.layers.TransformerEncoderBlock(
         num_heads=2, intermediate_dim=8
     )

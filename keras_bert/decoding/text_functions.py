@@ -28,10 +28,9 @@ def trim_to_longest_row(inputs):
     `multiple=1`), so that a short request costs what its tokens cost, not
     what the export's `sequence_length` does. Padding is masked, so no
     output changes (to float rounding; tests/serving/test_trim.py).
-    Rounding the width up to a multiple of 8 does not pay in a graph whose
-    shapes are dynamic (`benchmarks/serving_profile.py`, `multiple_8` vs
-    `multiple_1`): nothing is traced again per width, and the extra
-    columns are only work.
+    The width is not rounded up (to a multiple of 8, say): in a graph
+    whose shapes are dynamic nothing is traced again per width, so extra
+    columns would only be work.
 
     Args:
         inputs: dict of `(batch, sequence_length)` tensors with a

@@ -23,8 +23,8 @@ with unknown shapes (GLUE batches cut to their longest sentence) keeps the
 unfused ops instead of recompiling for every new batch shape. float64 keeps
 the unfused ops too (they compute in float64, as parity checks need). The two
 fused ops after a dense layer also add its bias and sum its gradient, so
-that the bias gradient costs no pass of its own. Measured in
-`benchmarks/ablation.py` (variant `unfused`).
+that the bias gradient costs no pass of its own. Measured by `python
+benchmarks/throughput.py --race=ablation` (variant `unfused`).
 """
 
 import keras
@@ -40,11 +40,10 @@ from keras_bert.layers.half_bits_dropout import random_words
 from keras_bert.layers.xla import compiled
 
 # Below this many elements per tensor, the XLA launch and the compilation
-# cost more than fusion saves; tiny models keep the unfused ops. Measured
-# on a block, forward + backward, unfused / fused time, in bfloat16: 0.88
-# at 8192 elements, 0.94 at 16384, 1.04 at 32768, 1.10 at 65536, 1.07 at
-# 524288; in float32: 0.95, 0.96, 1.08, 1.03, 1.10 (131072), 1.09. Tests
-# set it to 0 to exercise the fused path on tiny shapes.
+# cost more than fusion saves (a block's forward and backward pass, timed
+# fused and unfused at sizes around this one, in float32 and bfloat16);
+# tiny models keep the unfused ops. Tests set it to 0 to exercise the
+# fused path on tiny shapes.
 MIN_ELEMENTS = 65536
 
 
@@ -216,7 +215,7 @@ def _softmax_backward(upstream, probs, key_mask, keep, threshold, dtype, scale):
     # probs * (upstream - sum(upstream * probs)), with the product formed
     # once, and the row test below instead of a test per element, keep
     # this pass cheap (its worth is in the `unfused` ablation row,
-    # `benchmarks/ablation.py`).
+    # `benchmarks/throughput.py --race=ablation`).
     weighted = upstream * probs
     grad = weighted - probs * tf.reduce_sum(weighted, axis=-1, keepdims=True)
     if key_mask is not None:

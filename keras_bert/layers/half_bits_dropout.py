@@ -75,13 +75,8 @@ def random_words(size, seed):
 
     From TensorFlow's stateless Philox kernel: deterministic (the same seed
     and size always give the same words), for a static `size` (a Python
-    int) or a dynamic one (a tensor). XLA's ThreeFry generator was an
-    option until commit 29ac51d removed it: in
-    `benchmarks/ablation.py` as it stood before that commit (its `philox`
-    variant, in `git show 29ac51d^:benchmarks/RESULTS.md`), Philox
-    instead of ThreeFry took 0.995x to 1.018x the training step of the
-    four ablation jobs on a 2-core AMD EPYC, no measurable difference. No
-    script of today measures ThreeFry.
+    int) or a dynamic one (a tensor), on every backend device TensorFlow
+    has, where XLA's ThreeFry would need a compiled function.
     """
     import tensorflow as tf
 

@@ -11,20 +11,19 @@ from keras_bert.layers.int8_matmul import int8_matmul
 class Int8Dense(keras.layers.Dense):
     """`keras.layers.Dense` with a fast int8 inference on TensorFlow.
 
-    int8 is Keras' own: `quantize("int8")` (what `model.quantize("int8")`
-    calls; Keras' own `Dense.quantize` refuses subclasses) stores the
-    kernel as int8 with one scale per output column (`kernel_scale`), and
-    the layer's dtype policy becomes `int8_from_<policy>`, so the layer
-    saved alone in a `.keras` file reloads quantized. What differs is
-    inference on TensorFlow: Keras multiplies int8 by int8 with
-    `BatchMatMulV3`, several times slower than float32 on the CPUs
-    measured; this layer uses TensorFlow's oneDNN int8 kernel instead
-    (`keras_bert.layers.int8_matmul`, measured by `python
-    benchmarks/int8.py --matmul_only`), each input row quantized over its
-    own largest magnitude. It keeps `kernel_column_sums` (saved with the
-    kernel) for that kernel's input shift. Training, LoRA on a quantized
-    layer and a `quantization_config` without an input quantizer (weights
-    only) run Keras' own int8 call. Without `quantize` it is `Dense`.
+    int8 is Keras' own: `quantize("int8")` (what `model.quantize("int8")` calls;
+    Keras' own `Dense.quantize` refuses subclasses) stores the kernel as int8
+    with one scale per output column (`kernel_scale`), and the layer's dtype
+    policy becomes `int8_from_<policy>`, so the layer saved alone in a `.keras`
+    file reloads quantized. What differs is inference on TensorFlow: Keras
+    multiplies int8 by int8 with `BatchMatMulV3`, slower than float32 (`python
+    benchmarks/serving_profile.py --matmul` times both); this layer uses
+    TensorFlow's oneDNN int8 kernel instead (`keras_bert.layers.int8_matmul`),
+    each input row quantized over its own largest magnitude. It keeps
+    `kernel_column_sums` (saved with the kernel) for that kernel's input shift.
+    Training, LoRA on a quantized layer and a `quantization_config` without an
+    input quantizer (weights only) run Keras' own int8 call. Without `quantize`
+    it is `Dense`.
 
     `keras_bert.layers.LoraDense`, the encoder block's dense layer, is one.
 

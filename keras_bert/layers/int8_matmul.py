@@ -2,10 +2,9 @@
 
 Keras' own int8 `Dense` (`model.quantize("int8")`) quantizes the inputs
 per row and multiplies with `ops.matmul(int8, int8)`, which on TensorFlow
-becomes `BatchMatMulV3` int8 → int32: on a 2-core AMD EPYC with AVX-512
-VNNI that ran 4 to 5.4x *slower* than the float32 matmul for MiniLM's
-dense shapes (`python benchmarks/int8.py --matmul_only`; a busy machine).
-TensorFlow's oneDNN kernel
+becomes `BatchMatMulV3` int8 → int32, slower than the float32 matmul
+for BERT's dense shapes (`python benchmarks/serving_profile.py --matmul`
+times the three). TensorFlow's oneDNN kernel
 `QuantizedMatMulWithBiasAndDequantize` (uint8 inputs, int8 weights,
 float32 out) is the fast one, so this is where TensorFlow is the point,
 and the ops are TensorFlow's.
@@ -20,9 +19,10 @@ into `[0, 2]` and quantized to uint8 over it (the step of int8 over
 per-output-channel scales (`kernel_scale`, `W = kernel / kernel_scale`),
 applied with `s` to the float32 result. Per row, a row's answer never
 depends on the other rows of the batch nor on padding rows, and an
-outlier token does not coarsen every other token: one scale for the
-whole tensor cost 1.4 points of SST-2 dev accuracy in a trial (87.84% →
-86.47% on `benchmarks/int8.py`'s classifier).
+outlier token does not coarsen every other token, as one scale for the
+whole tensor would (it cost accuracy when tried; `python
+benchmarks/serving.py` reports the int8 export's accuracy against
+float32's).
 
 The kernel exists where TensorFlow is built with oneDNN (the Linux x86
 packages, where it is on by default); `int8_matmul_supported()` says

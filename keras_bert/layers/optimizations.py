@@ -12,8 +12,8 @@ builds). The default, `ALL`, is every one of them, and what configs saved
 without the argument load with.
 
 What each is worth on a training step is measured by switching it off:
-the ablation sections of `benchmarks/RESULTS.md` (`benchmarks/ablation.py`,
-`benchmarks/recipe_steps.py`).
+the ablation sections of `benchmarks/RESULTS.md` (`python
+benchmarks/throughput.py --race=ablation`, `benchmarks/recipe_steps.py`).
 
 Example:
 ```python

@@ -8,20 +8,19 @@ contiguous slice of the heads (the matching columns of the fused q|k|v
 kernel, and rows of the attention output kernel) and a slice of the
 feed-forward units (columns of the first kernel, rows of the second).
 
-Rows of a kernel are contiguous in memory, columns are not: a column
-slice of a variable is a copy, made again by every request that reads it.
-So a model made to be served (`keras_bert.models.serving_copy`, which
-calls `freeze_stream_layout` on each block) has each stream's column
-blocks laid out once in variables of their own (the query kernel, the
-key|value kernel and the intermediate kernel with their biases; the row
-blocks too, so that a stream reads one set); the `serving_threads` rows
-of `benchmarks/RESULTS.md` measure the difference. That layout is a copy
-of the block's weights (LoRA updates added), refreshed from them every
-time the implementation runs eagerly or is traced into a graph (an export,
-a `predict` function): a graph reads the weights of the moment it was
-traced. Neither Keras nor a `.keras` file sees it (it is derived): an
-export saves it because its graph reads it (and not the block's own
-kernels, which that graph does not read).
+Rows of a kernel are contiguous in memory, columns are not: a column slice of a
+variable is a copy, made again by every request that reads it. So a model made
+to be served (`keras_bert.models.serving_copy`, which calls
+`freeze_stream_layout` on each block) has each stream's column blocks laid out
+once in variables of their own (the query kernel, the key|value kernel and the
+intermediate kernel with their biases; the row blocks too, so that a stream
+reads one set); `python benchmarks/serving_profile.py --threads` times the
+exports. That layout is a copy of the block's weights (LoRA updates added),
+refreshed from them every time the implementation runs eagerly or is traced into
+a graph (an export, a `predict` function): a graph reads the weights of the
+moment it was traced. Neither Keras nor a `.keras` file sees it (it is derived):
+an export saves it because its graph reads it (and not the block's own kernels,
+which that graph does not read).
 
 A block with `streams` whose layout was not frozen (one built or loaded
 with `streams` and trained, say) slices its own weights in the graph on

@@ -108,7 +108,7 @@ class BertTokenClassifier(Task):
         )
         # Normal, not truncated normal: Google's BERT has no tagging
         # head, and Hugging Face's (normal, std initializer_range) trains
-        # faster (`python benchmarks/ner_head_init.py --head=<variant>`;
+        # faster (`python benchmarks/ner_finetune.py --head=<variant>`;
         # docs/ner.md, "Why the head starts from a normal distribution").
         self.output_dense = logits_dense(
             num_classes,

@@ -111,8 +111,8 @@ def export_saved_model(
             output; defaults to `"0"`, `"1"`, ...) and `pair` (bool: the
             model reads sentence pairs `text_a`, `text_b` instead of
             `text`); and for every model `trim` (bool: `False` runs the
-            raw-text endpoints on all `sequence_length` positions, as
-            exports before issue 32 did: the same outputs, slower).
+            raw-text endpoints on all `sequence_length` positions: the
+            same outputs, slower; for comparisons).
 
     Returns:
         The path of the written version directory.

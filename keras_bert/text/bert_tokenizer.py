@@ -539,7 +539,7 @@ def to_string_tensor(inputs):
 # Strings per call when a big batch is processed eagerly: the ops' scratch
 # memory grows with the number of strings in a call, far beyond their
 # output, so the batch runs in chunks and the scratch stays that of one
-# chunk (`python benchmarks/tokenizer_memory.py` prints the peak memory
+# chunk (`python benchmarks/tokenizer.py --memory` prints the peak memory
 # this leaves, against the output's size).
 EAGER_CHUNK = 4096
 

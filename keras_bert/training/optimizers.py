@@ -105,14 +105,13 @@ class AdamW(keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` with each variable's Adam step fused.
 
     The same optimizer, arguments and math as Keras' `AdamW` (decoupled
-    weight decay `w -= lr * decay * w`, then the Adam step
-    `w -= lr_t * m / (sqrt(v) + epsilon)`). On the TensorFlow backend the
-    Adam step of each variable (the `m`, `v` and weight updates) runs as one
-    fused kernel, `ResourceApplyAdam`, instead of about a dozen element-wise
-    ops that each read and write the whole tensor. This matters on CPUs,
-    where the optimizer update is memory-bound (`benchmarks/ablation.py`,
-    row `keras_adamw`; RESULTS, "Ablation: what each optimisation is
-    worth").
+    weight decay `w -= lr * decay * w`, then the Adam step `w -= lr_t * m /
+    (sqrt(v) + epsilon)`). On the TensorFlow backend the Adam step of each
+    variable (the `m`, `v` and weight updates) runs as one fused kernel,
+    `ResourceApplyAdam`, instead of about a dozen element-wise ops that each
+    read and write the whole tensor. This matters on CPUs, where the optimizer
+    update is memory-bound (`python benchmarks/throughput.py --race=ablation`,
+    row `keras_adamw`; RESULTS, "Ablation: what each optimisation is worth").
     Other backends, and `amsgrad=True`, use Keras' own update.
 
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
@@ -121,18 +120,18 @@ class AdamW(keras.optimizers.AdamW):
     squares each slice before summing, which gives such rows a different
     `v`.)
 
-    `epsilon` is, as in Keras and TensorFlow, Kingma and Ba's "epsilon
-    hat", added to `sqrt(v)` before the bias correction: step `t` divides
-    by `sqrt(v_hat) + epsilon / sqrt(1 - beta_2**t)`, an epsilon 31.6x
-    larger at the first step (with `beta_2=0.999`) and 3.2x at the 100th.
-    PyTorch's and Hugging Face's AdamW add it after the bias correction
-    (the epsilon of the paper's Algorithm 1): `epsilon_hat=False` does that.
-    It matters when gradients are small next to epsilon, as after clipping
-    a BERT's gradient to global norm 1: with `epsilon_hat=False`,
-    fine-tuning follows `torch.optim.AdamW` step for step, and by default
-    its early losses drift apart (`python benchmarks/fine_tuning_parity.py`;
-    docs/fine_tuning.md, "The optimizer, and matching PyTorch step for
-    step"; the same check on a tiny model in
+    `epsilon` is, as in Keras and TensorFlow, Kingma and Ba's "epsilon hat",
+    added to `sqrt(v)` before the bias correction: step `t` divides by
+    `sqrt(v_hat) + epsilon / sqrt(1 - beta_2**t)`, an epsilon 31.6x larger at
+    the first step (with `beta_2=0.999`) and 3.2x at the 100th. PyTorch's and
+    Hugging Face's AdamW add it after the bias correction (the epsilon of the
+    paper's Algorithm 1): `epsilon_hat=False` does that. It matters when
+    gradients are small next to epsilon, as after clipping a BERT's gradient to
+    global norm 1: with `epsilon_hat=False`, fine-tuning follows
+    `torch.optim.AdamW` step for step, and by default its early losses drift
+    apart (`python benchmarks/ner_finetune.py --step_parity`;
+    docs/fine_tuning.md, "The optimizer, and matching PyTorch step for step";
+    the same check on a tiny model in
     `tests/training/test_adamw_torch_parity.py`).
 
     Args: those of `keras.optimizers.AdamW`, and

@@ -108,8 +108,8 @@ def test_layer_norm_saving():
 
 
 def test_the_old_name_still_loads():
-    """Configs saved before issue 29 name `keras_bert>LayerNorm`, from the
-    module `keras_bert.layers.layer_norm`."""
+    """Older configs name `keras_bert>LayerNorm` (CHANGELOG.md), now the
+    deprecated alias in `keras_bert.deprecations`."""
     name = keras.saving.get_registered_name(LayerNorm)
     assert name == "keras_bert>LayerNorm"
     config = keras.saving.serialize_keras_object(ClosedFormLayerNorm())

@@ -88,8 +88,8 @@ def test_saving():
 
 
 def test_the_old_name_still_loads():
-    """Configs saved before issue 29 name `keras_bert>Dropout`, from the
-    module `keras_bert.layers.dropout`."""
+    """Older configs name `keras_bert>Dropout` (CHANGELOG.md), now the
+    deprecated alias in `keras_bert.deprecations`."""
     assert keras.saving.get_registered_name(Dropout) == "keras_bert>Dropout"
     config = keras.saving.serialize_keras_object(HalfBitsDropout(0.2))
     config.update(
