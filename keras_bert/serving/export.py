@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.models.serving_copy import serving_copy
 from keras_bert.serving.endpoints import serving_endpoints
@@ -162,9 +163,9 @@ def export_saved_model(
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    if streams is None:
+    if backbone_of(model).streams is None:
         archive.track(model)
-    # Otherwise only what the endpoints read is saved (`add_endpoint`
+    # With streams, only what the endpoints read is saved (`add_endpoint`
     # tracks it): the blocks' weights laid out per stream, not also the
     # blocks' own kernels, which the streams do not read.
     archive.track(preprocessor)

@@ -20,8 +20,9 @@ SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
 TOLERANCE = 2e-6
 
 
-def _classifier():
+def _classifier(**backbone_config):
     backbone = keras_bert.BertBackbone(
+        **backbone_config,
         vocabulary_size=len(VOCABULARY),
         num_layers=2,
         num_heads=2,
@@ -63,12 +64,7 @@ def test_streams_export_answers_as_the_model(export):
     )
 
 
-@pytest.mark.slow  # the module's export fixture takes 4-10 s
-def test_streams_export_saves_each_weight_once(export):
-    # The streams hold the blocks' numbers in another layout; the blocks'
-    # own kernels are not read, so not saved (nor saved twice, as a whole
-    # model's export does under `variables` and `_all_variables`).
-    classifier, _, path = export
+def _saved_floats(path):
     reader = tf.train.load_checkpoint(
         os.path.join(path, "variables", "variables")
     )
@@ -78,7 +74,37 @@ def test_streams_export_saves_each_weight_once(export):
         for key, shape in reader.get_variable_to_shape_map().items()
         if dtypes[key] == tf.float32 and key.endswith("VARIABLE_VALUE")
     )
-    assert saved == classifier.count_params()
+    return saved
+
+
+@pytest.mark.slow  # the module's export fixture takes 4-10 s
+def test_streams_export_saves_each_weight_once(export):
+    # The streams hold the blocks' numbers in another layout; the blocks'
+    # own kernels are not read, so not saved (nor saved twice, as a whole
+    # model's export does under `variables` and `_all_variables`).
+    classifier, _, path = export
+    assert _saved_floats(path) == classifier.count_params()
+
+
+@pytest.mark.slow  # exports a model
+def test_a_model_configured_with_streams_exports_them(tmp_path):
+    """`BertBackbone(streams=2)` (a reloaded served copy, say) exported
+    without `streams=`: served with a frozen layout, each weight once."""
+    classifier = _classifier(streams=2)
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+    path = export_saved_model(classifier, preprocessor, str(tmp_path / "c"))
+    assert _saved_floats(path) == classifier.count_params()
+    served = tf.saved_model.load(path).signatures["serving_default"](
+        text=tf.constant(SENTENCES)
+    )
+    expected = tf.nn.softmax(
+        classifier(preprocessor(SENTENCES), training=False)
+    ).numpy()
+    np.testing.assert_allclose(
+        served["probabilities"].numpy(), expected, atol=TOLERANCE
+    )
 
 
 @pytest.mark.slow  # the module's export fixture takes 4-10 s
