@@ -37,6 +37,23 @@ _LONG_LIVED_MODULES = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`-s` and `--pdb` run the tests in this process, not in xdist workers.
+
+    setup.cfg runs the tests in pytest-xdist workers (`-n 2`), whose
+    output pytest does not show and whose debugger cannot be reached. A
+    test's printed figures (`python -m pytest -s tests/...`, as the docs
+    quote them) and `--pdb` need the tests in this process.
+    """
+    if not config.pluginmanager.has_plugin("xdist"):
+        return
+    if config.getoption("capture") == "no" or config.getoption("usepdb"):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+        config.option.tx = []
+
+
 def pytest_sessionstart(session):
     """Keeps the libraries' own objects out of every later collection.
 
