@@ -10,10 +10,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Under pytest-xdist (`-n`, see setup.cfg) each worker is one of as many
 # processes as there are cores: each runs TensorFlow's and PyTorch's ops on
 # one thread, so the workers share the cores instead of oversubscribing
-# them (a thread pool per worker as wide as the machine spends its time
-# spinning and switching). Set before TensorFlow or PyTorch is imported,
-# which read them once; the processes the tests start inherit them. Only
-# the tests' processes: the library never sets threads for its users.
+# them with thread pools as wide as the machine (which cost CPU time in
+# spinning and switching; README, "Tests"). Set before TensorFlow or
+# PyTorch is imported, which read them once; the processes the tests start
+# inherit them. Only the tests' processes: the library never sets threads
+# for its users.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _variable in (
         "TF_NUM_INTRAOP_THREADS",
