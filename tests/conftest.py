@@ -7,6 +7,22 @@ import pytest
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Under pytest-xdist (`-n`, see setup.cfg) each worker is one of as many
+# processes as there are cores: each runs TensorFlow's and PyTorch's ops on
+# one thread, so the workers share the cores instead of oversubscribing
+# them with thread pools as wide as the machine (which cost CPU time in
+# spinning and switching; README, "Tests"). Set before TensorFlow or
+# PyTorch is imported, which read them once; the processes the tests start
+# inherit them. Only the tests' processes: the library never sets threads
+# for its users.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _variable in (
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_NUM_INTEROP_THREADS",
+        "OMP_NUM_THREADS",
+    ):
+        os.environ.setdefault(_variable, "1")
+
 # In strict mode (CI) a test that would skip for missing material (a
 # corpus, the weight packages, a reference library, ../shared data) fails:
 # a broken install must not go green.
@@ -22,6 +38,23 @@ _LONG_LIVED_MODULES = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`-s` and `--pdb` run the tests in this process, not in xdist workers.
+
+    setup.cfg runs the tests in pytest-xdist workers (`-n 2`), whose
+    output pytest does not show and whose debugger cannot be reached. A
+    test's printed figures (`python -m pytest -s tests/...`, as the docs
+    quote them) and `--pdb` need the tests in this process.
+    """
+    if not config.pluginmanager.has_plugin("xdist"):
+        return
+    if config.getoption("capture") == "no" or config.getoption("usepdb"):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+        config.option.tx = []
+
+
 def pytest_sessionstart(session):
     """Keeps the libraries' own objects out of every later collection.
 
@@ -31,7 +64,12 @@ def pytest_sessionstart(session):
     never be garbage, and each teardown took about 2 s (a fifth of the
     suite). `gc.freeze` moves them to a generation the collector skips;
     everything the tests create is still collected.
+
+    Under pytest-xdist the controlling process runs no test: it imports
+    nothing.
     """
+    if session.config.pluginmanager.has_plugin("dsession"):
+        return
     for name in _LONG_LIVED_MODULES:
         try:
             importlib.import_module(name)
@@ -57,19 +95,24 @@ def _release_keras_state():
 
 @pytest.fixture(autouse=True)
 def _restore_absl_log_level():
-    """Each test starts with the absl logger's level as it found it.
+    """Each test starts and ends with the absl logger at absl's own level.
 
-    A recipe run in-process parses absl's flags, which sets the `absl`
-    logger to the `--verbosity` level (WARNING by default) for the rest of
-    the process; a later test that expects INFO messages in `caplog` would
-    then see none, depending on the order the tests ran in.
+    A recipe run in-process parses absl's flags, and `tf.saved_model.save`
+    sets absl's verbosity: either leaves the `absl` logger at WARNING for
+    the rest of the process. A later test that expects INFO messages in
+    `caplog` would then see none, depending on which tests ran before it
+    in the same process (a module-scoped fixture that exports runs before
+    any function-scoped fixture could note the level), so the level is
+    reset to absl's own (NOTSET: the root logger's) rather than restored.
     """
     import logging
 
-    logger = logging.getLogger("absl")
-    level = logger.level
+    from absl import logging as absl_logging
+
+    logger = absl_logging.get_absl_logger()
+    logger.setLevel(logging.NOTSET)
     yield
-    logger.setLevel(level)
+    logger.setLevel(logging.NOTSET)
 
 
 def _fail_if_strict(report):

@@ -85,11 +85,16 @@ def files(tmp_path_factory):
     hook = root / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    # The runs' own temporary directory (TMPDIR): what a worker leaves
+    # there is its own, whatever else runs on the machine at the time.
+    temp = root / "temp"
+    temp.mkdir()
     return {
         "data_dir": data_dir,
         "checkpoint": checkpoint,
         "hook": str(hook),
         "root": root,
+        "temp": str(temp),
     }
 
 
@@ -118,6 +123,7 @@ def environment(files, tf_config=None, crash_after_epoch=None):
         PYTHONPATH=os.pathsep.join([files["hook"], REPO]),
         TF_CPP_MIN_LOG_LEVEL="1",
         TF_DETERMINISTIC_OPS="1",
+        TMPDIR=files["temp"],
     )
     env.pop("TF_CONFIG", None)
     env.pop("KB_TEST_CRASH_AFTER_EPOCH", None)
@@ -220,8 +226,10 @@ def max_difference(first, second):
     )
 
 
-def worker_temp_dirs():
-    return set(glob.glob("/tmp/keras_bert_workertemp_1_*"))
+def worker_temp_dirs(files):
+    return set(
+        glob.glob(os.path.join(files["temp"], "keras_bert_workertemp_1_*"))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +237,7 @@ def reference_runs(files):
     one = files["root"] / "one_process"
     codes, log = run(files, one, "one", workers=1)
     assert codes == [0], tail(log)
-    temp_before = worker_temp_dirs()
+    temp_before = worker_temp_dirs(files)
     two = files["root"] / "two_workers"
     codes, log = run(files, two, "two", workers=2)
     assert codes == [0, 0], tail(log)
@@ -237,7 +245,7 @@ def reference_runs(files):
         "one": one,
         "two": two,
         "log": tail(log),
-        "new_temp_dirs": worker_temp_dirs() - temp_before,
+        "new_temp_dirs": worker_temp_dirs(files) - temp_before,
     }
 
 

@@ -9,6 +9,7 @@ for SQuAD v1.1 and, with "no answer", for v2.0.
 
 import json
 
+import keras
 import numpy as np
 import pytest
 
@@ -57,6 +58,10 @@ V2_QUESTIONS = [
 
 
 def question_answerer():
+    # Seeded, so the answers do not depend on what ran before in the
+    # process: with these weights the long context's best answer lies past
+    # its first window, which the export test needs.
+    keras.utils.set_random_seed(1)
     model = keras_bert.BertQuestionAnswerer(
         keras_bert.BertBackbone(
             **tiny_backbone_config(

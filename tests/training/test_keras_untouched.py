@@ -60,7 +60,7 @@ if mode == "ours":
     before = snapshot()
     import keras_bert
     from keras_bert.fine_tuning import run_fine_tuning
-    from tests.fine_tuning.test_fine_tuning import TinySentiment
+    from tests.fine_tuning.test_runner import TinySentiment
     after_import = snapshot()
     run_fine_tuning(TinySentiment(), tempfile.mkdtemp(), epochs=1, batch_size=4,
                     mixed_precision="mixed_bfloat16")
