@@ -30,14 +30,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 GLUE = os.path.join(SHARED, "glue")
 VERSIONS = (
-    "tensorflow",
-    "keras",
-    "keras-hub",
-    "tensorflow-text",
-    "torch",
-    "transformers",
-    "tokenizers",
-)
+    "tensorflow keras keras-hub tensorflow-text torch transformers tokenizers"
+).split()
 
 flags.DEFINE_string(
     "results_file", RESULTS, "The Markdown file the sections go to."
@@ -306,6 +300,23 @@ def paired_rounds(records, contestants):
     )
 
 
+def paired_values(records, reference, contestants):
+    """`(contestant, rounds, values)` for each of `contestants` that ran in
+    a round with `reference` (of `records[(contestant, round)]`): those
+    rounds, and `values(name, key)` the array of that field over them."""
+    import numpy as np
+
+    paired = []
+    for contestant in contestants:
+        rounds = paired_rounds(records, (reference, contestant))
+
+        def values(name, key, rounds=rounds):
+            return np.array([records[(name, r)][key] for r in rounds])
+
+        paired += [(contestant, rounds, values)] if rounds else []
+    return paired
+
+
 def round_values(directory, contestants):
     """`(records, values)` of the rounds every contestant completed:
     `records[(contestant, round)]`, and `values(contestant, key)` the
@@ -361,6 +372,19 @@ def context_note(records):
             + load_note(sum(loads.values(), []), cores(machines[0]))
         )
     return lines + machines
+
+
+def table(*columns):
+    """A Markdown table's head: the `columns` and the rule under them."""
+    return ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+
+
+def publish(section, markdown, path=None):
+    """Prints a race's `markdown` and writes it as `section` of `path`
+    (`update_results`); with no `section` (a partial run), prints only."""
+    print(markdown)
+    if section:
+        update_results(section, markdown, path)
 
 
 def update_results(section, markdown, path=None):

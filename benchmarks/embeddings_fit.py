@@ -1,19 +1,12 @@
 """Contrastive embedding training: keras-bert vs sentence-transformers.
 
 Both contestants train all-MiniLM-L6-v2 (mean pooling, L2 normalisation)
-on SQuAD question → paragraph pairs from `../shared/squad/train.json` and
-are scored by retrieval before and after: each of the 1,702 questions of
-`../shared/squad/dev.json` retrieves its paragraph among all 333 dev
-paragraphs by cosine similarity; Recall@1 and MRR@10 by the same code
-(`keras_bert.fine_tuning.embeddings.retrieval_metrics`). Settings,
-identical for both (`SETTINGS`): MultipleNegativesRankingLoss (scale 20,
-in-batch negatives), batch 32 with no text twice in a batch (each side
-shuffling with its own seeded generator), 1 epoch, learning rate 2e-5
-with 10% linear warmup then linear decay, AdamW (0.9/0.999, epsilon 1e-6
-added as PyTorch adds it, weight decay 0.01 except biases and LayerNorm),
-clipping at global norm 1.0, dropout 0.1, float32, seed 0, at most
-`--max_seq_length` tokens a text; `--limit_train` and `--max_seq_length`
-cut the budget the same way for both.
+on SQuAD question → paragraph pairs of `../shared/squad/train.json` with
+the same settings (`SETTINGS`; `--limit_train` and `--max_seq_length` cut
+the budget the same way for both), and are scored by retrieval before and
+after: each question of `../shared/squad/dev.json` retrieves its
+paragraph among all dev paragraphs by cosine similarity, Recall@1 and
+MRR@10 by the same code (`keras_bert.fine_tuning.embeddings`).
 
 `--run` starts both trainings at the same time, each pinned to one core
 (`taskset -c 0` / `-c 1`) with one thread, so that other jobs on the
@@ -158,15 +151,12 @@ def run_keras_bert(run_dir, train_path, dev_path):
     )
     eval_seconds = time.perf_counter() - start
     command = recipe.command(
-        "embeddings",
-        train_file=train_path,
-        retrieval_file=dev_path,
-        init_checkpoint=common.minilm_dir(),
-        model_dir=run_dir,
+        "embeddings", train_file=train_path, retrieval_file=dev_path,
+        init_checkpoint=path, model_dir=run_dir,
         max_seq_length=FLAGS.max_seq_length,
         adam_epsilon_hat=False,  # AdamW's epsilon added as PyTorch adds it
         **{k: SETTINGS[k] for k in RECIPE_SETTINGS},
-    )
+    )  # fmt: skip
     # One thread each (TensorFlow reads these at start-up); the core comes
     # from this process's affinity (taskset), which the recipe inherits.
     environment = dict(
@@ -296,7 +286,7 @@ def run_worker():
     with open(train_path) as f:
         num_pairs = sum(1 for line in f if line.strip())
     queries, corpus, _ = retrieval_set(dev_path)
-    steady = record["steady"]
+    steady, batch = record["steady"], SETTINGS["batch_size"]
     record.update(
         contestant=FLAGS.worker,
         round=FLAGS.round,
@@ -306,11 +296,8 @@ def run_worker():
         dev_queries=len(queries),
         dev_paragraphs=len(corpus),
         examples_per_second=num_pairs / record["train_seconds"],
-        steady_examples_per_second=(
-            steady["steps"] * SETTINGS["batch_size"] / steady["seconds"]
-            if steady
-            else None
-        ),
+        steady_examples_per_second=steady
+        and steady["steps"] * batch / steady["seconds"],
         total_seconds=time.perf_counter() - start,
         load_average=load_average,
         machine=common.machine_description(),

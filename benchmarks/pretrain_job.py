@@ -269,27 +269,18 @@ def summarize():
     import numpy as np
 
     records = common.by_round(common.read_records(output_dir()))
-    contestants = [
-        c for c in CONTESTANTS if common.paired_rounds(records, ("recipe", c))
-    ]
-    if "recipe" not in contestants:
+    paired = common.paired_values(records, "recipe", CONTESTANTS)
+    if not paired or paired[0][0] != "recipe":
         raise SystemExit(f"No recipe round in {output_dir()}.")
-
-    def values(contestant, rounds):
-        return np.array(
-            [records[(contestant, r)]["tokens_per_second"] for r in rounds]
-        )
-
     rows = [
         "| contestant | rounds | tokens/s (median) | tokens/s each round | "
         "recipe / contestant (median; each round) |",
         "|---|---|---|---|---|",
     ]
-    for contestant in contestants:
-        rounds = common.paired_rounds(records, ("recipe", contestant))
-        rate, ratio = values(contestant, rounds), "—"
+    for contestant, rounds, values in paired:
+        rate, ratio = values(contestant, "tokens_per_second"), "—"
         if contestant != "recipe":
-            ratios = values("recipe", rounds) / rate
+            ratios = values("recipe", "tokens_per_second") / rate
             ratio = (
                 f"{np.median(ratios):.2f}; {common.listed(ratios, '{:.2f}')}"
             )
@@ -312,15 +303,14 @@ def summarize():
             "everyone). Medians over the rounds each row names, each round "
             "alternating its contestants, each job a fresh process; each "
             "peer is paired with the recipe's job of the same round"
-            + (xla if "keras_hub_xla" in contestants else "")
+            + xla * ("keras_hub_xla" in [name for name, *_ in paired])
             + ".",
             *context,
             "",
             *rows,
         ]
     )
-    print(markdown)
-    common.update_results("pretrain_job" + suffix(), markdown + "\n")
+    common.publish("pretrain_job" + suffix(), markdown)
 
 
 def main(argv):

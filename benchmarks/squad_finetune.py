@@ -219,44 +219,38 @@ def train_torch(run_dir):
         example_ids=np.asarray(dev_examples["id"]),
         **dev,
     )
-    losses = run["losses"]
-    common.write_record(
-        os.path.join(run_dir, "run.json"),
-        {
-            "head": "qa_outputs freshly initialised (transformers' default "
-            "init, torch.manual_seed(0))",
-            "features": "keras_bert.fine_tuning.squad.squad_features",
-            "train_features": {
-                "examples": len(train_examples["id"]),
-                "windows": num_windows,
-            },
-            "dev_features": {
-                "examples": len(dev_examples["id"]),
-                "windows": len(dev["example_index"]),
-            },
-            "steps": run["step"],
-            "first_loss": losses[0] if losses else None,
-            "last_loss_mean_50": float(np.mean(losses[-50:]))
-            if losses
-            else None,
-            "feature_seconds": feature_seconds,
-            "train_seconds": run["train_seconds"],
-            "train_cpu_seconds": run["train_cpu_seconds"],
-            "predict_seconds": predict_seconds,
-            "predict_cpu_seconds": time.process_time() - cpu_start,
-            "trained_windows": run["trained_windows"],
-            "train_windows_per_second": run["trained_windows"]
-            / run["train_seconds"],
-            "predict_windows_per_second": len(dev["example_index"])
-            / predict_seconds,
-            "threads": FLAGS.threads,
-            "machine": common.machine_description(),
-            **{
-                k: FLAGS[k].value
-                for k in ("limit_train", "limit_predict", "max_steps")
-            },
+    losses, dev_windows = run["losses"], len(dev["example_index"])
+    record = dict(
+        head="qa_outputs freshly initialised (transformers' default init, "
+        "torch.manual_seed(0))",
+        features="keras_bert.fine_tuning.squad.squad_features",
+        train_features={
+            "examples": len(train_examples["id"]),
+            "windows": num_windows,
+        },
+        dev_features={
+            "examples": len(dev_examples["id"]),
+            "windows": dev_windows,
+        },
+        steps=run["step"],
+        first_loss=losses[0] if losses else None,
+        last_loss_mean_50=float(np.mean(losses[-50:])) if losses else None,
+        feature_seconds=feature_seconds,
+        train_seconds=run["train_seconds"],
+        train_cpu_seconds=run["train_cpu_seconds"],
+        predict_seconds=predict_seconds,
+        predict_cpu_seconds=time.process_time() - cpu_start,
+        trained_windows=run["trained_windows"],
+        train_windows_per_second=run["trained_windows"] / run["train_seconds"],
+        predict_windows_per_second=dev_windows / predict_seconds,
+        threads=FLAGS.threads,
+        machine=common.machine_description(),
+        **{
+            k: FLAGS[k].value
+            for k in ("limit_train", "limit_predict", "max_steps")
         },
     )
+    common.write_record(os.path.join(run_dir, "run.json"), record)
 
 
 def train_keras_bert(run_dir):
@@ -319,7 +313,10 @@ def evaluate(run_dir):
         result.update(metrics.squad_v1_metrics(dev, predictions), **run)
     else:
         results = common.read_record(os.path.join(run_dir, "results.json"))
-        epochs = results["epochs"]
+        epochs, windows = results["epochs"], results["num_train_windows"]
+        train_seconds = sum(e["train_seconds"] for e in epochs)
+        # Scoring after an epoch: predicting every window, post-processing.
+        predict_seconds = epochs[-1]["eval_seconds"]
         result.update(
             recipe_results=results,
             exact_match=results["exact_match"],
@@ -328,26 +325,16 @@ def evaluate(run_dir):
             # every epoch); the subprocess's time adds the interpreter's start.
             wall_seconds=results.get("wall_time_seconds", run["wall_seconds"]),
             subprocess_wall_seconds=run["wall_seconds"],
-            train_seconds=sum(e["train_seconds"] for e in epochs),
-            # Scoring after an epoch: predicting every window, post-processing.
-            predict_seconds=epochs[-1]["eval_seconds"],
-            steps=len(epochs)
-            * math.ceil(results["num_train_windows"] / SETTINGS["batch_size"]),
+            train_seconds=train_seconds,
+            predict_seconds=predict_seconds,
+            steps=len(epochs) * math.ceil(windows / SETTINGS["batch_size"]),
             machine=run["machine"],
-            **{
-                k: results.get(k)
-                for k in (
-                    "num_train_windows",
-                    "num_predict_windows",
-                    "best_epoch",
-                )
-            },
-        )
-        result["train_windows_per_second"] = (
-            len(epochs) * results["num_train_windows"] / result["train_seconds"]
-        )
-        result["predict_windows_per_second"] = (
-            results["num_predict_windows"] / result["predict_seconds"]
+            num_train_windows=windows,
+            num_predict_windows=results.get("num_predict_windows"),
+            best_epoch=results.get("best_epoch"),
+            train_windows_per_second=len(epochs) * windows / train_seconds,
+            predict_windows_per_second=results["num_predict_windows"]
+            / predict_seconds,
         )
         # The recipe's own predictions.json, scored by the same code as the
         # torch side's, on the same questions.
