@@ -67,7 +67,8 @@ def test_question_answerer_on_squad_dev(minilm_dir, tmp_path):
 
 
 def test_token_classifier_on_conll_validation(minilm_dir, tmp_path):
-    labels = label_list(read_conll(shared_path("conll2003", "train.txt"))["tags"])
+    train = read_conll(shared_path("conll2003", "train.txt"))
+    labels = label_list(train["tags"])
     words = read_conll(shared_path("conll2003", "valid.txt"))["words"]
     texts = [" ".join(sentence) for sentence in words[:SENTENCES]]
     keras.utils.set_random_seed(0)
