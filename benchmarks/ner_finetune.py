@@ -2,25 +2,22 @@
 step-by-step losses, and the tagging head's initialiser.
 
 all-MiniLM-L6-v2 with a fresh (seeded) tagging head, on the package's
-windows of CoNLL sentences (`keras_bert.fine_tuning.ner.ner_features`,
-sequence 128, stride 63: every word labelled on its first sub-token and
-predicted from its max-context window, as Hugging Face's `word_ids()`
-alignment labels it: tests/fine_tuning/ner/test_features.py), the same
-length-grouped batches of 32 in the same order for both sides (cut to the
-longest row rounded up to 8), BERT's optimisation (`SETTINGS`: AdamW at
-5e-5, 0.9/0.999, epsilon 1e-6 added as PyTorch adds it, decay 0.01 except
-biases and LayerNorm; 10% warmup then linear decay; clipping at 1.0).
+windows of CoNLL sentences (`keras_bert.fine_tuning.ner.ner_features`: every
+word labelled on its first sub-token and predicted from its max-context
+window, as Hugging Face's `word_ids()` alignment labels it), the same
+length-grouped batches in the same order for both sides (cut to the
+longest row rounded up to 8), BERT's optimisation (`SETTINGS`; AdamW's
+epsilon added as PyTorch adds it).
 
-`--contestant=torch|keras_bert`: a whole fine-tune, dropout 0.1, 1 epoch
-of `--dataset=conll2003` (train.txt → valid.txt) or 3 of `wnut17`
-(wnut17train.conll → emerging.dev.conll), the best epoch by entity F1 on
-validation (`entity_scores`, `seqeval`'s default mode). torch:
-`BertForTokenClassification` trained by `contestants/torch_loop.py` (2
-threads); keras_bert: `python recipes/ner.py` with the same settings
-(`--noadam_epsilon_hat`). A full run also scores its predictions with
-`seqeval` and writes seed 0's tags to benchmarks/ner/ (checked by
-tests/fine_tuning/ner/test_metrics.py); its record lands in benchmarks/ner/
-(a smoke run's, `--limit_train`/`--limit_eval`, in /tmp/ner_runs).
+`--contestant=torch|keras_bert`: a whole fine-tune, dropout 0.1, of
+`--dataset` (`DATASETS`: train file, validation file, epochs), the best
+epoch by entity F1 on validation. torch: `BertForTokenClassification`
+trained by `contestants/torch_loop.py`; keras_bert: `python recipes/ner.py`
+with the same settings. A full run also scores its predictions with
+`seqeval` and writes seed 0's tags (checked by
+tests/fine_tuning/ner/test_metrics.py); its record lands in
+benchmarks/ner/ (a smoke run's, `--limit_train`/`--limit_eval`, in
+/tmp/ner_runs).
 
 `--step_parity`: dropout off, transformers' head copied into ours, the
 first `--steps` batches of CoNLL-2003; PyTorch's loss at every step and how
@@ -60,22 +57,12 @@ DATASETS = {
     "conll2003": ("conll2003/train.txt", "conll2003/valid.txt", 1),
     "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll", 3),
 }
-SETTINGS = {
-    "sequence_length": 128,
-    "stride": 63,
-    "batch_size": 32,
-    "learning_rate": 5e-5,
-    "warmup_fraction": 0.1,
-    "weight_decay": 0.01,
-    "adam_beta_1": 0.9,
-    "adam_beta_2": 0.999,
-    "adam_epsilon": 1e-6,
-    "clipnorm": 1.0,
-    "dropout": 0.1,
-    "seed": 0,
-    "group_by_length": True,
-    "epochs": 1,
-}
+SETTINGS = dict(
+    sequence_length=128, stride=63, batch_size=32, learning_rate=5e-5,
+    warmup_fraction=0.1, weight_decay=0.01, adam_beta_1=0.9,
+    adam_beta_2=0.999, adam_epsilon=1e-6, clipnorm=1.0, dropout=0.1, seed=0,
+    group_by_length=True, epochs=1,
+)  # fmt: skip
 OUTPUT_DIR = os.path.join(common.REPO, "benchmarks", "ner")
 
 FLAGS = flags.FLAGS
@@ -454,10 +441,8 @@ def step_parity():
         "ours, default": keras_losses(batches, labels, head),
     }
     # Keras' own `_clip_gradients` on our AdamW, for one run.
-    ours, adamw = (
-        keras_bert.training.AdamW._clip_gradients,
-        keras_bert.training.AdamW,
-    )
+    adamw = keras_bert.training.AdamW
+    ours = adamw._clip_gradients
     adamw._clip_gradients = keras.optimizers.AdamW._clip_gradients
     try:
         variants["keras clipping"] = keras_losses(batches, labels, head, epsilon_hat=False)  # fmt: skip
@@ -524,15 +509,11 @@ def main(argv):
     train = train_torch if FLAGS.contestant == "torch" else train_keras_bert
     result, (gold, predicted) = train(run_dir)
     result.update(
-        contestant=FLAGS.contestant,
-        dataset=FLAGS.dataset,
-        settings=SETTINGS,
-        total_seconds=time.perf_counter() - start,
-        load_average=load_average,
-        machine=common.machine_description(),
-        limit_train=FLAGS.limit_train,
+        contestant=FLAGS.contestant, dataset=FLAGS.dataset, settings=SETTINGS,
+        total_seconds=time.perf_counter() - start, load_average=load_average,
+        machine=common.machine_description(), limit_train=FLAGS.limit_train,
         limit_eval=FLAGS.limit_eval,
-    )
+    )  # fmt: skip
     smoke = FLAGS.limit_train or FLAGS.limit_eval
     if not smoke:
         result["seqeval_check"] = seqeval_check(

@@ -21,15 +21,11 @@ contestant trains a randomly initialised L4/H512/A8/I2048 BERT
 `--precision=mixed_bfloat16` runs every contestant in bfloat16 with float32
 weights: the recipe with `--mixed_precision`, keras-hub under the
 `mixed_bfloat16` policy, PyTorch under `torch.autocast` (what
-transformers' Trainer runs with `bf16=True`). Tokens/s counts the steps
-after the first interval.
+transformers' Trainer runs with `bf16=True`); its records and section are
+`pretrain_job_mixed_bfloat16`.
 
     python benchmarks/pretrain_job.py --rounds=3 --steps=60 --interval=20
     python benchmarks/pretrain_job.py --summarize [--precision=...]
-
-Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` (float32;
-`pretrain_job_mixed_bfloat16/` for bfloat16) and the "pretrain_job"
-("pretrain_job_mixed_bfloat16") section of benchmarks/RESULTS.md.
 """
 
 import glob
@@ -46,13 +42,11 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
+from benchmarks.contestants import synthetic  # noqa: E402
 
 CONTESTANTS = ("recipe", "keras_hub", "hf_torch", "keras_hub_xla")
 CORPUS_GLOB = "/usr/share/doc/python3.11/html/_sources/**/*.rst.txt"
 SEQ, PREDICTIONS, BATCH = 128, 20, 32
-ARCHITECTURE = dict(
-    num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048
-)
 
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
@@ -61,17 +55,11 @@ flags.DEFINE_integer("interval", 20, "Steps per interval; the first untimed.")
 flags.DEFINE_integer("corpus_files", 100, "python3.11-doc files to use.")
 flags.DEFINE_string("data_dir", None, "TFRecords (made if absent).")
 flags.DEFINE_enum("worker", None, CONTESTANTS[1:], "Internal: run one job.")
-flags.DEFINE_list(
-    "contestants", list(CONTESTANTS), "Contestants of a round, recipe first."
-)
+flags.DEFINE_list("contestants", list(CONTESTANTS), "Recipe first.")
 flags.DEFINE_enum(
     "precision", "float32", ["float32", "mixed_bfloat16"], "Every contestant's."
 )
-flags.DEFINE_string(
-    "output_dir",
-    None,
-    "Round records; default benchmarks/pretrain_job[_<precision>].",
-)
+flags.DEFINE_string("output_dir", None, "Records; default: the precision's.")
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 FLAGS = flags.FLAGS
 
@@ -128,9 +116,7 @@ def run_keras_hub(records, jit_compile="auto"):
 
     keras.utils.set_random_seed(0)
     keras.mixed_precision.set_global_policy(FLAGS.precision)
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=30522, max_sequence_length=512, **ARCHITECTURE
-    )
+    backbone = keras_hub.models.BertBackbone(**synthetic.CONFIG)
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(
         optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
@@ -174,14 +160,7 @@ def run_hf_torch(records):
     from benchmarks.contestants import torch_loop
 
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=30522,
-        hidden_size=ARCHITECTURE["hidden_dim"],
-        num_hidden_layers=ARCHITECTURE["num_layers"],
-        num_attention_heads=ARCHITECTURE["num_heads"],
-        intermediate_size=ARCHITECTURE["intermediate_dim"],
-    )
-    model = transformers.BertForPreTraining(config)
+    model = transformers.BertForPreTraining(synthetic.hf_config())
     torch_batches = []
     for features, labels in batches(records):
         positions = features["masked_positions"].numpy().reshape(-1)
