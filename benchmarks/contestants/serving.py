@@ -141,20 +141,17 @@ def prepare(
 
 def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     """The ONNX files of `prepare`: the Hugging Face classifier in `hf_dir`
-    exported with dynamic batch and sequence axes (`model.onnx`), ONNX
-    Runtime's BERT fusions of it (what Optimum's `ORTOptimizer` runs;
-    `model_optimized.onnx`) and that graph with int8 weights
-    (`model_int8.onnx`); returns their paths and the fused operators.
+    exported with dynamic batch and sequence axes, ONNX Runtime's BERT
+    fusions of it (what Optimum's `ORTOptimizer` runs) and that graph with
+    int8 weights; returns their paths and the fused operators.
 
-    The export is the TorchScript exporter's (`dynamo=False`) of the model
-    with `attn_implementation="eager"`, as Optimum exports BERT: the graph
-    ONNX Runtime's optimizer fuses into `Attention` and
-    `EmbedLayerNormalization` nodes (it fuses neither the `sdpa` attention
-    nor the dynamo exporter's graph). The int8 graph is dynamic
-    quantization: int8 weights, uint8 activations quantized per call, per
-    tensor, full range (Optimum's `avx512_vnni(is_static=False)`); shape
-    inference types no output of the fused nodes, so the quantizer is told
-    they are float32, as its error message advises.
+    As Optimum exports BERT: the TorchScript exporter (`dynamo=False`) of
+    the eager attention, the graph the optimizer fuses into `Attention` and
+    `EmbedLayerNormalization` nodes (it fuses neither `sdpa` nor the dynamo
+    graph). The int8 graph is Optimum's `avx512_vnni(is_static=False)`:
+    int8 weights, activations quantized per call, per tensor, full range;
+    the fused nodes' outputs are declared float32, as the quantizer's
+    error message advises (shape inference types none of them).
     """
     import onnx
     import torch
@@ -163,14 +160,9 @@ def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     from onnxruntime.quantization import quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
 
-    paths = {
-        name: os.path.join(work_dir, f"model{suffix}.onnx")
-        for name, suffix in (
-            ("onnx", ""),
-            ("onnxruntime_fp32", "_optimized"),
-            ("onnxruntime_int8", "_int8"),
-        )
-    }
+    suffixes = {"onnx": "", "onnxruntime_fp32": "_optimized"}
+    suffixes["onnxruntime_int8"] = "_int8"
+    paths = {k: f"{work_dir}/model{v}.onnx" for k, v in suffixes.items()}
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         hf_dir, attn_implementation="eager"
     ).eval()
