@@ -374,11 +374,6 @@ def context_note(records):
     return lines + machines
 
 
-def table(*columns):
-    """A Markdown table's head: the `columns` and the rule under them."""
-    return ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-
-
 def publish(section, markdown, path=None):
     """Prints a race's `markdown` and writes it as `section` of `path`
     (`update_results`); with no `section` (a partial run), prints only."""

@@ -41,6 +41,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
 CONTESTANTS = ("keras_bert", "sentence_transformers")
+METRICS = ("recall@1", "mrr@10")
 # The shared SQuAD's train pairs, and its dev questions and paragraphs (what
 # records that do not name their dev set were scored on).
 FULL_PAIRS, FULL_DEV = 7137, (1702, 333)
@@ -360,14 +361,13 @@ def summary_table(records):
         "R@1 after | MRR@10 after | train s | pairs/s | steady pairs/s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    scores = [(when, m) for when in ("before", "after") for m in METRICS]
     for r in records:
         steady = r.get("steady_examples_per_second")
+        cells = [f"{100 * r[when][metric]:.2f}" for when, metric in scores]
         lines.append(
             f"| {r['round']} | {r['contestant']} | {r['core']} | "
-            f"{100 * r['before']['recall@1']:.2f} | "
-            f"{100 * r['before']['mrr@10']:.2f} | "
-            f"{100 * r['after']['recall@1']:.2f} | "
-            f"{100 * r['after']['mrr@10']:.2f} | "
+            f"{' | '.join(cells)} | "
             f"{r['train_seconds']:.0f} | {r['examples_per_second']:.2f} | "
             + (f"{steady:.2f} |" if steady else "- |")
         )
@@ -377,20 +377,21 @@ def summary_table(records):
         ours, theirs = (by_round.get((c, k)) for c in CONTESTANTS)
         if not (ours and theirs):
             continue
-        steady = [r.get("steady_examples_per_second") for r in (ours, theirs)]
+        speed = "examples_per_second"
+        steady = [r.get("steady_" + speed) for r in (ours, theirs)]
+        gains = [
+            f"{100 * (ours['after'][m] - theirs['after'][m]):+.2f}"
+            for m in METRICS
+        ]
         lines.append(
-            f"Round {k}: keras-bert trains "
-            f"{ours['examples_per_second'] / theirs['examples_per_second']:.2f}x "
+            f"Round {k}: keras-bert trains {ours[speed] / theirs[speed]:.2f}x "
             "sentence-transformers' pairs/s over the whole loop"
             + (
                 f" ({steady[0] / steady[1]:.2f}x at steady speed)"
                 if all(steady)
                 else ""
             )
-            + "; after training, R@1 "
-            f"{100 * (ours['after']['recall@1'] - theirs['after']['recall@1']):+.2f} "
-            "and MRR@10 "
-            f"{100 * (ours['after']['mrr@10'] - theirs['after']['mrr@10']):+.2f} "
+            + f"; after training, R@1 {gains[0]} and MRR@10 {gains[1]} "
             "points (keras-bert minus sentence-transformers)."
         )
     lines.append(
