@@ -81,21 +81,17 @@ def run_row(row):
     learning_rate = SETTINGS[
         "fine_tuning_learning_rate" if fine_tuning else "features_learning_rate"
     ]
+    train = common.first_sentences(
+        f"{conll}/train.txt", FLAGS.limit_train, data
+    )
+    valid = common.first_sentences(f"{conll}/valid.txt", FLAGS.limit_eval, data)
     command = recipe.command(
-        "ner",
-        train_file=common.first_sentences(
-            f"{conll}/train.txt", FLAGS.limit_train, data
-        ),
-        validation_file=common.first_sentences(
-            f"{conll}/valid.txt", FLAGS.limit_eval, data
-        ),
-        init_checkpoint=common.minilm_dir(),
-        model_dir=run_dir,
-        learning_rate=learning_rate,
-        epochs=FLAGS.epochs,
+        "ner", train_file=train, validation_file=valid,
+        init_checkpoint=common.minilm_dir(), model_dir=run_dir,
+        learning_rate=learning_rate, epochs=FLAGS.epochs,
         **{k: SETTINGS[k] for k in RECIPE_FLAGS},
         **({} if fine_tuning else {"features": row}),
-    )
+    )  # fmt: skip
     load_before = os.getloadavg()
     wall_seconds, cpu_seconds = recipe.run(command)
     results = common.read_record(os.path.join(run_dir, "results.json"))

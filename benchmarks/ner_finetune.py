@@ -224,15 +224,11 @@ def train_keras_bert(run_dir):
     """Runs `recipes/ner.py` with the shared settings; reads its results."""
     (train_file, validation_file), *_ = conll(run_dir)
     command = recipe.command(
-        "ner",
-        train_file=train_file,
-        validation_file=validation_file,
+        "ner", train_file=train_file, validation_file=validation_file,
         init_checkpoint=common.minilm_dir(),
-        sequence_length=SETTINGS["sequence_length"],
-        stride=SETTINGS["stride"],
-        group_by_length=True,
-        **recipe.training_flags(SETTINGS, run_dir),
-    )
+        sequence_length=SETTINGS["sequence_length"], stride=SETTINGS["stride"],
+        group_by_length=True, **recipe.training_flags(SETTINGS, run_dir),
+    )  # fmt: skip
     wall_seconds, cpu_seconds = recipe.run(command)
     results = common.read_record(os.path.join(run_dir, "results.json"))
     # The recipe's predictions: `token gold predicted` lines, a blank line

@@ -82,19 +82,14 @@ def make_tfrecords(data_dir):
     records = os.path.join(data_dir, "train.tfrecord")
     if not os.path.exists(records):
         corpus = sorted(glob.glob(CORPUS_GLOB, recursive=True))
-        common.run_process(
-            recipe.command(
-                "create_pretraining_data",
-                input_file=",".join(corpus[: FLAGS.corpus_files]),
-                input_format="text",
-                output_file=records,
-                vocab_file=vocab_file(),
-                max_seq_length=SEQ,
-                max_predictions_per_seq=PREDICTIONS,
-                dupe_factor=1,
-                progress=False,
-            )
-        )
+        command = recipe.command(
+            "create_pretraining_data",
+            input_file=",".join(corpus[: FLAGS.corpus_files]),
+            input_format="text", output_file=records, vocab_file=vocab_file(),
+            max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
+            dupe_factor=1, progress=False,
+        )  # fmt: skip
+        common.run_process(command)
     return records
 
 
@@ -200,20 +195,14 @@ def run_job(contestant, round_index, records):
     with tempfile.TemporaryDirectory() as model_dir:
         if contestant == "recipe":
             command = recipe.command(
-                "pretrain",
-                input_file=records,
-                vocab_file=vocab_file(),
-                preset="bert_small",
-                model_dir=model_dir,
-                train_batch_size=BATCH,
-                max_seq_length=SEQ,
+                "pretrain", input_file=records, vocab_file=vocab_file(),
+                preset="bert_small", model_dir=model_dir,
+                train_batch_size=BATCH, max_seq_length=SEQ,
                 max_predictions_per_seq=PREDICTIONS,
-                num_train_steps=FLAGS.steps,
-                num_warmup_steps=FLAGS.steps // 10,
-                save_checkpoints_steps=FLAGS.interval,
-                verbose=2,
+                num_train_steps=FLAGS.steps, num_warmup_steps=FLAGS.steps // 10,
+                save_checkpoints_steps=FLAGS.interval, verbose=2,
                 mixed_precision=FLAGS.precision != "float32",
-            )
+            )  # fmt: skip
             process, total = common.run_process(command)
             # The recipe's progress line per interval, from its start to its
             # last step (the checkpoint after it is not counted, as it is
@@ -224,11 +213,10 @@ def run_job(contestant, round_index, records):
             seconds = [FLAGS.interval / float(rate) for rate in rates]
         else:
             command = common.script_command(
-                __file__,
-                f"--worker={contestant}",
+                __file__, f"--worker={contestant}",
                 f"--data_dir={os.path.dirname(records)}",
                 *common.flag_values("steps", "interval", "precision"),
-            )
+            )  # fmt: skip
             seconds, total, _ = common.run_worker(command)
     timed = seconds[1:]
     return {

@@ -170,30 +170,22 @@ def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     axes = {name: {0: "batch", 1: "sequence"} for name in ONNX_INPUTS}
     with torch.no_grad():
         torch.onnx.export(
-            model,
-            (example, example, torch.zeros_like(example)),
-            paths["onnx"],
-            input_names=list(ONNX_INPUTS),
+            model, (example, example, torch.zeros_like(example)),
+            paths["onnx"], input_names=list(ONNX_INPUTS),
             output_names=["logits"],
-            dynamic_axes=dict(axes, logits={0: "batch"}),
-            opset_version=17,
+            dynamic_axes=dict(axes, logits={0: "batch"}), opset_version=17,
             dynamo=False,
-        )
+        )  # fmt: skip
     optimized = optimize_model(
-        paths["onnx"],
-        model_type="bert",
-        num_heads=num_heads,
+        paths["onnx"], model_type="bert", num_heads=num_heads,
         hidden_size=hidden_size,
-    )
+    )  # fmt: skip
     optimized.save_model_to_file(paths["onnxruntime_fp32"])
     quantize_dynamic(
-        paths["onnxruntime_fp32"],
-        paths["onnxruntime_int8"],
-        weight_type=QuantType.QInt8,
-        per_channel=False,
-        reduce_range=False,
+        paths["onnxruntime_fp32"], paths["onnxruntime_int8"],
+        weight_type=QuantType.QInt8, per_channel=False, reduce_range=False,
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
+    )  # fmt: skip
     statistics = optimized.get_fused_operator_statistics()
     return dict(
         paths, onnx_fused_operators={k: v for k, v in statistics.items() if v}
