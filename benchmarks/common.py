@@ -29,6 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The data sets (squad, conll2003, wnut17, glue), beside the repository.
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 GLUE = os.path.join(SHARED, "glue")
+INPUTS = ("token_ids", "segment_ids", "padding_mask")
 VERSIONS = (
     "tensorflow keras keras-hub tensorflow-text torch transformers tokenizers"
 ).split()
@@ -78,7 +79,7 @@ def cut_batch(features, rows, sequence_length, multiple=8, names=None):
     `labels`), cut to the longest row (by `padding_mask`) rounded up to
     `multiple` (Hugging Face's `pad_to_multiple_of`), at most
     `sequence_length`: the NER comparisons' batches."""
-    names = names or ("token_ids", "segment_ids", "padding_mask", "labels")
+    names = names or (*INPUTS, "labels")
     longest = int(features["padding_mask"][rows].sum(axis=1).max())
     width = min(-(-longest // multiple) * multiple, sequence_length)
     return {name: features[name][rows, :width] for name in names}

@@ -181,27 +181,18 @@ def run_hf_trainer(group_by_length=False):
 
     train, dev = Examples("train"), Examples("dev")
     with tempfile.TemporaryDirectory() as output:
+        sampling = "group_by_length" if group_by_length else "random"
         arguments = transformers.TrainingArguments(
-            output_dir=output,
-            per_device_train_batch_size=32,
-            per_device_eval_batch_size=64,
-            learning_rate=2e-5,
-            num_train_epochs=1,
-            save_strategy="no",
-            report_to=[],
-            seed=FLAGS.seed,
-            use_cpu=True,
-            train_sampling_strategy=(
-                "group_by_length" if group_by_length else "random"
-            ),
+            output_dir=output, per_device_train_batch_size=32,
+            per_device_eval_batch_size=64, learning_rate=2e-5,
+            num_train_epochs=1, save_strategy="no", report_to=[],
+            seed=FLAGS.seed, use_cpu=True, train_sampling_strategy=sampling,
             logging_steps=50,
-        )
+        )  # fmt: skip
         trainer = transformers.Trainer(
-            model=model,
-            args=arguments,
-            train_dataset=train,
+            model=model, args=arguments, train_dataset=train,
             processing_class=tokenizer,
-        )
+        )  # fmt: skip
         start = time.time()
         trainer.train()
         train_seconds, start = time.time() - start, time.time()
@@ -234,11 +225,7 @@ def run_raw_text():
 
     keras.utils.set_random_seed(FLAGS.seed)
     model = keras_bert.BertClassifier.from_checkpoint(
-        PRESET, num_classes=task.num_classes
-    )
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(PRESET)
-    model.preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=128
+        PRESET, num_classes=task.num_classes, sequence_length=128
     )
     steps = math.ceil(len(train["label"]) / 32)
     model.compile(
@@ -253,12 +240,9 @@ def run_raw_text():
         def on_epoch_end(self, epoch, logs=None):
             seconds["end"] = time.time()
 
+    timer = [EpochTimer()]
     model.fit(
-        texts(train),
-        train["label"],
-        32,
-        seed=FLAGS.seed,
-        callbacks=[EpochTimer()],
+        texts(train), train["label"], 32, seed=FLAGS.seed, callbacks=timer
     )
     start = time.time()
     evaluated = model.evaluate(
@@ -320,13 +304,9 @@ def run_job(contestant, k, task="sst2", env=None):
         record["dev_accuracy"] = record.pop("metrics")["accuracy"]
     speed = record["num_train_examples"] / record["train_seconds"]
     return dict(
-        record,
-        task=task,
-        seed=k,
-        total_seconds=round(total, 1),
-        train_examples_per_second=round(speed, 2),
-        **context,
-    )
+        record, task=task, seed=k, total_seconds=round(total, 1),
+        train_examples_per_second=round(speed, 2), **context,
+    )  # fmt: skip
 
 
 def tools_summary(records):

@@ -49,7 +49,6 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
-from benchmarks.contestants import keras_loop  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
@@ -173,11 +172,10 @@ def train_torch(run_dir):
     def evaluate(epoch):
         mask = eval_features["padding_mask"]
         logits = np.zeros(mask.shape + (len(labels),), np.float32)
-        inputs = ("token_ids", "segment_ids", "padding_mask")
         outputs = torch_loop.predict(
             model,
             lambda rows: run_model(
-                eval_features, rows, multiple=1, names=inputs
+                eval_features, rows, multiple=1, names=common.INPUTS
             ).logits.numpy(),  # fmt: skip
             len(mask),
             order=np.argsort(-mask.sum(axis=1), kind="stable"),
@@ -376,12 +374,16 @@ def summarize():
 
 
 def keras_losses(batches, labels, head=None, dropout=0.0, **adamw):
-    """keras-bert's per-step losses (`contestants/keras_loop.py`): dropout
-    off, or as the checkpoint has it; `head`: a kernel and bias to start
-    from, or a function of the model that sets them."""
+    """keras-bert's loss at each of `batches`, trained on exactly the
+    batches the PyTorch loop gets (`train_on_batch`; `create_adamw(**adamw)`
+    on the same warmup and decay); dropout off, or as the checkpoint has
+    it; `head`: a kernel and bias to start from, or a function of the model
+    that sets them."""
     import keras
 
     import keras_bert
+    from keras_bert.training import WarmupLinearDecay
+    from keras_bert.training import create_adamw
 
     keras.utils.clear_session()
     keras.utils.set_random_seed(FLAGS.seed)
@@ -401,9 +403,17 @@ def keras_losses(batches, labels, head=None, dropout=0.0, **adamw):
     elif head is not None:
         model.output_dense.kernel.assign(head[0])
         model.output_dense.bias.assign(head[1])
-    return keras_loop.train_on_batches(
-        model, batches, SETTINGS["learning_rate"], **adamw
-    )
+    steps = len(batches)
+    warmup = int(SETTINGS["warmup_fraction"] * steps)
+    schedule = WarmupLinearDecay(SETTINGS["learning_rate"], steps, warmup)
+    model.compile(optimizer=create_adamw(schedule, **adamw))
+    losses = []
+    for batch in batches:
+        inputs = {name: batch[name] for name in common.INPUTS}
+        model.reset_metrics()
+        result = model.train_on_batch(inputs, batch["labels"], return_dict=True)
+        losses.append(float(result["loss"]))
+    return losses
 
 
 def torch_head(model):

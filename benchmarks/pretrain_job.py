@@ -122,9 +122,7 @@ def run_keras_hub(records, jit_compile="auto"):
 
     def to_keras_hub(features, labels):
         weights = tf.cast(features["masked_positions"] > 0, tf.float32)
-        inputs = {
-            k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = {k: features[k] for k in common.INPUTS}
         inputs["mask_positions"] = features["masked_positions"]
         return inputs, labels["mlm_logits"], weights
 

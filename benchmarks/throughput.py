@@ -141,17 +141,16 @@ def run_worker(name):
         seconds = (time.perf_counter() - start) / calls / FLAGS.batch
         return common.print_result(synthetic.SEQUENCE / seconds)
     framework, task, precision, xla = parse(name)
+    warmup, steps = FLAGS.warmup, FLAGS.steps
     if framework.startswith("torch"):
-        compiled, warmup = framework == "torch_compile", FLAGS.warmup
+        compiled = framework == "torch_compile"
         times = synthetic.torch_step_times(
-            task, precision, compiled, warmup, FLAGS.steps
+            task, precision, compiled, warmup, steps
         )
     else:
         keras.config.set_dtype_policy(precision)
         model, dataset = synthetic.keras_training(framework, task, xla)
-        times = synthetic.keras_step_times(
-            model, dataset, FLAGS.warmup, FLAGS.steps
-        )
+        times = synthetic.keras_step_times(model, dataset, warmup, steps)
     # The median step: robust to a stray slow one, free of `fit`'s start.
     median = sorted(times)[len(times) // 2]
     common.print_result(synthetic.BATCH * synthetic.SEQUENCE / median)
@@ -310,18 +309,15 @@ def pipeline_race():
     from keras_bert import data
 
     paths = sorted(glob.glob(LIBRARY))[: FLAGS.files]
-    tokenizer = BertTokenizer(
-        f"{common.minilm_dir()}/vocab.txt", lowercase=True
-    )
+    vocabulary = f"{common.minilm_dir()}/vocab.txt"
+    tokenizer = BertTokenizer(vocabulary, lowercase=True)
 
     def creator():
         return data.PretrainingInstanceCreator(
-            tokenizer,
-            max_seq_length=synthetic.SEQUENCE,
-            max_predictions_per_seq=synthetic.PREDICTIONS,
-            dupe_factor=1,
+            tokenizer, max_seq_length=synthetic.SEQUENCE,
+            max_predictions_per_seq=synthetic.PREDICTIONS, dupe_factor=1,
             random_seed=12345,
-        )
+        )  # fmt: skip
 
     def rate(dataset, warmup=20):
         iterator = iter(dataset)
@@ -340,16 +336,14 @@ def pipeline_race():
             creator(), paths, shards, input_format="text", progress=False
         )
         creation_seconds = time.perf_counter() - start
+        shards = ",".join(shards)
         rates["tfrecords"] = rate(
-            data.pretraining_dataset_from_tfrecords(
-                ",".join(shards), 16, seed=0
-            )
+            data.pretraining_dataset_from_tfrecords(shards, 16, seed=0)
         )
-    rates["text, dynamic masking"] = rate(
-        data.pretraining_dataset_from_text(
-            ",".join(paths), creator(), 16, input_format="text"
-        )
+    text = data.pretraining_dataset_from_text(
+        ",".join(paths), creator(), 16, input_format="text"
     )
+    rates["text, dynamic masking"] = rate(text)
     training = {
         PRECISIONS[p]: run(f"ours_pretrain_{p}", "train") / synthetic.SEQUENCE
         for p in PRECISIONS
