@@ -20,7 +20,6 @@ default; benchmarks/finetune_job/):
                  "group_by_length"`: the recipe's batching, nothing else.
   keras_hub_xla  keras_hub with `jit_compile=True` (keras-hub's "auto"
                  leaves XLA off on a CPU), nothing else.
-  recipe_ungrouped  (when named) the recipe with `--nogroup_by_length`.
 `--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/): full
   (every weight, 2e-5), lora (`--lora_rank=8 --learning_rate=5e-4`: the
   backbone frozen, rank-8 LoRA on q|k|v and the head; the LoRA paper's
@@ -63,7 +62,6 @@ RACES = {
 # The recipe flags of each contestant that runs the recipe.
 RECIPES = {
     "recipe": {},
-    "recipe_ungrouped": {"group_by_length": False},
     "full": {"lora_rank": 0, "learning_rate": 2e-5},
     "lora": {"lora_rank": 8, "learning_rate": 5e-4},
     "lora_lr1e-3": {"lora_rank": 8, "learning_rate": 1e-3},
@@ -327,7 +325,7 @@ def tools_summary(records):
         "job time (peer / recipe) | per round (training; total) |",
         "|---|---|---|---|---|",
     ]
-    names = RACES["tools"][1].split() + ["recipe_ungrouped"]
+    names = RACES["tools"][1].split()
     paired = common.paired_values(records, "recipe", names)
     for contestant, rounds, values in paired:
         accuracy = values(contestant, "dev_accuracy")

@@ -127,14 +127,11 @@ def torch_tagger(labels, dropout):
     import transformers
 
     model = torch_loop.from_pretrained(
-        transformers.BertForTokenClassification,
-        common.minilm_dir(),
-        dropout=dropout,
-        seed=FLAGS.seed,
-        num_labels=len(labels),
+        transformers.BertForTokenClassification, common.minilm_dir(),
+        dropout=dropout, seed=FLAGS.seed, num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
-    )
+    )  # fmt: skip
 
     def run(features, rows, **cut):
         batch = common.cut_batch(
@@ -182,12 +179,9 @@ def train_torch(run_dir):
         )
         for rows, output in outputs:
             logits[rows, : output.shape[1]] = output
-        predicted, _ = word_predictions(
-            eval_features,
-            logits,
-            [len(words) for words in validation["words"]],
-            outside_id=labels.index("O"),
-        )
+        lengths = [len(words) for words in validation["words"]]
+        outside = labels.index("O")
+        predicted, _ = word_predictions(eval_features, logits, lengths, outside)
         tags = [[labels[i] for i in ids] for ids in predicted]
         scores = entity_scores(validation["tags"], tags)
         if not best or scores["f1"] > best["f1"]:
@@ -196,26 +190,19 @@ def train_torch(run_dir):
 
     lengths = train_features["padding_mask"].sum(axis=1)
     run = torch_loop.fine_tune(
-        model,
-        SETTINGS,
-        len(lengths),
+        model, SETTINGS, len(lengths),
         lambda epoch: length_grouped_order(lengths, 32, FLAGS.seed, epoch),
         lambda rows: run_model(train_features, rows).loss,
-        evaluate=evaluate,
-        log_every=100,
-    )
+        evaluate=evaluate, log_every=100,
+    )  # fmt: skip
     best_epoch = max(run["epochs"], key=lambda e: e["metrics"]["f1"])
-    return {
-        "epochs": run["epochs"],
-        "best_epoch": best_epoch["epoch"],
-        "metrics": best_epoch["metrics"],
-        "feature_seconds": feature_seconds,
-        "train_seconds": run["train_seconds"],
-        "train_cpu_seconds": run["train_cpu_seconds"],
-        "num_train_windows": len(lengths),
-        "steps": run["step"],
-        "labels": labels,
-    }, (validation["tags"], best["tags"])
+    return dict(
+        epochs=run["epochs"], best_epoch=best_epoch["epoch"],
+        metrics=best_epoch["metrics"], feature_seconds=feature_seconds,
+        train_seconds=run["train_seconds"],
+        train_cpu_seconds=run["train_cpu_seconds"],
+        num_train_windows=len(lengths), steps=run["step"], labels=labels,
+    ), (validation["tags"], best["tags"])  # fmt: skip
 
 
 def train_keras_bert(run_dir):

@@ -127,11 +127,9 @@ def train_torch(run_dir):
     dev = squad_features(dev_examples, tokenizer, **windows)
     feature_seconds = time.perf_counter() - start
     model = torch_loop.from_pretrained(
-        transformers.BertForQuestionAnswering,
-        common.minilm_dir(),
-        dropout=SETTINGS["dropout"],
-        seed=SETTINGS["seed"],
-    )
+        transformers.BertForQuestionAnswering, common.minilm_dir(),
+        dropout=SETTINGS["dropout"], seed=SETTINGS["seed"],
+    )  # fmt: skip
 
     def run_model(features, rows, with_labels):
         """The model on `rows` of `features` (masked for torch_masked), and
@@ -166,10 +164,13 @@ def train_torch(run_dir):
 
     num_windows = len(train["example_index"])
     os.makedirs(run_dir, exist_ok=True)
+    # What a checkpoint must match to be resumed (a smoke run's must not).
+    resume_key = dict(
+        train_file=os.path.abspath(FLAGS.train_file),
+        limit_train=FLAGS.limit_train, windows=num_windows, settings=SETTINGS,
+    )  # fmt: skip
     run = torch_loop.fine_tune(
-        model,
-        SETTINGS,
-        num_windows,
+        model, SETTINGS, num_windows,
         # One permutation per epoch, rebuilt the same way on resume.
         epoch_order=lambda epoch: np.random.default_rng(
             [SETTINGS["seed"], epoch]
@@ -177,31 +178,20 @@ def train_torch(run_dir):
         step_loss=lambda rows: run_model(train, rows, with_labels=True).loss,
         max_steps=FLAGS.max_steps,
         checkpoint_path=os.path.join(run_dir, "checkpoint.pt"),
-        checkpoint_every=FLAGS.checkpoint_every,
-        # What a checkpoint must match to be resumed (a smoke run's must not).
-        resume_key={
-            "train_file": os.path.abspath(FLAGS.train_file),
-            "limit_train": FLAGS.limit_train,
-            "windows": num_windows,
-            "settings": SETTINGS,
-        },
-    )
+        checkpoint_every=FLAGS.checkpoint_every, resume_key=resume_key,
+    )  # fmt: skip
     start, cpu_start = time.perf_counter(), time.process_time()
     outputs = torch_loop.predict(
-        model,
-        lambda rows: run_model(dev, rows, with_labels=False),
+        model, lambda rows: run_model(dev, rows, with_labels=False),
         len(dev["example_index"]),
-    )
+    )  # fmt: skip
     predict_seconds = time.perf_counter() - start
+    starts = np.concatenate([o.start_logits.numpy() for _, o in outputs])
+    ends = np.concatenate([o.end_logits.numpy() for _, o in outputs])
     np.savez_compressed(
-        os.path.join(run_dir, "dev_logits.npz"),
-        start_logits=np.concatenate(
-            [o.start_logits.numpy() for _, o in outputs]
-        ),
-        end_logits=np.concatenate([o.end_logits.numpy() for _, o in outputs]),
-        example_ids=np.asarray(dev_examples["id"]),
-        **dev,
-    )
+        os.path.join(run_dir, "dev_logits.npz"), start_logits=starts,
+        end_logits=ends, example_ids=np.asarray(dev_examples["id"]), **dev,
+    )  # fmt: skip
     losses, dev_windows = run["losses"], len(dev["example_index"])
     record = dict(
         head="qa_outputs freshly initialised (transformers' default init, "
