@@ -74,15 +74,12 @@ def write_expected(texts):
     results = read_json(f"{FLAGS.run_dir}/results.json")
     config, labels = results["config"], results["labels"]
     model = keras_bert.BertTokenClassifier.from_checkpoint(
-        config["init_checkpoint"], num_classes=len(labels), labels=labels
-    )
-    model.load_weights(f"{FLAGS.run_dir}/best.weights.h5")
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(config["init_checkpoint"]),
+        config["init_checkpoint"], num_classes=len(labels), labels=labels,
         sequence_length=config["sequence_length"],
-    )
+    )  # fmt: skip
+    model.load_weights(f"{FLAGS.run_dir}/best.weights.h5")
     entities = find_entities(
-        model, preprocessor, texts, stride=config["stride"]
+        model, model.preprocessor, texts, stride=config["stride"]
     )
     with tf.io.gfile.GFile(FLAGS.expected, "w") as file:
         json.dump({"texts": texts, "entities": entities}, file)
@@ -166,19 +163,16 @@ def check_squad():
         for qa in paragraph["qas"]
     ]
     batches, seconds = serve_in_batches(
-        FLAGS.export_dir,
-        question=[q for _, q, _ in questions],
+        FLAGS.export_dir, question=[q for _, q, _ in questions],
         context=[c for _, _, c in questions],
-    )
+    )  # fmt: skip
     without_keras_bert()
     answers = [a.decode() for out in batches for a in out["answer"]]
     starts = [int(s) for out in batches for s in out["start"]]
     ends = [int(e) for out in batches for e in out["end"]]
+    contexts = [context for _, _, context in questions]
     spans = sum(
-        context[start:end] == answer
-        for (_, _, context), answer, start, end in zip(
-            questions, answers, starts, ends
-        )
+        c[s:e] == a for c, a, s, e in zip(contexts, answers, starts, ends)
     )
     different = [
         (qid, answer, expected.get(qid))

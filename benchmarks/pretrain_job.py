@@ -116,9 +116,8 @@ def run_keras_hub(records, jit_compile="auto"):
     model.compile(
         optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[],
-        jit_compile=jit_compile,
-    )
+        weighted_metrics=[], jit_compile=jit_compile,
+    )  # fmt: skip
 
     def to_keras_hub(features, labels):
         weights = tf.cast(features["masked_positions"] > 0, tf.float32)
@@ -137,11 +136,9 @@ def run_keras_hub(records, jit_compile="auto"):
 
     model.fit(
         batches(records).map(to_keras_hub),
-        epochs=FLAGS.steps // FLAGS.interval,
-        steps_per_epoch=FLAGS.interval,
-        callbacks=[IntervalTimer()],
-        verbose=2,
-    )
+        epochs=FLAGS.steps // FLAGS.interval, steps_per_epoch=FLAGS.interval,
+        callbacks=[IntervalTimer()], verbose=2,
+    )  # fmt: skip
     return seconds
 
 
@@ -188,7 +185,7 @@ def run_hf_torch(records):
     return seconds
 
 
-def run_job(contestant, round_index, records):
+def run_job(contestant, records):
     context = common.job_context()
     with tempfile.TemporaryDirectory() as model_dir:
         if contestant == "recipe":
@@ -216,14 +213,11 @@ def run_job(contestant, round_index, records):
                 *common.flag_values("steps", "interval", "precision"),
             )  # fmt: skip
             seconds, total, _ = common.run_worker(command)
-    timed = seconds[1:]
+    timed = seconds[1:]  # the first interval traces
+    rate = FLAGS.interval * len(timed) * BATCH * SEQ / sum(timed)
     return {
-        "contestant": contestant,
-        "round": round_index,
         "interval_seconds": [round(s, 2) for s in seconds],
-        "tokens_per_second": round(
-            FLAGS.interval * len(timed) * BATCH * SEQ / sum(timed), 1
-        ),
+        "tokens_per_second": round(rate, 1),
         "total_seconds": round(total, 1),
         "precision": FLAGS.precision,
         **context,
@@ -294,7 +288,7 @@ def main(argv):
     if not FLAGS.summarize:
         records = make_tfrecords(data_dir)
         common.run_rounds(
-            lambda contestant, k: run_job(contestant, k, records),
+            lambda contestant, k: run_job(contestant, records),
             tuple(FLAGS.contestants),
             output_dir(),
             FLAGS.first_round,

@@ -107,12 +107,9 @@ def prepare(
         ("ours_int8", {"quantize": "int8"}),
     ):
         manifest[name] = export_saved_model(
-            classifier,
-            preprocessor,
-            os.path.join(work_dir, name),
-            labels=labels,
-            **options,
-        )
+            classifier, preprocessor, os.path.join(work_dir, name),
+            labels=labels, **options,
+        )  # fmt: skip
         variables = os.path.join(manifest[name], "variables")
         manifest.setdefault("variables_bytes", {})[name] = sum(
             os.path.getsize(os.path.join(variables, f))
@@ -282,10 +279,8 @@ def _load_pipeline(name, manifest, sequence_length, threads):
         # pipeline's DataLoader).
         outputs = classify(
             texts[0] if len(texts) == 1 else list(texts),
-            batch_size=len(texts),
-            truncation=True,
-            max_length=sequence_length,
-        )
+            batch_size=len(texts), truncation=True, max_length=sequence_length,
+        )  # fmt: skip
         if len(texts) == 1:
             outputs = outputs[:1]
         return np.array([label2id[output["label"]] for output in outputs])
@@ -311,12 +306,9 @@ def _load_onnxruntime(name, manifest, sequence_length, threads):
 
     def predict(texts):
         encoded = tokenizer(
-            list(texts),
-            padding=True,  # to the longest of the request
-            truncation=True,
-            max_length=sequence_length,
-            return_tensors="np",
-        )
+            list(texts), padding=True,  # to the longest of the request
+            truncation=True, max_length=sequence_length, return_tensors="np",
+        )  # fmt: skip
         (logits,) = session.run(
             None, {name: encoded[name].astype(np.int64) for name in ONNX_INPUTS}
         )
