@@ -29,15 +29,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The data sets (squad, conll2003, wnut17, glue), beside the repository.
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
 GLUE = os.path.join(SHARED, "glue")
+INPUTS = ("token_ids", "segment_ids", "padding_mask")
 VERSIONS = (
-    "tensorflow",
-    "keras",
-    "keras-hub",
-    "tensorflow-text",
-    "torch",
-    "transformers",
-    "tokenizers",
-)
+    "tensorflow keras keras-hub tensorflow-text torch transformers tokenizers"
+).split()
 
 flags.DEFINE_string(
     "results_file", RESULTS, "The Markdown file the sections go to."
@@ -84,7 +79,7 @@ def cut_batch(features, rows, sequence_length, multiple=8, names=None):
     `labels`), cut to the longest row (by `padding_mask`) rounded up to
     `multiple` (Hugging Face's `pad_to_multiple_of`), at most
     `sequence_length`: the NER comparisons' batches."""
-    names = names or ("token_ids", "segment_ids", "padding_mask", "labels")
+    names = names or (*INPUTS, "labels")
     longest = int(features["padding_mask"][rows].sum(axis=1).max())
     width = min(-(-longest // multiple) * multiple, sequence_length)
     return {name: features[name][rows, :width] for name in names}
@@ -306,6 +301,23 @@ def paired_rounds(records, contestants):
     )
 
 
+def paired_values(records, reference, contestants):
+    """`(contestant, rounds, values)` for each of `contestants` that ran in
+    a round with `reference` (of `records[(contestant, round)]`): those
+    rounds, and `values(name, key)` the array of that field over them."""
+    import numpy as np
+
+    paired = []
+    for contestant in contestants:
+        rounds = paired_rounds(records, (reference, contestant))
+
+        def values(name, key, rounds=rounds):
+            return np.array([records[(name, r)][key] for r in rounds])
+
+        paired += [(contestant, rounds, values)] if rounds else []
+    return paired
+
+
 def round_values(directory, contestants):
     """`(records, values)` of the rounds every contestant completed:
     `records[(contestant, round)]`, and `values(contestant, key)` the
@@ -361,6 +373,14 @@ def context_note(records):
             + load_note(sum(loads.values(), []), cores(machines[0]))
         )
     return lines + machines
+
+
+def publish(section, markdown, path=None):
+    """Prints a race's `markdown` and writes it as `section` of `path`
+    (`update_results`); with no `section` (a partial run), prints only."""
+    print(markdown)
+    if section:
+        update_results(section, markdown, path)
 
 
 def update_results(section, markdown, path=None):

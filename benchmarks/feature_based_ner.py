@@ -2,22 +2,12 @@
 
 Devlin et al. (2019), 5.3: CoNLL-2003 NER with BERT's hidden states as
 frozen features for a two-layer BiLSTM tagger, next to fine-tuning the
-whole model; here with all-MiniLM-L6-v2 (6 layers: "last four" is still
-four blocks, "all" is the embedding output and the 6 blocks), every row a
-run of `recipes/ner.py`:
-
-  fine_tuning       `recipes/ner.py` as it is (every weight trains, 5e-5)
-  embeddings, second_to_last, last, sum_last_four, concat_last_four,
-  weighted_sum_all  `recipes/ner.py --features=<row>`: the backbone frozen,
-                    `keras_bert.models.FrozenFeaturesTagger` (two BiLSTM
-                    layers of 192 units a direction, dropout 0.1) trained
-                    at 1e-3, the features computed per batch on the fly
-
-The same budget for every row: the first `--limit_train` sentences of
-`../shared/conll2003/train.txt`, `--epochs` epochs, batch 32 windows of at
-most 128 tokens grouped by length, AdamW with 10% warmup then linear
-decay, seed 0; the best epoch by entity F1 on all of
-`../shared/conll2003/valid.txt` (the recipe's `conlleval` scores).
+whole model; here with all-MiniLM-L6-v2, every row (`ROWS`) a run of
+`recipes/ner.py`: `fine_tuning` as it is, the others with
+`--features=<row>` (the backbone frozen, `FrozenFeaturesTagger` trained on
+features computed per batch). The same budget for every row
+(`--limit_train` sentences of CoNLL-2003 train, `--epochs`); each row's
+best epoch by entity F1 on CoNLL-2003 validation.
 
     python benchmarks/feature_based_ner.py --row=fine_tuning  # ... each row
     python benchmarks/feature_based_ner.py --all        # every row in turn
@@ -39,38 +29,31 @@ from absl import flags  # noqa: E402
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
-# Table 7's rows, in its order, and how each is named.
+# Table 7's rows, in its order: how each is named, and BERT-base's
+# CoNLL-2003 dev F1 in the paper.
 ROWS = {
-    "fine_tuning": "Fine-tuning (every weight; BertTokenClassifier)",
-    "embeddings": "Feature-based: embeddings only",
-    "second_to_last": "Feature-based: second-to-last hidden",
-    "last": "Feature-based: last hidden",
-    "weighted_sum_all": "Feature-based: weighted sum of all 7 (embeddings "
-    "+ 6 blocks; learned softmax weights)",
-    "sum_last_four": "Feature-based: sum of last four hidden (the paper's "
-    "row weights them)",
-    "concat_last_four": "Feature-based: concat last four hidden",
+    "fine_tuning": ("Fine-tuning (every weight; BertTokenClassifier)", 96.4),
+    "embeddings": ("Feature-based: embeddings only", 91.0),
+    "second_to_last": ("Feature-based: second-to-last hidden", 95.6),
+    "last": ("Feature-based: last hidden", 94.9),
+    "weighted_sum_all": (
+        "Feature-based: weighted sum of all 7 (embeddings + 6 blocks; "
+        "learned softmax weights)",
+        95.5,
+    ),
+    "sum_last_four": (
+        "Feature-based: sum of last four hidden (the paper's row weights them)",
+        95.9,
+    ),
+    "concat_last_four": ("Feature-based: concat last four hidden", 96.1),
 }
-# BERT-base's CoNLL-2003 dev F1 in the paper's Table 7.
-PAPER_BERT_BASE = {
-    "fine_tuning": 96.4,
-    "embeddings": 91.0,
-    "second_to_last": 95.6,
-    "last": 94.9,
-    "weighted_sum_all": 95.5,
-    "sum_last_four": 95.9,
-    "concat_last_four": 96.1,
-}
-SETTINGS = {
-    "sequence_length": 128,
-    "stride": 63,
-    "batch_size": 32,
-    "warmup_fraction": 0.1,
-    "seed": 0,
-    "group_by_length": True,
-    "fine_tuning_learning_rate": 5e-5,
-    "features_learning_rate": 1e-3,
-}
+SETTINGS = dict(
+    sequence_length=128, stride=63, batch_size=32, warmup_fraction=0.1,
+    seed=0, group_by_length=True, fine_tuning_learning_rate=5e-5,
+    features_learning_rate=1e-3,
+)  # fmt: skip
+RECIPE_FLAGS = "sequence_length stride group_by_length batch_size"
+RECIPE_FLAGS = (RECIPE_FLAGS + " warmup_fraction seed").split()
 SECTION = "Feature-based NER (BERT paper, Table 7)"
 DOCS = os.path.join(common.REPO, "docs", "embeddings.md")
 
@@ -98,37 +81,23 @@ def run_row(row):
     learning_rate = SETTINGS[
         "fine_tuning_learning_rate" if fine_tuning else "features_learning_rate"
     ]
-    command = recipe.command(
-        "ner",
-        train_file=common.first_sentences(
-            f"{conll}/train.txt", FLAGS.limit_train, data
-        ),
-        validation_file=common.first_sentences(
-            f"{conll}/valid.txt", FLAGS.limit_eval, data
-        ),
-        init_checkpoint=common.minilm_dir(),
-        model_dir=run_dir,
-        learning_rate=learning_rate,
-        epochs=FLAGS.epochs,
-        **{
-            k: SETTINGS[k]
-            for k in (
-                "sequence_length",
-                "stride",
-                "group_by_length",
-                "batch_size",
-                "warmup_fraction",
-                "seed",
-            )
-        },
-        **({} if fine_tuning else {"features": row}),
+    train = common.first_sentences(
+        f"{conll}/train.txt", FLAGS.limit_train, data
     )
+    valid = common.first_sentences(f"{conll}/valid.txt", FLAGS.limit_eval, data)
+    command = recipe.command(
+        "ner", train_file=train, validation_file=valid,
+        init_checkpoint=common.minilm_dir(), model_dir=run_dir,
+        learning_rate=learning_rate, epochs=FLAGS.epochs,
+        **{k: SETTINGS[k] for k in RECIPE_FLAGS},
+        **({} if fine_tuning else {"features": row}),
+    )  # fmt: skip
     load_before = os.getloadavg()
     wall_seconds, cpu_seconds = recipe.run(command)
     results = common.read_record(os.path.join(run_dir, "results.json"))
     record = {
         "row": row,
-        "method": ROWS[row],
+        "method": ROWS[row][0],
         "metrics": results["metrics"]["validation"],
         "best_epoch": results["best_epoch"],
         "epochs": results["epochs"],
@@ -174,7 +143,7 @@ def table():
         "| trainable parameters | minutes | BERT-base dev F1 (paper) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for row, method in ROWS.items():
+    for row, (method, paper) in ROWS.items():
         if row not in records:
             lines.append(f"| {method} | not run | | | | | | |")
             continue
@@ -183,7 +152,7 @@ def table():
             f"| {method} | **{100 * m['f1']:.1f}** "
             f"| {100 * m['precision']:.1f} | {100 * m['recall']:.1f} "
             f"| {r['best_epoch']} | {r['trainable_parameters']:,} "
-            f"| {r['wall_seconds'] / 60:.1f} | {PAPER_BERT_BASE[row]} |"
+            f"| {r['wall_seconds'] / 60:.1f} | {paper} |"
         )
     ran = [row for row in ROWS if row in records]
     loads = {
@@ -248,9 +217,9 @@ def comparison(records):
 
     best = max(features, key=f1)
     gap = f1("fine_tuning") - f1(best)
-    paper_gap = PAPER_BERT_BASE["fine_tuning"] - PAPER_BERT_BASE[best]
+    paper_gap = ROWS["fine_tuning"][1] - ROWS[best][1]
     sentences = [
-        f"Best feature-based row: {ROWS[best]}, {f1(best):.1f}; fine-tuning "
+        f"Best feature-based row: {ROWS[best][0]}, {f1(best):.1f}; fine-tuning "
         f"minus it: {gap:+.1f} points (the paper's: {paper_gap:+.1f}, with "
         "the whole training set)."
     ]
@@ -271,10 +240,8 @@ def main(argv):
     for row in list(ROWS) if FLAGS.all else [FLAGS.row] * bool(FLAGS.row):
         run_row(row)
     if FLAGS.summarize:
-        markdown = table()
-        print(markdown)
-        common.update_results(SECTION, markdown, path=DOCS)
-        common.update_results(SECTION, markdown)
+        common.update_results(SECTION, table(), path=DOCS)
+        common.publish(SECTION, table())
 
 
 if __name__ == "__main__":

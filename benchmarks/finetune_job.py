@@ -20,7 +20,6 @@ default; benchmarks/finetune_job/):
                  "group_by_length"`: the recipe's batching, nothing else.
   keras_hub_xla  keras_hub with `jit_compile=True` (keras-hub's "auto"
                  leaves XLA off on a CPU), nothing else.
-  recipe_ungrouped  (when named) the recipe with `--nogroup_by_length`.
 `--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/): full
   (every weight, 2e-5), lora (`--lora_rank=8 --learning_rate=5e-4`: the
   backbone frozen, rank-8 LoRA on q|k|v and the head; the LoRA paper's
@@ -63,7 +62,6 @@ RACES = {
 # The recipe flags of each contestant that runs the recipe.
 RECIPES = {
     "recipe": {},
-    "recipe_ungrouped": {"group_by_length": False},
     "full": {"lora_rank": 0, "learning_rate": 2e-5},
     "lora": {"lora_rank": 8, "learning_rate": 5e-4},
     "lora_lr1e-3": {"lora_rank": 8, "learning_rate": 1e-3},
@@ -109,6 +107,16 @@ def hub_environment(directory):
     return dict(hub_cache.hub_environment(directory), PYTHONPATH=common.REPO)
 
 
+def peer_record(examples, train_seconds, eval_start, correct):
+    """A peer worker's record: its training and evaluation, its accuracy."""
+    return {
+        "num_train_examples": examples,
+        "train_seconds": round(train_seconds, 1),
+        "eval_seconds": round(time.time() - eval_start, 1),
+        "metrics": {"accuracy": float(correct.mean())},
+    }
+
+
 def run_keras_hub(jit_compile="auto"):
     import keras
     import keras_hub
@@ -140,10 +148,10 @@ def run_keras_hub(jit_compile="auto"):
     )
     train_seconds, start = time.time() - start, time.time()
     dev = tf.data.Dataset.from_tensor_slices(dev_texts).batch(64)
-    accuracy = np.mean(
-        np.argmax(classifier.predict(dev, verbose=0), -1) == dev_labels
+    predicted = np.argmax(classifier.predict(dev, verbose=0), -1)
+    return peer_record(
+        len(labels), train_seconds, start, predicted == dev_labels
     )
-    return len(labels), train_seconds, time.time() - start, accuracy
 
 
 def run_hf_trainer(group_by_length=False):
@@ -171,27 +179,18 @@ def run_hf_trainer(group_by_length=False):
 
     train, dev = Examples("train"), Examples("dev")
     with tempfile.TemporaryDirectory() as output:
+        sampling = "group_by_length" if group_by_length else "random"
         arguments = transformers.TrainingArguments(
-            output_dir=output,
-            per_device_train_batch_size=32,
-            per_device_eval_batch_size=64,
-            learning_rate=2e-5,
-            num_train_epochs=1,
-            save_strategy="no",
-            report_to=[],
-            seed=FLAGS.seed,
-            use_cpu=True,
-            train_sampling_strategy="group_by_length"
-            if group_by_length
-            else "random",
+            output_dir=output, per_device_train_batch_size=32,
+            per_device_eval_batch_size=64, learning_rate=2e-5,
+            num_train_epochs=1, save_strategy="no", report_to=[],
+            seed=FLAGS.seed, use_cpu=True, train_sampling_strategy=sampling,
             logging_steps=50,
-        )
+        )  # fmt: skip
         trainer = transformers.Trainer(
-            model=model,
-            args=arguments,
-            train_dataset=train,
+            model=model, args=arguments, train_dataset=train,
             processing_class=tokenizer,
-        )
+        )  # fmt: skip
         start = time.time()
         trainer.train()
         train_seconds, start = time.time() - start, time.time()
@@ -201,8 +200,8 @@ def run_hf_trainer(group_by_length=False):
     gold = np.asarray(predictions.label_ids)
     if sorted(gold.tolist()) != sorted(dev.labels):
         raise RuntimeError("The Trainer's label_ids are not the dev labels.")
-    accuracy = np.mean(np.argmax(predictions.predictions, -1) == gold)
-    return len(train), train_seconds, time.time() - start, accuracy
+    predicted = np.argmax(predictions.predictions, -1)
+    return peer_record(len(train), train_seconds, start, predicted == gold)
 
 
 def run_raw_text():
@@ -224,11 +223,7 @@ def run_raw_text():
 
     keras.utils.set_random_seed(FLAGS.seed)
     model = keras_bert.BertClassifier.from_checkpoint(
-        PRESET, num_classes=task.num_classes
-    )
-    tokenizer = keras_bert.BertTokenizer.from_checkpoint(PRESET)
-    model.preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=128
+        PRESET, num_classes=task.num_classes, sequence_length=128
     )
     steps = math.ceil(len(train["label"]) / 32)
     model.compile(
@@ -243,12 +238,9 @@ def run_raw_text():
         def on_epoch_end(self, epoch, logs=None):
             seconds["end"] = time.time()
 
+    timer = [EpochTimer()]
     model.fit(
-        texts(train),
-        train["label"],
-        32,
-        seed=FLAGS.seed,
-        callbacks=[EpochTimer()],
+        texts(train), train["label"], 32, seed=FLAGS.seed, callbacks=timer
     )
     start = time.time()
     evaluated = model.evaluate(
@@ -267,24 +259,13 @@ def run_raw_text():
     }
 
 
-def run_worker():
-    if FLAGS.worker == "raw_text":
-        return common.print_result(run_raw_text())
-    run = {
-        "keras_hub": run_keras_hub,
-        "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
-        "hf_trainer": run_hf_trainer,
-        "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
-    }[FLAGS.worker]
-    examples, train_seconds, eval_seconds, accuracy = run()
-    common.print_result(
-        {
-            "num_train_examples": examples,
-            "train_seconds": round(train_seconds, 1),
-            "eval_seconds": round(eval_seconds, 1),
-            "metrics": {"accuracy": float(accuracy)},
-        }
-    )
+WORKERS = {
+    "raw_text": run_raw_text,
+    "keras_hub": run_keras_hub,
+    "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
+    "hf_trainer": run_hf_trainer,
+    "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
+}
 
 
 def run_job(contestant, k, task="sst2", env=None):
@@ -321,24 +302,16 @@ def run_job(contestant, k, task="sst2", env=None):
         record["dev_accuracy"] = record.pop("metrics")["accuracy"]
     speed = record["num_train_examples"] / record["train_seconds"]
     return dict(
-        record,
-        task=task,
-        seed=k,
-        total_seconds=round(total, 1),
-        train_examples_per_second=round(speed, 2),
-        **context,
-    )
+        record, task=task, seed=k, total_seconds=round(total, 1),
+        train_examples_per_second=round(speed, 2), **context,
+    )  # fmt: skip
 
 
 def tools_summary(records):
     import numpy as np
 
-    keys = (
-        "train_examples_per_second",
-        "train_seconds",
-        "eval_seconds",
-        "total_seconds",
-    )
+    keys = "train_examples_per_second train_seconds eval_seconds total_seconds"
+    keys = keys.split()
     rows = [
         "| contestant | rounds | training examples/s | training (s) | evaluation "
         "(s) | total job (s) | dev accuracy, mean ± std | dev accuracy (each "
@@ -352,21 +325,14 @@ def tools_summary(records):
         "job time (peer / recipe) | per round (training; total) |",
         "|---|---|---|---|---|",
     ]
-    names = RACES["tools"][1].split() + ["recipe_ungrouped"]
-    names = [c for c in names if common.paired_rounds(records, ("recipe", c))]
-    for contestant in names:
-        rounds = common.paired_rounds(records, ("recipe", contestant))
-
-        def values(name, key):
-            return np.array([records[(name, r)][key] for r in rounds])
-
+    names = RACES["tools"][1].split()
+    paired = common.paired_values(records, "recipe", names)
+    for contestant, rounds, values in paired:
         accuracy = values(contestant, "dev_accuracy")
         spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
-        medians = " | ".join(
-            f"{np.median(values(contestant, k)):.1f}" for k in keys
-        )
+        medians = [f"{np.median(values(contestant, k)):.1f}" for k in keys]
         rows.append(
-            f"| {contestant} | {common.listed(rounds)} | {medians} "
+            f"| {contestant} | {common.listed(rounds)} | {' | '.join(medians)} "
             f"| {np.mean(accuracy):.4f} ± {spread:.4f} "
             f"| {common.listed(accuracy, '{:.4f}')} |"
         )
@@ -379,21 +345,19 @@ def tools_summary(records):
                 f"| {np.median(train):.2f} | {np.median(total):.2f} | {each} |"
             )
     commands, *context = common.context_note(records)
-    examples = records[("recipe", min(r for _, r in records))][
-        "num_train_examples"
-    ]
+    first = records[("recipe", min(r for _, r in records))]
     xla = ", keras_hub_xla only keras-hub's `jit_compile` (True)"
     return [
         "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
         f"({commands}; see the script's docstring for what each contestant "
-        f"runs): MiniLM-L6-H384, {examples} training examples, sequence 128, "
-        "batch 32, lr 2e-5, 1 epoch; medians over the rounds each row names, "
-        "each round alternating its contestants (round k: seed k for every "
-        "contestant), each job a fresh process; each peer is paired with the "
-        "recipe's job of the same round. The goal's peers are keras_hub and "
-        "hf_trainer (each tool's defaults); hf_trainer_grouped changes only "
-        "the Trainer's batching"
-        + (xla if "keras_hub_xla" in names else "")
+        f"runs): MiniLM-L6-H384, {first['num_train_examples']} training "
+        "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians over the "
+        "rounds each row names, each round alternating its contestants "
+        "(round k: seed k for every contestant), each job a fresh process; "
+        "each peer is paired with the recipe's job of the same round. The "
+        "goal's peers are keras_hub and hf_trainer (each tool's defaults); "
+        "hf_trainer_grouped changes only the Trainer's batching"
+        + xla * ("keras_hub_xla" in [name for name, *_ in paired])
         + ".",
         *context,
         "",
@@ -412,18 +376,15 @@ def lora_summary(records):
         "|---|---|---|---|---|---|",
     ]
     for name in RACES["lora"][1].split():
-        runs = [
-            records[k]
-            for k in sorted(records, key=lambda k: k[1])
-            if k[0] == name
-        ]
+        runs = [records[k] for k in sorted(records) if k[0] == name]
         if runs:
+            first, seeds = runs[0], common.listed(r["seed"] for r in runs)
             accuracies = [r["dev_accuracy"] for r in runs]
             speeds = [r["train_examples_per_second"] for r in runs]
             rows.append(
-                f"| {name} | {runs[0]['lora_rank'] or '-'} "
-                f"| {runs[0]['learning_rate']:g} | {runs[0]['trainable_parameters']:,} "
-                f"| {np.mean(accuracies):.4f} (seeds {common.listed(r['seed'] for r in runs)}: "
+                f"| {name} | {first['lora_rank'] or '-'} "
+                f"| {first['learning_rate']:g} | {first['trainable_parameters']:,} "
+                f"| {np.mean(accuracies):.4f} (seeds {seeds}: "
                 f"{common.listed(accuracies, '{:.4f}')}) "
                 f"| {np.median(speeds):.1f} ({common.listed(speeds, '{:.1f}')}) |"
             )
@@ -488,24 +449,18 @@ def raw_text_summary(tasks):
         rate = {c: values(c, "train_examples_per_second") for c in contestants}
         speed = rate["raw_text"] / rate["recipe"]
         for r, ratio in zip(rounds, speed):
-            speeds[f"{task} round {r}"] = ratio
-            # As each job started, or the range read by hand while it ran.
-            jobs = [records[(c, r)] for c in contestants]
-            loads[f"{task} round {r}"] = sum(
-                (
-                    [j["load_average"]]
-                    if "load_average" in j
-                    else j.get("load_average_range", [])
-                    for j in jobs
-                ),
-                [],
-            )
+            speeds[f"{task} round {r}"], loads[f"{task} round {r}"] = ratio, []
+            for job in [records[(c, r)] for c in contestants]:
+                # As the job started, or the range read by hand while it ran.
+                loads[f"{task} round {r}"] += (
+                    [job["load_average"]]
+                    if "load_average" in job
+                    else job.get("load_average_range", [])
+                )
         for name in METRICS[task]:
             ours, theirs = (
-                values(c, "metrics") for c in ("raw_text", "recipe")
-            )
-            ours, theirs = (
-                np.array([m[name] for m in v]) for v in (ours, theirs)
+                np.array([m[name] for m in values(c, "metrics")])
+                for c in ("raw_text", "recipe")
             )
             differences.append(np.abs(ours - theirs).max())
             rows.append(
@@ -514,10 +469,7 @@ def raw_text_summary(tasks):
                 f"| {np.median(rate['raw_text']):.1f} | {np.median(speed):.3f} "
                 f"({common.listed(speed, '{:.3f}')}) | {len(rounds)} |"
             )
-    machines, source = (
-        sorted(machines),
-        "; ".join(sorted(s for s in sources if s)),
-    )
+    machines, source = sorted(machines), "; ".join(sorted(sources - {""}))
     same = (
         "Equal metrics to every digit in every round: with the same seed, `fit` "
         "trains on the recipe's very batches."
@@ -545,7 +497,7 @@ def raw_text_summary(tasks):
 def main(argv):
     del argv
     if FLAGS.worker:
-        return run_worker()
+        return common.print_result(WORKERS[FLAGS.worker]())
     contestants = FLAGS.contestants or RACES[FLAGS.race][1].split()
     if FLAGS.race == "raw_text":
         with tempfile.TemporaryDirectory() as cache:
@@ -560,19 +512,13 @@ def main(argv):
     else:
         if not FLAGS.summarize:
             common.run_rounds(
-                run_job,
-                contestants,
-                output_dir(),
-                FLAGS.first_round,
+                run_job, contestants, output_dir(), FLAGS.first_round,
                 FLAGS.rounds,
-            )
+            )  # fmt: skip
         records = common.by_round(common.read_records(output_dir()))
-        lines = (tools_summary if FLAGS.race == "tools" else lora_summary)(
-            records
-        )
-    markdown = "\n".join(lines) + "\n"
-    print(markdown)
-    common.update_results(RACES[FLAGS.race][0], markdown)
+        summary = tools_summary if FLAGS.race == "tools" else lora_summary
+        lines = summary(records)
+    common.publish(RACES[FLAGS.race][0], "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

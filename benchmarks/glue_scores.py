@@ -22,36 +22,21 @@ import sys
 import tensorflow as tf
 
 NAMES = dict(
-    sst2="SST-2",
-    stsb="STS-B",
-    rte="RTE",
-    cola="CoLA",
-    mrpc="MRPC",
-    qqp="QQP",
-    mnli="MNLI",
-    qnli="QNLI",
-    wnli="WNLI",
-)
+    sst2="SST-2", stsb="STS-B", rte="RTE", cola="CoLA", mrpc="MRPC",
+    qqp="QQP", mnli="MNLI", qnli="QNLI", wnli="WNLI",
+)  # fmt: skip
 ORDER = list(NAMES)
 METRIC_NAMES = dict(
-    accuracy="accuracy",
-    f1="F1",
-    matthews_corrcoef="Matthews corr.",
-    pearson="Pearson",
-    spearman="Spearman",
-)
+    accuracy="accuracy", f1="F1", matthews_corrcoef="Matthews corr.",
+    pearson="Pearson", spearman="Spearman",
+)  # fmt: skip
 # MiniLM-L6xH384's GLUE dev scores as its authors publish them (fine-tuned
 # on the full GLUE training sets): microsoft/unilm, minilm/README.md,
 # "Fine-tuning on NLU tasks". MRPC is F1.
 REPORTED = dict(
-    sst2="91.5",
-    rte="68.8",
-    cola="47.5",
-    mrpc="88.9 (F1, GLUE dev)",
-    mnli="83.3",
-    qnli="90.5",
-    qqp="90.6",
-)
+    sst2="91.5", rte="68.8", cola="47.5", mrpc="88.9 (F1, GLUE dev)",
+    mnli="83.3", qnli="90.5", qqp="90.6",
+)  # fmt: skip
 
 
 def load_runs(runs_dir):

@@ -2,25 +2,22 @@
 step-by-step losses, and the tagging head's initialiser.
 
 all-MiniLM-L6-v2 with a fresh (seeded) tagging head, on the package's
-windows of CoNLL sentences (`keras_bert.fine_tuning.ner.ner_features`,
-sequence 128, stride 63: every word labelled on its first sub-token and
-predicted from its max-context window, as Hugging Face's `word_ids()`
-alignment labels it: tests/fine_tuning/ner/test_features.py), the same
-length-grouped batches of 32 in the same order for both sides (cut to the
-longest row rounded up to 8), BERT's optimisation (`SETTINGS`: AdamW at
-5e-5, 0.9/0.999, epsilon 1e-6 added as PyTorch adds it, decay 0.01 except
-biases and LayerNorm; 10% warmup then linear decay; clipping at 1.0).
+windows of CoNLL sentences (`keras_bert.fine_tuning.ner.ner_features`: every
+word labelled on its first sub-token and predicted from its max-context
+window, as Hugging Face's `word_ids()` alignment labels it), the same
+length-grouped batches in the same order for both sides (cut to the
+longest row rounded up to 8), BERT's optimisation (`SETTINGS`; AdamW's
+epsilon added as PyTorch adds it).
 
-`--contestant=torch|keras_bert`: a whole fine-tune, dropout 0.1, 1 epoch
-of `--dataset=conll2003` (train.txt → valid.txt) or 3 of `wnut17`
-(wnut17train.conll → emerging.dev.conll), the best epoch by entity F1 on
-validation (`entity_scores`, `seqeval`'s default mode). torch:
-`BertForTokenClassification` trained by `contestants/torch_loop.py` (2
-threads); keras_bert: `python recipes/ner.py` with the same settings
-(`--noadam_epsilon_hat`). A full run also scores its predictions with
-`seqeval` and writes seed 0's tags to benchmarks/ner/ (checked by
-tests/fine_tuning/ner/test_metrics.py); its record lands in benchmarks/ner/
-(a smoke run's, `--limit_train`/`--limit_eval`, in /tmp/ner_runs).
+`--contestant=torch|keras_bert`: a whole fine-tune, dropout 0.1, of
+`--dataset` (`DATASETS`: train file, validation file, epochs), the best
+epoch by entity F1 on validation. torch: `BertForTokenClassification`
+trained by `contestants/torch_loop.py`; keras_bert: `python recipes/ner.py`
+with the same settings. A full run also scores its predictions with
+`seqeval` and writes seed 0's tags (checked by
+tests/fine_tuning/ner/test_metrics.py); its record lands in
+benchmarks/ner/ (a smoke run's, `--limit_train`/`--limit_eval`, in
+/tmp/ner_runs).
 
 `--step_parity`: dropout off, transformers' head copied into ours, the
 first `--steps` batches of CoNLL-2003; PyTorch's loss at every step and how
@@ -52,7 +49,6 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
-from benchmarks.contestants import keras_loop  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
@@ -60,22 +56,12 @@ DATASETS = {
     "conll2003": ("conll2003/train.txt", "conll2003/valid.txt", 1),
     "wnut17": ("wnut17/wnut17train.conll", "wnut17/emerging.dev.conll", 3),
 }
-SETTINGS = {
-    "sequence_length": 128,
-    "stride": 63,
-    "batch_size": 32,
-    "learning_rate": 5e-5,
-    "warmup_fraction": 0.1,
-    "weight_decay": 0.01,
-    "adam_beta_1": 0.9,
-    "adam_beta_2": 0.999,
-    "adam_epsilon": 1e-6,
-    "clipnorm": 1.0,
-    "dropout": 0.1,
-    "seed": 0,
-    "group_by_length": True,
-    "epochs": 1,
-}
+SETTINGS = dict(
+    sequence_length=128, stride=63, batch_size=32, learning_rate=5e-5,
+    warmup_fraction=0.1, weight_decay=0.01, adam_beta_1=0.9,
+    adam_beta_2=0.999, adam_epsilon=1e-6, clipnorm=1.0, dropout=0.1, seed=0,
+    group_by_length=True, epochs=1,
+)  # fmt: skip
 OUTPUT_DIR = os.path.join(common.REPO, "benchmarks", "ner")
 
 FLAGS = flags.FLAGS
@@ -141,14 +127,11 @@ def torch_tagger(labels, dropout):
     import transformers
 
     model = torch_loop.from_pretrained(
-        transformers.BertForTokenClassification,
-        common.minilm_dir(),
-        dropout=dropout,
-        seed=FLAGS.seed,
-        num_labels=len(labels),
+        transformers.BertForTokenClassification, common.minilm_dir(),
+        dropout=dropout, seed=FLAGS.seed, num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},
-    )
+    )  # fmt: skip
 
     def run(features, rows, **cut):
         batch = common.cut_batch(
@@ -186,23 +169,19 @@ def train_torch(run_dir):
     def evaluate(epoch):
         mask = eval_features["padding_mask"]
         logits = np.zeros(mask.shape + (len(labels),), np.float32)
-        inputs = ("token_ids", "segment_ids", "padding_mask")
         outputs = torch_loop.predict(
             model,
             lambda rows: run_model(
-                eval_features, rows, multiple=1, names=inputs
+                eval_features, rows, multiple=1, names=common.INPUTS
             ).logits.numpy(),  # fmt: skip
             len(mask),
             order=np.argsort(-mask.sum(axis=1), kind="stable"),
         )
         for rows, output in outputs:
             logits[rows, : output.shape[1]] = output
-        predicted, _ = word_predictions(
-            eval_features,
-            logits,
-            [len(words) for words in validation["words"]],
-            outside_id=labels.index("O"),
-        )
+        lengths = [len(words) for words in validation["words"]]
+        outside = labels.index("O")
+        predicted, _ = word_predictions(eval_features, logits, lengths, outside)
         tags = [[labels[i] for i in ids] for ids in predicted]
         scores = entity_scores(validation["tags"], tags)
         if not best or scores["f1"] > best["f1"]:
@@ -211,41 +190,30 @@ def train_torch(run_dir):
 
     lengths = train_features["padding_mask"].sum(axis=1)
     run = torch_loop.fine_tune(
-        model,
-        SETTINGS,
-        len(lengths),
+        model, SETTINGS, len(lengths),
         lambda epoch: length_grouped_order(lengths, 32, FLAGS.seed, epoch),
         lambda rows: run_model(train_features, rows).loss,
-        evaluate=evaluate,
-        log_every=100,
-    )
+        evaluate=evaluate, log_every=100,
+    )  # fmt: skip
     best_epoch = max(run["epochs"], key=lambda e: e["metrics"]["f1"])
-    return {
-        "epochs": run["epochs"],
-        "best_epoch": best_epoch["epoch"],
-        "metrics": best_epoch["metrics"],
-        "feature_seconds": feature_seconds,
-        "train_seconds": run["train_seconds"],
-        "train_cpu_seconds": run["train_cpu_seconds"],
-        "num_train_windows": len(lengths),
-        "steps": run["step"],
-        "labels": labels,
-    }, (validation["tags"], best["tags"])
+    return dict(
+        epochs=run["epochs"], best_epoch=best_epoch["epoch"],
+        metrics=best_epoch["metrics"], feature_seconds=feature_seconds,
+        train_seconds=run["train_seconds"],
+        train_cpu_seconds=run["train_cpu_seconds"],
+        num_train_windows=len(lengths), steps=run["step"], labels=labels,
+    ), (validation["tags"], best["tags"])  # fmt: skip
 
 
 def train_keras_bert(run_dir):
     """Runs `recipes/ner.py` with the shared settings; reads its results."""
     (train_file, validation_file), *_ = conll(run_dir)
     command = recipe.command(
-        "ner",
-        train_file=train_file,
-        validation_file=validation_file,
+        "ner", train_file=train_file, validation_file=validation_file,
         init_checkpoint=common.minilm_dir(),
-        sequence_length=SETTINGS["sequence_length"],
-        stride=SETTINGS["stride"],
-        group_by_length=True,
-        **recipe.training_flags(SETTINGS, run_dir),
-    )
+        sequence_length=SETTINGS["sequence_length"], stride=SETTINGS["stride"],
+        group_by_length=True, **recipe.training_flags(SETTINGS, run_dir),
+    )  # fmt: skip
     wall_seconds, cpu_seconds = recipe.run(command)
     results = common.read_record(os.path.join(run_dir, "results.json"))
     # The recipe's predictions: `token gold predicted` lines, a blank line
@@ -393,12 +361,16 @@ def summarize():
 
 
 def keras_losses(batches, labels, head=None, dropout=0.0, **adamw):
-    """keras-bert's per-step losses (`contestants/keras_loop.py`): dropout
-    off, or as the checkpoint has it; `head`: a kernel and bias to start
-    from, or a function of the model that sets them."""
+    """keras-bert's loss at each of `batches`, trained on exactly the
+    batches the PyTorch loop gets (`train_on_batch`; `create_adamw(**adamw)`
+    on the same warmup and decay); dropout off, or as the checkpoint has
+    it; `head`: a kernel and bias to start from, or a function of the model
+    that sets them."""
     import keras
 
     import keras_bert
+    from keras_bert.training import WarmupLinearDecay
+    from keras_bert.training import create_adamw
 
     keras.utils.clear_session()
     keras.utils.set_random_seed(FLAGS.seed)
@@ -418,9 +390,17 @@ def keras_losses(batches, labels, head=None, dropout=0.0, **adamw):
     elif head is not None:
         model.output_dense.kernel.assign(head[0])
         model.output_dense.bias.assign(head[1])
-    return keras_loop.train_on_batches(
-        model, batches, SETTINGS["learning_rate"], **adamw
-    )
+    steps = len(batches)
+    warmup = int(SETTINGS["warmup_fraction"] * steps)
+    schedule = WarmupLinearDecay(SETTINGS["learning_rate"], steps, warmup)
+    model.compile(optimizer=create_adamw(schedule, **adamw))
+    losses = []
+    for batch in batches:
+        inputs = {name: batch[name] for name in common.INPUTS}
+        model.reset_metrics()
+        result = model.train_on_batch(inputs, batch["labels"], return_dict=True)
+        losses.append(float(result["loss"]))
+    return losses
 
 
 def torch_head(model):
@@ -454,10 +434,8 @@ def step_parity():
         "ours, default": keras_losses(batches, labels, head),
     }
     # Keras' own `_clip_gradients` on our AdamW, for one run.
-    ours, adamw = (
-        keras_bert.training.AdamW._clip_gradients,
-        keras_bert.training.AdamW,
-    )
+    adamw = keras_bert.training.AdamW
+    ours = adamw._clip_gradients
     adamw._clip_gradients = keras.optimizers.AdamW._clip_gradients
     try:
         variants["keras clipping"] = keras_losses(batches, labels, head, epsilon_hat=False)  # fmt: skip
@@ -524,15 +502,11 @@ def main(argv):
     train = train_torch if FLAGS.contestant == "torch" else train_keras_bert
     result, (gold, predicted) = train(run_dir)
     result.update(
-        contestant=FLAGS.contestant,
-        dataset=FLAGS.dataset,
-        settings=SETTINGS,
-        total_seconds=time.perf_counter() - start,
-        load_average=load_average,
-        machine=common.machine_description(),
-        limit_train=FLAGS.limit_train,
+        contestant=FLAGS.contestant, dataset=FLAGS.dataset, settings=SETTINGS,
+        total_seconds=time.perf_counter() - start, load_average=load_average,
+        machine=common.machine_description(), limit_train=FLAGS.limit_train,
         limit_eval=FLAGS.limit_eval,
-    )
+    )  # fmt: skip
     smoke = FLAGS.limit_train or FLAGS.limit_eval
     if not smoke:
         result["seqeval_check"] = seqeval_check(

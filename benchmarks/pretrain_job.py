@@ -21,15 +21,11 @@ contestant trains a randomly initialised L4/H512/A8/I2048 BERT
 `--precision=mixed_bfloat16` runs every contestant in bfloat16 with float32
 weights: the recipe with `--mixed_precision`, keras-hub under the
 `mixed_bfloat16` policy, PyTorch under `torch.autocast` (what
-transformers' Trainer runs with `bf16=True`). Tokens/s counts the steps
-after the first interval.
+transformers' Trainer runs with `bf16=True`); its records and section are
+`pretrain_job_mixed_bfloat16`.
 
     python benchmarks/pretrain_job.py --rounds=3 --steps=60 --interval=20
     python benchmarks/pretrain_job.py --summarize [--precision=...]
-
-Writes `benchmarks/pretrain_job/<contestant>_round<k>.json` (float32;
-`pretrain_job_mixed_bfloat16/` for bfloat16) and the "pretrain_job"
-("pretrain_job_mixed_bfloat16") section of benchmarks/RESULTS.md.
 """
 
 import glob
@@ -46,13 +42,11 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
+from benchmarks.contestants import synthetic  # noqa: E402
 
 CONTESTANTS = ("recipe", "keras_hub", "hf_torch", "keras_hub_xla")
 CORPUS_GLOB = "/usr/share/doc/python3.11/html/_sources/**/*.rst.txt"
 SEQ, PREDICTIONS, BATCH = 128, 20, 32
-ARCHITECTURE = dict(
-    num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048
-)
 
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
@@ -61,17 +55,11 @@ flags.DEFINE_integer("interval", 20, "Steps per interval; the first untimed.")
 flags.DEFINE_integer("corpus_files", 100, "python3.11-doc files to use.")
 flags.DEFINE_string("data_dir", None, "TFRecords (made if absent).")
 flags.DEFINE_enum("worker", None, CONTESTANTS[1:], "Internal: run one job.")
-flags.DEFINE_list(
-    "contestants", list(CONTESTANTS), "Contestants of a round, recipe first."
-)
+flags.DEFINE_list("contestants", list(CONTESTANTS), "Recipe first.")
 flags.DEFINE_enum(
     "precision", "float32", ["float32", "mixed_bfloat16"], "Every contestant's."
 )
-flags.DEFINE_string(
-    "output_dir",
-    None,
-    "Round records; default benchmarks/pretrain_job[_<precision>].",
-)
+flags.DEFINE_string("output_dir", None, "Records; default: the precision's.")
 flags.DEFINE_bool("summarize", False, "Only write the table from the JSONs.")
 FLAGS = flags.FLAGS
 
@@ -94,19 +82,14 @@ def make_tfrecords(data_dir):
     records = os.path.join(data_dir, "train.tfrecord")
     if not os.path.exists(records):
         corpus = sorted(glob.glob(CORPUS_GLOB, recursive=True))
-        common.run_process(
-            recipe.command(
-                "create_pretraining_data",
-                input_file=",".join(corpus[: FLAGS.corpus_files]),
-                input_format="text",
-                output_file=records,
-                vocab_file=vocab_file(),
-                max_seq_length=SEQ,
-                max_predictions_per_seq=PREDICTIONS,
-                dupe_factor=1,
-                progress=False,
-            )
-        )
+        command = recipe.command(
+            "create_pretraining_data",
+            input_file=",".join(corpus[: FLAGS.corpus_files]),
+            input_format="text", output_file=records, vocab_file=vocab_file(),
+            max_seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
+            dupe_factor=1, progress=False,
+        )  # fmt: skip
+        common.run_process(command)
     return records
 
 
@@ -128,22 +111,17 @@ def run_keras_hub(records, jit_compile="auto"):
 
     keras.utils.set_random_seed(0)
     keras.mixed_precision.set_global_policy(FLAGS.precision)
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=30522, max_sequence_length=512, **ARCHITECTURE
-    )
+    backbone = keras_hub.models.BertBackbone(**synthetic.CONFIG)
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(
         optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[],
-        jit_compile=jit_compile,
-    )
+        weighted_metrics=[], jit_compile=jit_compile,
+    )  # fmt: skip
 
     def to_keras_hub(features, labels):
         weights = tf.cast(features["masked_positions"] > 0, tf.float32)
-        inputs = {
-            k: features[k] for k in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = {k: features[k] for k in common.INPUTS}
         inputs["mask_positions"] = features["masked_positions"]
         return inputs, labels["mlm_logits"], weights
 
@@ -158,11 +136,9 @@ def run_keras_hub(records, jit_compile="auto"):
 
     model.fit(
         batches(records).map(to_keras_hub),
-        epochs=FLAGS.steps // FLAGS.interval,
-        steps_per_epoch=FLAGS.interval,
-        callbacks=[IntervalTimer()],
-        verbose=2,
-    )
+        epochs=FLAGS.steps // FLAGS.interval, steps_per_epoch=FLAGS.interval,
+        callbacks=[IntervalTimer()], verbose=2,
+    )  # fmt: skip
     return seconds
 
 
@@ -174,14 +150,7 @@ def run_hf_torch(records):
     from benchmarks.contestants import torch_loop
 
     torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=30522,
-        hidden_size=ARCHITECTURE["hidden_dim"],
-        num_hidden_layers=ARCHITECTURE["num_layers"],
-        num_attention_heads=ARCHITECTURE["num_heads"],
-        intermediate_size=ARCHITECTURE["intermediate_dim"],
-    )
-    model = transformers.BertForPreTraining(config)
+    model = transformers.BertForPreTraining(synthetic.hf_config())
     torch_batches = []
     for features, labels in batches(records):
         positions = features["masked_positions"].numpy().reshape(-1)
@@ -216,25 +185,19 @@ def run_hf_torch(records):
     return seconds
 
 
-def run_job(contestant, round_index, records):
+def run_job(contestant, records):
     context = common.job_context()
     with tempfile.TemporaryDirectory() as model_dir:
         if contestant == "recipe":
             command = recipe.command(
-                "pretrain",
-                input_file=records,
-                vocab_file=vocab_file(),
-                preset="bert_small",
-                model_dir=model_dir,
-                train_batch_size=BATCH,
-                max_seq_length=SEQ,
+                "pretrain", input_file=records, vocab_file=vocab_file(),
+                preset="bert_small", model_dir=model_dir,
+                train_batch_size=BATCH, max_seq_length=SEQ,
                 max_predictions_per_seq=PREDICTIONS,
-                num_train_steps=FLAGS.steps,
-                num_warmup_steps=FLAGS.steps // 10,
-                save_checkpoints_steps=FLAGS.interval,
-                verbose=2,
+                num_train_steps=FLAGS.steps, num_warmup_steps=FLAGS.steps // 10,
+                save_checkpoints_steps=FLAGS.interval, verbose=2,
                 mixed_precision=FLAGS.precision != "float32",
-            )
+            )  # fmt: skip
             process, total = common.run_process(command)
             # The recipe's progress line per interval, from its start to its
             # last step (the checkpoint after it is not counted, as it is
@@ -245,20 +208,16 @@ def run_job(contestant, round_index, records):
             seconds = [FLAGS.interval / float(rate) for rate in rates]
         else:
             command = common.script_command(
-                __file__,
-                f"--worker={contestant}",
+                __file__, f"--worker={contestant}",
                 f"--data_dir={os.path.dirname(records)}",
                 *common.flag_values("steps", "interval", "precision"),
-            )
+            )  # fmt: skip
             seconds, total, _ = common.run_worker(command)
-    timed = seconds[1:]
+    timed = seconds[1:]  # the first interval traces
+    rate = FLAGS.interval * len(timed) * BATCH * SEQ / sum(timed)
     return {
-        "contestant": contestant,
-        "round": round_index,
         "interval_seconds": [round(s, 2) for s in seconds],
-        "tokens_per_second": round(
-            FLAGS.interval * len(timed) * BATCH * SEQ / sum(timed), 1
-        ),
+        "tokens_per_second": round(rate, 1),
         "total_seconds": round(total, 1),
         "precision": FLAGS.precision,
         **context,
@@ -269,27 +228,18 @@ def summarize():
     import numpy as np
 
     records = common.by_round(common.read_records(output_dir()))
-    contestants = [
-        c for c in CONTESTANTS if common.paired_rounds(records, ("recipe", c))
-    ]
-    if "recipe" not in contestants:
+    paired = common.paired_values(records, "recipe", CONTESTANTS)
+    if not paired or paired[0][0] != "recipe":
         raise SystemExit(f"No recipe round in {output_dir()}.")
-
-    def values(contestant, rounds):
-        return np.array(
-            [records[(contestant, r)]["tokens_per_second"] for r in rounds]
-        )
-
     rows = [
         "| contestant | rounds | tokens/s (median) | tokens/s each round | "
         "recipe / contestant (median; each round) |",
         "|---|---|---|---|---|",
     ]
-    for contestant in contestants:
-        rounds = common.paired_rounds(records, ("recipe", contestant))
-        rate, ratio = values(contestant, rounds), "—"
+    for contestant, rounds, values in paired:
+        rate, ratio = values(contestant, "tokens_per_second"), "—"
         if contestant != "recipe":
-            ratios = values("recipe", rounds) / rate
+            ratios = values("recipe", "tokens_per_second") / rate
             ratio = (
                 f"{np.median(ratios):.2f}; {common.listed(ratios, '{:.2f}')}"
             )
@@ -312,15 +262,14 @@ def summarize():
             "everyone). Medians over the rounds each row names, each round "
             "alternating its contestants, each job a fresh process; each "
             "peer is paired with the recipe's job of the same round"
-            + (xla if "keras_hub_xla" in contestants else "")
+            + xla * ("keras_hub_xla" in [name for name, *_ in paired])
             + ".",
             *context,
             "",
             *rows,
         ]
     )
-    print(markdown)
-    common.update_results("pretrain_job" + suffix(), markdown + "\n")
+    common.publish("pretrain_job" + suffix(), markdown)
 
 
 def main(argv):
@@ -339,7 +288,7 @@ def main(argv):
     if not FLAGS.summarize:
         records = make_tfrecords(data_dir)
         common.run_rounds(
-            lambda contestant, k: run_job(contestant, k, records),
+            lambda contestant, k: run_job(contestant, records),
             tuple(FLAGS.contestants),
             output_dir(),
             FLAGS.first_round,

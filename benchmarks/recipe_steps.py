@@ -4,12 +4,9 @@ MiniLM-L6-H384 (real weights) as a `BertClassifier`, compiled as
 `run_fine_tuning` compiles it (BERT's AdamW, warmup then linear decay).
 
 Default (section "recipe_steps"): what `recipes/glue.py --task=sst2` runs
-at each step (SST-2 train, sequence 128, batch 32, `OneDeviceStrategy`),
-as shipped and in variants, in one process: each variant its own model
-with the same weights on the same batches, timed in alternating windows
-(A B C A B C ...) under the same load; reported: median step time and the
-paired ratio "variant / recipe" of each window (>1: the recipe's way is
-faster).
+at each step, as shipped and in variants, in one process: each variant its
+own model with the same weights on the same batches, timed in alternating
+windows under the same load.
   recipe           like-length batches (`--group_by_length`) each cut to its
                    longest row, Keras' train function, the last block on
                    [CLS] only (`BertBackbone.outputs_at`).
@@ -26,17 +23,13 @@ faster).
 `--bf16_curve` (section "bf16_curve"): `--steps` steps on the same SST-2
 batches, three times in fresh processes: float32 seed 0, float32 seed 1
 (another head initialisation and dropout masks: the noise to judge by) and
-mixed_bfloat16 seed 0; losses averaged over windows of 20; bf16 is within
-the noise when its largest window gap to seed 0 is at most seed 1's. Every
-batch is padded to 128 (static shapes: both precisions take the XLA-fused
-path) unless `--nofixed_shape`.
+mixed_bfloat16 seed 0; bf16 is within the noise when its largest window
+gap to seed 0 is at most seed 1's.
 
-`--accumulation_memory` (section "accumulation_memory"): `--steps` updates
-of 64 random sequences of `--sequence_length`, whole or as 4 micro-batches
-of 16 (`compile(gradient_accumulation_steps=4)`, the recipes' `--batch_size
-=16 --gradient_accumulation_steps=4`), each in a fresh process: its peak
-resident memory (`ru_maxrss`), the peak above the loaded model, examples/s
-over the steps after the first two (which trace).
+`--accumulation_memory` (section "accumulation_memory"): updates of 64
+random sequences, whole or as 4 micro-batches of 16 (the recipes'
+`--batch_size=16 --gradient_accumulation_steps=4`), each in a fresh
+process: its peak resident memory, and examples/s.
 
     python benchmarks/recipe_steps.py [--rounds=8] [--window=10]
     python benchmarks/recipe_steps.py --bf16_curve [--steps=200]
@@ -54,14 +47,9 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 
-VARIANTS = (
-    "recipe",
-    "ungrouped",
-    "full_last_block",
-    "bucket_16",
-    "bucket_32",
-    "bucket_64",
-    "unfused_32",
+VARIANTS = tuple(
+    "recipe ungrouped full_last_block bucket_16 bucket_32 bucket_64 "
+    "unfused_32".split()
 )
 RUNS = [("float32", 0), ("float32", 1), ("mixed_bfloat16", 0)]
 
@@ -84,10 +72,9 @@ def classifier(optimizations=None, total_steps=100):
     import keras_bert
     from keras_bert import training
 
+    options = {} if optimizations is None else {"optimizations": optimizations}
     model = keras_bert.BertClassifier.from_checkpoint(
-        common.minilm_dir(),
-        num_classes=2,
-        **({} if optimizations is None else {"optimizations": optimizations}),
+        common.minilm_dir(), num_classes=2, **options
     )
     schedule = training.WarmupLinearDecay(2e-5, total_steps, total_steps // 10)
     return model, training.create_adamw(schedule)
@@ -112,9 +99,8 @@ def build(variant, features, labels, strategy, total_steps):
     from keras_bert.training import support_distributed_fit
     from keras_bert.training import trace_per_shape
 
-    multiple = {"bucket_16": 16, "bucket_32": 32, "bucket_64": 64}.get(
-        variant, 32 if variant == "unfused_32" else True
-    )
+    # Batches cut to their longest row (True) or padded to a multiple.
+    multiple = int(variant[-2:]) if variant[-2:].isdigit() else True
     skipped = "query_positions_only" if variant == "full_last_block" else None
     with strategy.scope():
         model, optimizer = classifier(
@@ -363,9 +349,7 @@ def main(argv):
         section, markdown = memory_section()
     else:
         section, markdown = steps_section()
-    print(markdown)
-    if section:
-        common.update_results(section, markdown)
+    common.publish(section, markdown)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ The classifier is MiniLM-L6-H384 fine-tuned on SST-2 by our recipe (its
         --model_dir=/work/cache/sst2_minilm --epochs=3 --learning_rate=5e-5
 
 From it each contestant's files are written with keras-bert's own writers
-(`benchmarks/contestants/serving.py`), then each contestant serves the
-SST-2 dev sentences in file order as a competent user runs it, tokenizing
-inside the timing:
+(`benchmarks/contestants/serving.py`); each contestant serves the SST-2
+dev sentences as a competent user runs it:
 
   ours_fp32         our export with `streams=--threads` (each block's heads
                     and feed-forward units in that many parallel chains),
@@ -36,12 +35,8 @@ inside the timing:
                     to 128 tokens, `.predict_on_batch` on the strings
   keras_hub_xla     the same compiled with `jit_compile=True`
 
-Batch 1 is one sequential client sending one sentence a request; batch 32,
-the sentences in consecutive requests of 32. Per request, the wall time
-from the strings to the class ids; the first `--warmup` requests and the
-last one (its own shape) go once untimed first. Each contestant's round
-runs in a fresh process, the order rotated each round; ratios ours/peer of
-examples/s are medians of the per-round paired ratios (>1: ours faster).
+Per request, the wall time from the strings to the class ids; the first
+`--warmup` requests and the last one (its own shape) go once untimed first.
 
     python benchmarks/serving.py --classifier=DIR [--rounds=3]
     python benchmarks/serving.py --summarize       # table from the records
@@ -133,8 +128,7 @@ def run_prepare():
 def run_worker():
     """One contestant, one round: prints the record as a RESULT line."""
     sentences, gold = common.read_sst2("dev", FLAGS.glue_dir)
-    sentences = sentences[: FLAGS.sentences or None]
-    gold = gold[: len(sentences)]
+    sentences, gold = (x[: FLAGS.sentences or None] for x in (sentences, gold))
     manifest = common.read_record(os.path.join(FLAGS.work_dir, "manifest.json"))
     predict = contestants.load(FLAGS.worker, manifest, 128, FLAGS.threads)
     record = {"load_seconds": round(time.time() - START, 1), "batches": {}}
@@ -175,8 +169,7 @@ def run_job(contestant, k):
 def summary_markdown(records, names, exports=None):
     """The RESULTS.md section from the round records and, where given,
     `exports.json`'s facts about the exports."""
-    exports = exports or {}
-    timed, failed = {}, {}
+    exports, timed, failed = exports or {}, {}, {}
     for r in records:
         if "batches" in r:
             timed.setdefault(r["contestant"], {})[r["round"]] = r["batches"]
@@ -191,14 +184,12 @@ def summary_markdown(records, names, exports=None):
     def values(name, batch, key):
         return {k: r[str(batch)][key] for k, r in timed.get(name, {}).items()}
 
-    def ratio(ours, peer, batch):
+    def ratio(ours, peer, batch, key="examples_per_second"):
         if ours == peer or not (timed.get(ours) and timed.get(peer)):
             return None
         try:
-            key = "examples_per_second"
-            return common.paired_ratio(
-                values(ours, batch, key), values(peer, batch, key)
-            )
+            ours, peer = values(ours, batch, key), values(peer, batch, key)
+            return common.paired_ratio(ours, peer)
         except ValueError:
             return None
 
@@ -220,17 +211,10 @@ def summary_markdown(records, names, exports=None):
                 continue
             medians = [
                 statistics.median(values(name, batch, key).values())
-                for key in (
-                    "examples_per_second",
-                    "p50_ms",
-                    "p99_ms",
-                    "accuracy",
-                )
+                for key in "examples_per_second p50_ms p99_ms accuracy".split()
             ]
-            labels, reference = (
-                values(name, batch, "labels"),
-                values(OURS, batch, "labels"),
-            )
+            labels = values(name, batch, "labels")
+            reference = values(OURS, batch, "labels")
             agree = [
                 contestants.agreement(labels[k], reference[k])
                 for k in labels
@@ -250,11 +234,9 @@ def summary_markdown(records, names, exports=None):
             if found is None:
                 goals.append(f"{goal}goal ≥{target:g}×, not measured.")
                 continue
-            verdict = (
-                "met"
-                if found[0] >= target
-                else f"missed by {target / found[0]:.2f}×"
-            )
+            verdict = "met"
+            if found[0] < target:
+                verdict = f"missed by {target / found[0]:.2f}×"
             goals.append(
                 f"{goal}{found[0]:.2f}× (rounds: {common.listed(found[1], '{:.2f}')}); "
                 f"goal ≥{target:g}×, {verdict}."
@@ -310,41 +292,28 @@ def main(argv):
             )
         with tempfile.TemporaryDirectory() as work_dir:
             FLAGS.work_dir = work_dir
-            prepare = [
-                "--prepare",
-                *common.flag_values("classifier", "init_checkpoint"),
-            ]
             common.run_process(
                 common.script_command(
-                    __file__,
-                    *prepare,
+                    __file__, "--prepare",
+                    *common.flag_values("classifier", "init_checkpoint"),
                     *common.flag_values("work_dir", "threads"),
                 )
-            )
-            manifest = common.read_record(
-                os.path.join(work_dir, "manifest.json")
-            )
-            facts = {
-                k: manifest[k]
-                for k in ("onnx_fused_operators", "variables_bytes")
-            }
-            exports = dict(classifier=os.path.abspath(weights_path()), **facts)
-            common.write_record(
-                os.path.join(FLAGS.output_dir, "exports.json"), exports
-            )
+            )  # fmt: skip
+            manifest = common.read_record(f"{work_dir}/manifest.json")
+            exports = {"classifier": os.path.abspath(weights_path())}
+            for fact in ("onnx_fused_operators", "variables_bytes"):
+                exports[fact] = manifest[fact]
+            common.write_record(f"{FLAGS.output_dir}/exports.json", exports)
             common.run_rounds(
-                run_job,
-                FLAGS.contestants,
-                FLAGS.output_dir,
-                FLAGS.first_round,
-                FLAGS.rounds,
-            )
+                run_job, FLAGS.contestants, FLAGS.output_dir,
+                FLAGS.first_round, FLAGS.rounds,
+            )  # fmt: skip
     records = common.read_records(FLAGS.output_dir)
     exports = next((r for r in records if "contestant" not in r), None)
     records = [r for r in records if "contestant" in r]
-    markdown = summary_markdown(records, FLAGS.contestants, exports)
-    print(markdown)
-    common.update_results("serving", markdown)
+    common.publish(
+        "serving", summary_markdown(records, FLAGS.contestants, exports)
+    )
 
 
 if __name__ == "__main__":

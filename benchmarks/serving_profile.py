@@ -4,17 +4,15 @@ int8 kernels.
 The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head:
 speed does not depend on the head's values), profiled two ways:
 
---threads  the export as it is and with `streams=2` (each block's heads
-           and feed-forward units in two independent chains), `predict_ids`
-           run as TF Serving runs it (a C++ Session, one `Session::Run` a
-           request) on SST-2-sized requests, `SHAPES` (it prints the mean
-           width of SST-2 dev's requests trimmed to their longest row
-           beside), in a fresh process per thread setting (TensorFlow fixes its
-           pools at start-up): intra-op and inter-op threads (1, 1), (2, 2)
-           (TensorFlow's default on 2 cores) and (1, 2); p50 milliseconds.
-           `--trace` also traces `--calls` batch-1 requests at (1, 2)
-           (TensorFlow's step stats): op time per op type, the matmuls'
-           share, the ops run.
+--threads  the export as it is and with `streams=2`, `predict_ids` run as
+           TF Serving runs it (a C++ Session, one `Session::Run` a
+           request) on SST-2-sized requests (`SHAPES`; it prints the mean
+           width of SST-2 dev's requests trimmed to their longest row), in
+           a fresh process per thread setting (TensorFlow fixes its pools
+           at start-up): intra-op and inter-op threads (1, 1), (2, 2) and
+           (1, 2); p50 milliseconds. `--trace` also traces `--calls`
+           batch-1 requests at (1, 2) (TensorFlow's step stats): op time
+           per op type, the matmuls' share, the ops run.
 --matmul   MiniLM's dense shapes at 128 and 4096 rows: float32, Keras' own
            int8 (`ops.matmul(int8, int8)` on per-row quantized inputs),
            TensorFlow's oneDNN int8 kernel (`keras_bert.layers.int8_matmul`)
@@ -90,16 +88,14 @@ def thread_worker(intra, inter, paths):
             meta_graph = tf.compat.v1.saved_model.load(session, ["serve"], path)
         signature = meta_graph.signature_def["predict_ids"]
         output = signature.outputs["probabilities"].name
-        feeds = {}
+        feeds, inputs = {}, signature.inputs
         for batch, width in SHAPES.items():
-            shape = [batch, width]
             feeds[batch] = {
-                signature.inputs["token_ids"].name: np.full(
-                    shape, 1000, np.int32
-                ),
-                signature.inputs["segment_ids"].name: np.zeros(shape, np.int32),
-                signature.inputs["padding_mask"].name: np.ones(shape, np.int32),
-            }
+                inputs[name].name: np.full([batch, width], value, np.int32)
+                for name, value in (
+                    ("token_ids", 1000), ("segment_ids", 0), ("padding_mask", 1)
+                )
+            }  # fmt: skip
             for _ in range(5):  # warm-up
                 session.run(output, feeds[batch])
             times = []
@@ -133,11 +129,9 @@ def print_op_times(session, output, feed, name, width):
         for device in run_metadata.step_stats.dev_stats:
             for node in device.node_stats:
                 label = node.timeline_label.split("(")[0].split("=")
-                op = (
-                    label[-1].strip().split(" ")[0]
-                    if len(label) > 1
-                    else node.node_name
-                )
+                op = node.node_name
+                if len(label) > 1:
+                    op = label[-1].strip().split(" ")[0]
                 micros[op] += node.op_end_rel_micros
                 counts[op] += 1
     total, runs = sum(micros.values()), FLAGS.calls
@@ -195,11 +189,8 @@ def profile_matmul():
         weights = rng.normal(0, 0.05, (input_dim, units)).astype("float32")
         scale = (127.0 / np.abs(weights).max(axis=0)).astype("float32")
         kernel = tf.constant(np.round(weights * scale).astype("int8"))
-        scale, sums, weights = (
-            tf.constant(scale),
-            column_sums(kernel),
-            tf.constant(weights),
-        )
+        scale, sums = tf.constant(scale), column_sums(kernel)
+        weights = tf.constant(weights)
 
         def keras_int8(x):
             # What Keras' Dense._int8_call computes at inference.

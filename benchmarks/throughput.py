@@ -1,48 +1,38 @@
-"""Throughput on fixed shapes: training and inference of keras-bert against
+"""Throughput on fixed shapes: keras-bert's training and inference against
 keras-hub and transformers (PyTorch), and the pre-training input pipeline.
 
-The model is `contestants/synthetic.py`'s (L4/H512/A8/I2048, sequence
-128; its docstring counts the FLOPs), on the same random ids for every
-contestant, each in its own process with the same threads; the driver
-alternates the processes (A B C A B C ...) so that all see the same load,
-and reports the median rate, its range, the paired ratio ours/peer per
-round and the model FLOPs utilisation against a 2048³ matmul peak
-measured in the same run.
+The model is `contestants/synthetic.py`'s (its docstring counts the FLOPs),
+on the same random ids for every contestant, each in its own process with
+the same threads, the processes alternating (A B C A B C ...) so that all
+see the same load; each section states its settings and its figures.
 
-`--race=train` (section "train_throughput"): batch 16, AdamW (lr 1e-5,
-decay 0.01; each library's own), a process's rate from its median step. A
-contestant is `<framework>_<task>_<precision>[_xla]`: framework `ours`,
-`hub`, `torch` or `torch_compile` (`torch.compile`, compiled in the
-warm-up); task `cls` or `pretrain` (20 masked positions; keras-hub's
-`BertMaskedLM` has no NSP head); precision `fp32` or `bf16` (PyTorch:
-`torch.autocast`, as transformers' Trainer runs bf16); `_xla` compiles the
-step with `jit_compile=True` (keras-hub's "auto" leaves XLA off on a CPU).
+`--race=train` (section "train_throughput"): a contestant is
+`<framework>_<task>_<precision>[_xla]`: framework `ours`, `hub`, `torch`
+or `torch_compile` (`torch.compile`, compiled in the warm-up); task `cls`
+or `pretrain` (20 masked positions; keras-hub's `BertMaskedLM` has no NSP
+head); precision `fp32` or `bf16` (PyTorch: `torch.autocast`, as
+transformers' Trainer runs bf16); `_xla` compiles the step with
+`jit_compile=True` (keras-hub's "auto" leaves XLA off on a CPU).
 
-`--race=inference` (section "inference"): the classifier at batch 1 and
-32, float32: `ours` (`BertClassifier.predict_on_batch`), `ours_xla`
-(compiled with `jit_compile=True`), `hub` (keras-hub's
-`BertTextClassifier.predict_on_batch`), `torch` (`BertForSequence
-Classification` under `torch.inference_mode()`), `torch_compile`.
+`--race=inference` (section "inference"): the classifier, float32: `ours`
+(`BertClassifier.predict_on_batch`), `ours_xla` (`jit_compile=True`),
+`hub` (keras-hub's `BertTextClassifier.predict_on_batch`), `torch`
+(`BertForSequenceClassification` under `torch.inference_mode()`),
+`torch_compile`.
 
 `--race=input_pipeline` (section "input_pipeline"): sequences/s drawn from
-the TFRecord pipeline (`pretraining_dataset_from_tfrecords`) over
-instances `create_pretraining_data`'s code writes from the python3.11-doc
-library reference (MiniLM's vocabulary, 20 predictions), and from the
-text pipeline with dynamic masking (`pretraining_dataset_from_text`) on
-the same files, against the training step that consumes them (the
-`ours_pretrain_fp32` and `ours_pretrain_bf16` workers).
+the TFRecord pipeline (`pretraining_dataset_from_tfrecords`) over the
+instances `create_pretraining_data`'s code writes, and from the text
+pipeline with dynamic masking (`pretraining_dataset_from_text`), against
+the training step that consumes them (`ours_pretrain_fp32` and `_bf16`).
 
 `--race=ablation` (section "ablation_<task>_<precision>", written when
-every variant ran): what each of the package's speed optimisations is
-worth, in one process: `--task`'s model of `--race=train` (`classify`, or
-`pretrain` with 20 predictions) built once per variant, each with one
-optimisation switched off (the backbone's `optimizations`, see
-`keras_bert.layers.optimizations`), their training steps timed in
-alternation; the median step and the paired ratio "variant / package"
-(>1: the optimisation pays). `package`: as shipped; `keras_adamw`: Keras'
-AdamW instead of `training.AdamW`; `keras_layers`: xla_fused_ops,
-closed_form_layer_norm, half_bits_dropout and closed_form_gelu off (the
-backbone's LayerNorm, dropout and GELU as Keras' layers);
+every variant ran): `--task`'s model built once per variant in one
+process, each variant undoing one optimisation (the backbone's
+`optimizations`, see `keras_bert.layers.optimizations`): `package` as
+shipped; `keras_adamw`: Keras' AdamW instead of `training.AdamW`;
+`keras_layers`: xla_fused_ops, closed_form_layer_norm, half_bits_dropout
+and closed_form_gelu off (Keras' LayerNorm, dropout and GELU layers);
 `fused_qkv_5d`: split_qkv_first off (heads split by one 5-D transpose of
 the fused q|k|v); `unfused`: xla_fused_ops off; `full_last_block`:
 query_positions_only off (the last block at every position).
@@ -76,12 +66,13 @@ TRAINING = [
     for precision in ("fp32", "bf16")
     for framework in FRAMEWORKS
 ] + [
-    "ours_cls_fp32_xla",
-    "ours_pretrain_fp32_xla",
-    "hub_cls_fp32_xla",
-    "hub_pretrain_fp32_xla",
-    "hub_cls_bf16_xla",
-    "hub_pretrain_bf16_xla",
+    f"{framework}_{task}_{precision}_xla"
+    for framework, precision in (
+        ("ours", "fp32"),
+        ("hub", "fp32"),
+        ("hub", "bf16"),
+    )
+    for task in ("cls", "pretrain")
 ]
 INFERENCE = ["ours", "ours_xla", "hub", "torch", "torch_compile"]
 PRECISIONS = {"fp32": "float32", "bf16": "mixed_bfloat16"}
@@ -90,11 +81,9 @@ LIBRARY = "/usr/share/doc/python3.11/html/_sources/library/*.rst.txt"
 SWITCHED_OFF = {
     "package": (),
     "keras_adamw": (),
-    "keras_layers": (
-        "xla_fused_ops",
-        "closed_form_layer_norm",
-        "half_bits_dropout",
-        "closed_form_gelu",
+    "keras_layers": tuple(
+        "xla_fused_ops closed_form_layer_norm half_bits_dropout "
+        "closed_form_gelu".split()
     ),
     "fused_qkv_5d": ("split_qkv_first",),
     "unfused": ("xla_fused_ops",),
@@ -152,20 +141,16 @@ def run_worker(name):
         seconds = (time.perf_counter() - start) / calls / FLAGS.batch
         return common.print_result(synthetic.SEQUENCE / seconds)
     framework, task, precision, xla = parse(name)
+    warmup, steps = FLAGS.warmup, FLAGS.steps
     if framework.startswith("torch"):
+        compiled = framework == "torch_compile"
         times = synthetic.torch_step_times(
-            task,
-            precision,
-            framework == "torch_compile",
-            FLAGS.warmup,
-            FLAGS.steps,
+            task, precision, compiled, warmup, steps
         )
     else:
         keras.config.set_dtype_policy(precision)
         model, dataset = synthetic.keras_training(framework, task, xla)
-        times = synthetic.keras_step_times(
-            model, dataset, FLAGS.warmup, FLAGS.steps
-        )
+        times = synthetic.keras_step_times(model, dataset, warmup, steps)
     # The median step: robust to a stray slow one, free of `fit`'s start.
     median = sorted(times)[len(times) // 2]
     common.print_result(synthetic.BATCH * synthetic.SEQUENCE / median)
@@ -174,12 +159,9 @@ def run_worker(name):
 def run(name, race, *arguments):
     """A worker's tokens/s, or NaN (and its output printed) if it failed."""
     command = common.script_command(
-        __file__,
-        f"--worker={name}",
-        f"--race={race}",
-        *arguments,
+        __file__, f"--worker={name}", f"--race={race}", *arguments,
         *common.flag_values("threads", "steps", "warmup", "seconds"),
-    )
+    )  # fmt: skip
     value, _, output = common.run_worker(command, check=False)
     if value is None:
         print(f"{name} {arguments} failed:\n{output[-2000:]}")
@@ -224,13 +206,9 @@ def train_race(threads):
     rows = []
     for name in names:
         framework, task, precision, _ = parse(name)
-        values, flops = (
-            np.array(results[name]),
-            synthetic.flops_per_token(framework, task),
-        )
-        peak = np.median(
-            peaks["float32" if precision == "float32" else "bfloat16"]
-        )
+        values = np.array(results[name])
+        flops = synthetic.flops_per_token(framework, task)
+        peak = np.median(peaks["bfloat16" if "16" in precision else "float32"])
         rows.append(
             f"| {name} | {task} | {precision} | {np.nanmedian(values):.0f} "
             f"| {np.nanmin(values):.0f}–{np.nanmax(values):.0f} "
@@ -273,10 +251,8 @@ Ratios are medians of per-round ratios ours/peer (>1: ours faster).
 def inference_race(threads):
     import numpy as np
 
-    names, batches = (
-        FLAGS.contestants or INFERENCE,
-        [int(b) for b in FLAGS.batch_sizes],
-    )
+    names, batches = FLAGS.contestants or INFERENCE, FLAGS.batch_sizes
+    batches = [int(b) for b in batches]
     results, peaks = {(n, b): [] for b in batches for n in names}, []
     for _ in range(FLAGS.rounds):
         peaks.append(common.matmul_peak("float32", threads))
@@ -333,18 +309,15 @@ def pipeline_race():
     from keras_bert import data
 
     paths = sorted(glob.glob(LIBRARY))[: FLAGS.files]
-    tokenizer = BertTokenizer(
-        f"{common.minilm_dir()}/vocab.txt", lowercase=True
-    )
+    vocabulary = f"{common.minilm_dir()}/vocab.txt"
+    tokenizer = BertTokenizer(vocabulary, lowercase=True)
 
     def creator():
         return data.PretrainingInstanceCreator(
-            tokenizer,
-            max_seq_length=synthetic.SEQUENCE,
-            max_predictions_per_seq=synthetic.PREDICTIONS,
-            dupe_factor=1,
+            tokenizer, max_seq_length=synthetic.SEQUENCE,
+            max_predictions_per_seq=synthetic.PREDICTIONS, dupe_factor=1,
             random_seed=12345,
-        )
+        )  # fmt: skip
 
     def rate(dataset, warmup=20):
         iterator = iter(dataset)
@@ -363,16 +336,14 @@ def pipeline_race():
             creator(), paths, shards, input_format="text", progress=False
         )
         creation_seconds = time.perf_counter() - start
+        shards = ",".join(shards)
         rates["tfrecords"] = rate(
-            data.pretraining_dataset_from_tfrecords(
-                ",".join(shards), 16, seed=0
-            )
+            data.pretraining_dataset_from_tfrecords(shards, 16, seed=0)
         )
-    rates["text, dynamic masking"] = rate(
-        data.pretraining_dataset_from_text(
-            ",".join(paths), creator(), 16, input_format="text"
-        )
+    text = data.pretraining_dataset_from_text(
+        ",".join(paths), creator(), 16, input_format="text"
     )
+    rates["text, dynamic masking"] = rate(text)
     training = {
         PRECISIONS[p]: run(f"ours_pretrain_{p}", "train") / synthetic.SEQUENCE
         for p in PRECISIONS
@@ -440,10 +411,8 @@ def ablation_race():
             start = time.perf_counter()
             [float(v) for v in train_function(iterator).values()]
             seconds[variant].append(time.perf_counter() - start)
-    package, tokens = (
-        np.array(seconds["package"]),
-        synthetic.BATCH * synthetic.SEQUENCE,
-    )
+    package = np.array(seconds["package"])
+    tokens = synthetic.BATCH * synthetic.SEQUENCE
     rows = [
         f"| {v} | {1000 * np.median(s):.0f} | {tokens / np.median(s):.0f} "
         f"| {np.median(np.array(s) / package):.3f} |"
@@ -451,11 +420,9 @@ def ablation_race():
     ]
     pretrain = FLAGS.task == "pretrain"
     section = f"ablation_{'pretrain_' * pretrain}{FLAGS.precision}"
-    model = (
-        "The pre-training model (MLM + NSP, 20 predictions)"
-        if pretrain
-        else "The classifier"
-    )
+    model = "The classifier"
+    if pretrain:
+        model = "The pre-training model (MLM + NSP, 20 predictions)"
     c = synthetic.CONFIG
     return (
         section * (not FLAGS.contestants),
@@ -487,9 +454,7 @@ def main(argv):
         "input_pipeline": pipeline_race,
         "ablation": ablation_race,
     }[FLAGS.race]()
-    print(markdown)
-    if section:  # a partial ablation is printed only
-        common.update_results(section, markdown)
+    common.publish(section, markdown)  # a partial ablation: printed only
 
 
 if __name__ == "__main__":

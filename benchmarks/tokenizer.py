@@ -1,20 +1,17 @@
 """BertTokenizer + BertPreprocessor: speed against the Rust tokenizer, and
 peak memory of one big call.
 
-Speed (section "tokenizer"): both sides turn the same raw lines into
-padded `token_ids`, `segment_ids` and `padding_mask` of length 128 with
-the MiniLM vocabulary, in one process, at the same batch sizes. Rust:
+Speed (section "tokenizer"): both sides turn the same raw lines (every
+non-empty line of the python3.11-doc reST sources; `--lines`: the first N)
+into padded ids of length 128 with the MiniLM vocabulary, in one process,
+their outputs checked identical first. Rust:
 `tokenizers.BertWordPieceTokenizer(vocab.txt)` with truncation and padding,
 `encode_batch` per batch (with its thread pool, and again with
-`TOKENIZERS_PARALLELISM=false`), `encode` at batch size 1. keras-bert:
-`BertPreprocessor(BertTokenizer(vocab.txt), 128)` called eagerly per
-batch, and mapped in a `tf.data` pipeline (`batch`, then `map(
-num_parallel_calls=AUTOTUNE)`), as training runs it. The corpus is every
-non-empty line of the python3.11-doc reST sources (`--lines`: the first
-N); batch size 1 takes the first `--batch1_lines`. Tokens are WordPiece
-tokens before truncation, counted once with the Rust tokenizer, so both
-sides are credited with the same work; each figure is the best of
-`--repeats` passes; the outputs are checked identical first.
+`TOKENIZERS_PARALLELISM=false`), `encode` at batch size 1 (the first
+`--batch1_lines`). keras-bert: `BertPreprocessor(BertTokenizer(vocab.txt),
+128)` called eagerly per batch, and mapped in a `tf.data` pipeline, as
+training runs it. Both sides are credited with the same tokens (WordPiece
+tokens before truncation, counted with the Rust tokenizer).
 
 `--memory` (section "tokenizer_memory"): for each of `--memory_lines`, a
 fresh process reads that many lines (cycled), warms up on 100, then calls
@@ -80,10 +77,8 @@ def speed():
     plain = BertWordPieceTokenizer(vocab, lowercase=True)
 
     def count(texts):
-        return sum(
-            len(e.ids)
-            for e in plain.encode_batch(texts, add_special_tokens=False)
-        )
+        encodings = plain.encode_batch(texts, add_special_tokens=False)
+        return sum(len(e.ids) for e in encodings)
 
     batch1 = lines[: FLAGS.batch1_lines]
     tokens, tokens1 = count(lines), count(batch1)
@@ -113,36 +108,18 @@ def speed():
         if previous is not None:
             os.environ["TOKENIZERS_PARALLELISM"] = previous
 
-    runs = [
-        (
-            "1024",
-            "Rust `tokenizers`",
-            lambda: [rust.encode_batch(b) for b in big],
-        ),
-        ("1024", "Rust `tokenizers`, one thread", rust_one_thread),
-        (
-            "1024",
-            "keras-bert, eager calls",
-            lambda: [preprocessor(b) for b in big_tensors],
-        ),
+    def ids_only():
+        return [plain.encode_batch(b, add_special_tokens=False) for b in big]
+
+    rust_name, ours_name = "Rust `tokenizers`", "keras-bert, eager calls"
+    runs = [  # (batch, name, run)
+        ("1024", rust_name, lambda: [rust.encode_batch(b) for b in big]),
+        ("1024", f"{rust_name}, one thread", rust_one_thread),
+        ("1024", ours_name, lambda: [preprocessor(b) for b in big_tensors]),
         ("1024", "keras-bert, `tf.data` map", lambda: [b for b in dataset]),
-        (
-            "1",
-            "Rust `tokenizers`",
-            lambda: [rust.encode(line) for line in batch1],
-        ),
-        (
-            "1",
-            "keras-bert, eager calls",
-            lambda: [preprocessor(s) for s in single],
-        ),
-        (
-            "1024",
-            "Rust `tokenizers`, ids only",
-            lambda: [
-                plain.encode_batch(b, add_special_tokens=False) for b in big
-            ],
-        ),
+        ("1", rust_name, lambda: [rust.encode(line) for line in batch1]),
+        ("1", ours_name, lambda: [preprocessor(s) for s in single]),
+        ("1024", f"{rust_name}, ids only", ids_only),
         (
             "1024",
             "keras-bert, ids only",
@@ -200,9 +177,8 @@ def memory_worker(mode, count):
     def nbytes(tensor):  # not `numpy().nbytes`: the copy would count
         return tensor.shape.num_elements() * tensor.dtype.size
 
-    lines = list(
-        itertools.islice(itertools.cycle(common.corpus_lines()), count)
-    )
+    lines = itertools.cycle(common.corpus_lines())
+    lines = list(itertools.islice(lines, count))
     tokenizer, preprocessor = tokenizers()
     tokenizer(lines[:100]), preprocessor(lines[:100])
     if mode == "tf.data":
@@ -237,13 +213,10 @@ def memory():
             worker = common.script_command(__file__, f"--worker={mode}:{count}")
             (peak, output), _, _ = common.run_worker(worker)
             streamed = mode == "tf.data"
+            ratio = f" | {peak / max(output, 1e-9):.1f} |"
             table.append(
                 f"| {mode} | {count:,} | {peak:.0f} | {output:.0f}"
-                + (
-                    " (streamed) | – |"
-                    if streamed
-                    else f" | {peak / max(output, 1e-9):.1f} |"
-                )
+                + (" (streamed) | – |" if streamed else ratio)
             )
             peaks.append(peak)
         if mode == "tf.data":
@@ -278,9 +251,7 @@ def main(argv):
     if FLAGS.worker:
         mode, count = FLAGS.worker.split(":")
         return memory_worker(mode, int(count))
-    section, markdown = memory() if FLAGS.memory else speed()
-    print(markdown)
-    common.update_results(section, markdown)
+    common.publish(*(memory() if FLAGS.memory else speed()))
 
 
 if __name__ == "__main__":

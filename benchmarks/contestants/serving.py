@@ -107,12 +107,9 @@ def prepare(
         ("ours_int8", {"quantize": "int8"}),
     ):
         manifest[name] = export_saved_model(
-            classifier,
-            preprocessor,
-            os.path.join(work_dir, name),
-            labels=labels,
-            **options,
-        )
+            classifier, preprocessor, os.path.join(work_dir, name),
+            labels=labels, **options,
+        )  # fmt: skip
         variables = os.path.join(manifest[name], "variables")
         manifest.setdefault("variables_bytes", {})[name] = sum(
             os.path.getsize(os.path.join(variables, f))
@@ -141,20 +138,17 @@ def prepare(
 
 def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     """The ONNX files of `prepare`: the Hugging Face classifier in `hf_dir`
-    exported with dynamic batch and sequence axes (`model.onnx`), ONNX
-    Runtime's BERT fusions of it (what Optimum's `ORTOptimizer` runs;
-    `model_optimized.onnx`) and that graph with int8 weights
-    (`model_int8.onnx`); returns their paths and the fused operators.
+    exported with dynamic batch and sequence axes, ONNX Runtime's BERT
+    fusions of it (what Optimum's `ORTOptimizer` runs) and that graph with
+    int8 weights; returns their paths and the fused operators.
 
-    The export is the TorchScript exporter's (`dynamo=False`) of the model
-    with `attn_implementation="eager"`, as Optimum exports BERT: the graph
-    ONNX Runtime's optimizer fuses into `Attention` and
-    `EmbedLayerNormalization` nodes (it fuses neither the `sdpa` attention
-    nor the dynamo exporter's graph). The int8 graph is dynamic
-    quantization: int8 weights, uint8 activations quantized per call, per
-    tensor, full range (Optimum's `avx512_vnni(is_static=False)`); shape
-    inference types no output of the fused nodes, so the quantizer is told
-    they are float32, as its error message advises.
+    As Optimum exports BERT: the TorchScript exporter (`dynamo=False`) of
+    the eager attention, the graph the optimizer fuses into `Attention` and
+    `EmbedLayerNormalization` nodes (it fuses neither `sdpa` nor the dynamo
+    graph). The int8 graph is Optimum's `avx512_vnni(is_static=False)`:
+    int8 weights, activations quantized per call, per tensor, full range;
+    the fused nodes' outputs are declared float32, as the quantizer's
+    error message advises (shape inference types none of them).
     """
     import onnx
     import torch
@@ -163,14 +157,9 @@ def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     from onnxruntime.quantization import quantize_dynamic
     from onnxruntime.transformers.optimizer import optimize_model
 
-    paths = {
-        name: os.path.join(work_dir, f"model{suffix}.onnx")
-        for name, suffix in (
-            ("onnx", ""),
-            ("onnxruntime_fp32", "_optimized"),
-            ("onnxruntime_int8", "_int8"),
-        )
-    }
+    suffixes = {"onnx": "", "onnxruntime_fp32": "_optimized"}
+    suffixes["onnxruntime_int8"] = "_int8"
+    paths = {k: f"{work_dir}/model{v}.onnx" for k, v in suffixes.items()}
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         hf_dir, attn_implementation="eager"
     ).eval()
@@ -178,30 +167,22 @@ def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     axes = {name: {0: "batch", 1: "sequence"} for name in ONNX_INPUTS}
     with torch.no_grad():
         torch.onnx.export(
-            model,
-            (example, example, torch.zeros_like(example)),
-            paths["onnx"],
-            input_names=list(ONNX_INPUTS),
+            model, (example, example, torch.zeros_like(example)),
+            paths["onnx"], input_names=list(ONNX_INPUTS),
             output_names=["logits"],
-            dynamic_axes=dict(axes, logits={0: "batch"}),
-            opset_version=17,
+            dynamic_axes=dict(axes, logits={0: "batch"}), opset_version=17,
             dynamo=False,
-        )
+        )  # fmt: skip
     optimized = optimize_model(
-        paths["onnx"],
-        model_type="bert",
-        num_heads=num_heads,
+        paths["onnx"], model_type="bert", num_heads=num_heads,
         hidden_size=hidden_size,
-    )
+    )  # fmt: skip
     optimized.save_model_to_file(paths["onnxruntime_fp32"])
     quantize_dynamic(
-        paths["onnxruntime_fp32"],
-        paths["onnxruntime_int8"],
-        weight_type=QuantType.QInt8,
-        per_channel=False,
-        reduce_range=False,
+        paths["onnxruntime_fp32"], paths["onnxruntime_int8"],
+        weight_type=QuantType.QInt8, per_channel=False, reduce_range=False,
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
+    )  # fmt: skip
     statistics = optimized.get_fused_operator_statistics()
     return dict(
         paths, onnx_fused_operators={k: v for k, v in statistics.items() if v}
@@ -298,10 +279,8 @@ def _load_pipeline(name, manifest, sequence_length, threads):
         # pipeline's DataLoader).
         outputs = classify(
             texts[0] if len(texts) == 1 else list(texts),
-            batch_size=len(texts),
-            truncation=True,
-            max_length=sequence_length,
-        )
+            batch_size=len(texts), truncation=True, max_length=sequence_length,
+        )  # fmt: skip
         if len(texts) == 1:
             outputs = outputs[:1]
         return np.array([label2id[output["label"]] for output in outputs])
@@ -327,12 +306,9 @@ def _load_onnxruntime(name, manifest, sequence_length, threads):
 
     def predict(texts):
         encoded = tokenizer(
-            list(texts),
-            padding=True,  # to the longest of the request
-            truncation=True,
-            max_length=sequence_length,
-            return_tensors="np",
-        )
+            list(texts), padding=True,  # to the longest of the request
+            truncation=True, max_length=sequence_length, return_tensors="np",
+        )  # fmt: skip
         (logits,) = session.run(
             None, {name: encoded[name].astype(np.int64) for name in ONNX_INPUTS}
         )

@@ -25,6 +25,8 @@ Embedding lookups are not counted.
 
 import time
 
+from benchmarks.common import INPUTS
+
 CONFIG = dict(
     vocabulary_size=30522,
     num_layers=4,
@@ -34,7 +36,6 @@ CONFIG = dict(
     max_sequence_length=512,
 )
 BATCH, SEQUENCE, PREDICTIONS = 16, 128, 20
-INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def synthetic_batch(batch=BATCH, seed=0):

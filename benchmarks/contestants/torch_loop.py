@@ -144,19 +144,11 @@ def fine_tune(
     )
     logging.info(
         "training: %d windows, %d steps (%d per epoch), warmup %d",
-        num_examples,
-        total_steps,
-        steps_per_epoch,
-        warmup_steps,
-    )
-    record = {
-        "losses": [],
-        "epochs": [],
-        "step": 0,
-        "trained_windows": 0,
-        "train_seconds": 0.0,
-        "train_cpu_seconds": 0.0,
-    }
+        num_examples, total_steps, steps_per_epoch, warmup_steps,
+    )  # fmt: skip
+    record = dict(losses=[], epochs=[], step=0, trained_windows=0)
+    record.update(train_seconds=0.0, train_cpu_seconds=0.0)
+    parts = dict(model=model, optimizer=optimizer, scheduler=scheduler)
     if checkpoint_path and os.path.exists(checkpoint_path):
         state = torch.load(checkpoint_path, weights_only=False)
         if state.get("resume_key") != resume_key:
@@ -165,9 +157,8 @@ def fine_tune(
                 f"({state.get('resume_key')}), not {resume_key}. Pass a "
                 "fresh --run_dir, or delete the checkpoint to start over."
             )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
+        for name, part in parts.items():
+            part.load_state_dict(state[name])
         torch.set_rng_state(state["torch_rng"])
         record.update(state["record"])
         # An epoch cut short (--max_steps) is trained on and scored again.
@@ -181,17 +172,10 @@ def fine_tune(
         )
 
     def save_checkpoint():
-        torch.save(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(),
-                "record": record,
-                "resume_key": resume_key,
-            },
-            checkpoint_path + ".tmp",
-        )
+        state = {"torch_rng": torch.get_rng_state(), "record": record}
+        for name, part in parts.items():
+            state[name] = part.state_dict()
+        torch.save(dict(state, resume_key=resume_key), checkpoint_path + ".tmp")
         os.replace(checkpoint_path + ".tmp", checkpoint_path)
 
     losses, resumed_step = record["losses"], record["step"]
@@ -224,16 +208,11 @@ def fine_tune(
             if steps % log_every == 0 or steps == 1:
                 logging.info(
                     "epoch %d step %d/%d loss %.4f (mean of last %d: %.4f) "
-                    "lr %.3g; %.1f s",
-                    epoch,
-                    steps,
-                    total_steps,
-                    losses[-1],
+                    "lr %.3g; %.1f s", epoch, steps, total_steps, losses[-1],
                     min(len(losses), log_every),
                     float(np.mean(losses[-log_every:])),
-                    scheduler.get_last_lr()[0],
-                    record["train_seconds"],
-                )
+                    scheduler.get_last_lr()[0], record["train_seconds"],
+                )  # fmt: skip
             if checkpoint_path and steps % checkpoint_every == 0:
                 save_checkpoint()
         clock()

@@ -4,9 +4,9 @@ TensorBoard logs (train and held-out) into a small PNG.
 Usage: python plot_curves.py MODEL_DIR OUTPUT_PNG STEPS_PER_CHECKPOINT
     [BASELINES_JSON] [RUN_START_STEPS]
 
-RUN_START_STEPS (comma-separated, one per run of the recipe, e.g. `0,750`)
-places the epochs of logs written before keras-bert numbered a resumed
-run's epochs on from its start (they restarted at 0).
+RUN_START_STEPS (comma-separated, one per run of the recipe, e.g. `0,750`):
+the step each run's event file starts at, for logs whose epochs restart at
+0 when a run resumes.
 """
 
 import collections
@@ -22,15 +22,10 @@ from matplotlib import pyplot as plt  # noqa: E402
 
 
 def read_scalars(directory, run_start_epochs=None):
-    """{tag: [(epoch, value)]} from every event file under `directory`.
-
-    Event files are read in the order they were written (one per run of
-    the recipe). Runs of keras-bert before its epochs were numbered on
-    after a resume restarted at epoch 0; such a file's epochs are shifted
-    to follow the previous file's last one.
-    """
+    """{tag: [(epoch, value)]} from every event file under `directory`, in
+    the order they were written (one per run of the recipe), each file's
+    epochs shifted by its `run_start_epochs` entry."""
     scalars = collections.defaultdict(dict)
-    last_epoch = -1
     paths = sorted(glob.glob(os.path.join(directory, "events.out.*")))
     for index, path in enumerate(paths):
         points = []
@@ -43,16 +38,9 @@ def read_scalars(directory, run_start_epochs=None):
                     else value.simple_value
                 )
                 points.append((value.tag, event.step, float(number)))
-        epochs = [step for tag, step, _ in points if tag.startswith("epoch_")]
-        offset = 0
-        if run_start_epochs:
-            offset = run_start_epochs[index]
-        elif epochs and min(epochs) <= last_epoch:
-            offset = last_epoch + 1 - min(epochs)
+        offset = run_start_epochs[index] if run_start_epochs else 0
         for tag, step, number in points:
             scalars[tag][step + offset] = number
-        if epochs:
-            last_epoch = max(epochs) + offset
     return {tag: sorted(points.items()) for tag, points in scalars.items()}
 
 
