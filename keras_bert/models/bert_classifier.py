@@ -4,8 +4,11 @@ import keras
 
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.models.bert_backbone import keras_inputs
+from keras_bert.models.labels import check_label_names
+from keras_bert.models.labels import class_labels
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
+from keras_bert.models.text_inputs import pair_layout
 from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
@@ -40,6 +43,16 @@ class BertClassifier(Task):
         backbone: `keras_bert.BertBackbone`.
         num_classes: int. Number of classes; `1` for regression.
         dropout: float. Dropout on the pooled output. Defaults to `0.1`.
+        pair: bool or `None`. Whether the model reads sentence pairs
+            (`True`) or single texts (`False`). `None` (the default):
+            `fit` on raw text records it (and refuses the other layout
+            once recorded). Saved in the config; the export's
+            `serving_default` takes `text_a` and `text_b` for pairs, else
+            `text` (`keras_bert.serving.export_saved_model`).
+        label_names: list of str or `None`. The name of each class:
+            `fit` and `evaluate` then also take these names as labels,
+            and the export's `label` output gives them. Saved in the
+            config. Defaults to `None`: class ids only.
         preprocessor: `keras_bert.BertPreprocessor` or `None`. Turns raw
             text into the backbone's inputs; `None` (the default): the
             model takes ids only.
@@ -70,6 +83,11 @@ class BertClassifier(Task):
     # Sentence pairs: a tuple of two lists.
     pairs = keras_bert.BertClassifier(backbone, 3, preprocessor=preprocessor)
     pairs.predict((["a good film"], ["a bad film"]), verbose=0)  # (1, 3)
+    # Named classes: string labels in; the export's `label` gives them.
+    named = keras_bert.BertClassifier(
+        backbone, 2, preprocessor=preprocessor, label_names=["neg", "pos"]
+    )
+    named.fit(["a good film", "a dull book"], ["pos", "neg"], verbose=0)
     # Without a preprocessor, ids in.
     features = {
         "token_ids": np.array([[2, 9, 3]] * 4),
@@ -83,9 +101,23 @@ class BertClassifier(Task):
     TASK_NAME = "classifier"
     TEXT_METHODS = ("fit", "evaluate", "predict")
 
-    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+    def __init__(
+        self,
+        backbone,
+        num_classes,
+        dropout=0.1,
+        pair=None,
+        label_names=None,
+        **kwargs,
+    ):
         check_positive_int("num_classes", num_classes, hint="1 for regression")
         check_rate("dropout", dropout)
+        label_names = check_label_names(label_names, num_classes)
+        if pair not in (None, True, False):
+            raise ValueError(
+                "Received an invalid value for argument `pair`, expected "
+                f"True, False or None. Received: pair={pair!r}"
+            )
 
         # === Layers ===
         self.backbone = backbone
@@ -104,8 +136,18 @@ class BertClassifier(Task):
         # === Config ===
         self.num_classes = num_classes
         self.dropout = dropout
+        self.pair = pair
+        self.label_names = label_names
 
         self.compile()
+
+    def _head_labels(self, labels, argument):
+        return class_labels(
+            labels, self.num_classes, self.label_names, argument
+        )
+
+    def _note_text_layout(self, x):
+        self.pair = pair_layout(x, self.pair)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Configures training; `"auto"` gives BERT's fine-tuning setup.
@@ -148,4 +190,6 @@ class BertClassifier(Task):
             **super().get_config(),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
+            "pair": self.pair,
+            "label_names": self.label_names,
         }

@@ -11,6 +11,8 @@ import inspect
 
 import tensorflow as tf
 
+from keras_bert.models.labels import checked_labels
+from keras_bert.models.labels import checked_validation
 from keras_bert.models.text_datasets import fit_dataset
 from keras_bert.models.text_datasets import inference_dataset
 from keras_bert.models.text_datasets import text_dataset
@@ -99,10 +101,19 @@ class RawTextMethods:
                     f"is not raw text. Received: seed={seed!r}; shuffle "
                     "ids with `keras.utils.set_random_seed` instead."
                 )
-            return super().fit(x, y, *args, **kwargs)
+            arguments = _bind(super().fit, x, y, *args, **kwargs)
+            arguments["y"] = checked_labels(x, y, "fit", self._head_labels)
+            arguments["validation_data"] = checked_validation(
+                arguments["validation_data"], self._head_labels
+            )
+            return super().fit(**arguments)
         self._check_text_method("fit", "x")
+        self._note_text_layout(x)
         arguments = _bind(super().fit, x, y, *args, **kwargs)
-        validation = arguments.pop("validation_data")
+        y = arguments["y"] = checked_labels(x, y, "fit", self._head_labels)
+        validation = checked_validation(
+            arguments.pop("validation_data"), self._head_labels
+        )
         validation_batch_size = (
             arguments.pop("validation_batch_size") or arguments["batch_size"]
         )
@@ -173,10 +184,14 @@ class RawTextMethods:
         classifier.evaluate(["a good film", "a bad book"], [1, 0])
         ```
         """
-        if not is_text(x):
-            return super().evaluate(x, y, *args, **kwargs)
-        self._check_text_method("evaluate", "x")
+        text = is_text(x)
+        if text:
+            self._check_text_method("evaluate", "x")
         arguments = _bind(super().evaluate, x, y, *args, **kwargs)
+        y = arguments["y"] = checked_labels(x, y, "evaluate", self._head_labels)
+        kwargs = arguments.pop("kwargs", {})
+        if not text:
+            return super().evaluate(**arguments, **kwargs)
         arguments["x"] = inference_dataset(
             self.preprocessor,
             self._inputs_from_text,
@@ -186,7 +201,6 @@ class RawTextMethods:
             batch_size=arguments["batch_size"],
         )
         arguments.update(y=None, batch_size=None, sample_weight=None)
-        kwargs = arguments.pop("kwargs", {})
         return super().evaluate(**arguments, **kwargs)
 
     def predict(self, x, *args, **kwargs):
@@ -238,6 +252,13 @@ class RawTextMethods:
                 "`model.preprocessor`), or pass the ids dict "
                 "(`token_ids`, `segment_ids`, `padding_mask`)."
             )
+
+    def _head_labels(self, labels, argument):
+        """Labels as the head takes them (`BertClassifier`: class ids)."""
+        return labels
+
+    def _note_text_layout(self, x):
+        """`fit` on raw text `x` calls it first (see `BertClassifier`)."""
 
     def _validation_dataset(self, validation, batch_size):
         """`validation_data` with raw text turned into batches of ids."""

@@ -58,8 +58,11 @@ def texts_of(x, argument="x"):
     return texts
 
 
-def check_labels(labels, num_texts, argument="y"):
-    """`labels` as numpy arrays, one per text; `None` stays `None`."""
+def check_labels(labels, num_texts, argument="y", examples="texts"):
+    """`labels` as numpy arrays, one per text; `None` stays `None`.
+
+    `examples` names what `x` holds in the error (texts, or rows of ids).
+    """
     if labels is None:
         return None
     if isinstance(labels, dict):  # a model of several outputs
@@ -71,10 +74,42 @@ def check_labels(labels, num_texts, argument="y"):
             received = "one value" if value.ndim == 0 else len(value)
             raise ValueError(
                 f"Received an invalid value for argument `{argument}`: "
-                f"{received} for {num_texts} texts in `x`. Pass one "
-                "label per text (or per pair of texts)."
+                f"{received} for {num_texts} {examples} in `x`. Pass one "
+                "label per example (per text, or per pair of texts)."
             )
     return labels
+
+
+def pair_layout(x, pair=None):
+    """Whether raw text `x` is sentence pairs, checked against `pair`.
+
+    Args:
+        x: raw text (see `is_text`): texts, a tuple `(texts_a, texts_b)`,
+            or a `tf.data.Dataset` of either (with labels or without).
+        pair: bool or `None`. What the model reads (`BertClassifier.pair`);
+            `None`: not known yet.
+
+    Raises:
+        ValueError: `x` is pairs and `pair` is `False`, or the reverse.
+    """
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        if dataset_text_layout(spec) == "first":
+            spec = spec[0]
+        is_pair = isinstance(spec, tuple)
+    else:
+        is_pair = isinstance(x, tuple) and len(x) == 2
+    if pair is not None and pair != is_pair:
+        layouts = {
+            True: "sentence pairs `(texts_a, texts_b)` (pair=True)",
+            False: "single texts (pair=False)",
+        }
+        raise ValueError(
+            f"Received {layouts[is_pair]} for `x`, but the model was built "
+            f"for (or fit on) {layouts[pair]}. Pass {layouts[pair]}, or "
+            f"build a new model with pair={is_pair}."
+        )
+    return is_pair
 
 
 def split_last(parts, fraction):

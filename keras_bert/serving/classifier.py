@@ -6,7 +6,7 @@ from keras_bert.serving.signatures import text_and_ids_endpoints
 
 
 def classifier_endpoints(
-    model, preprocessor, labels=None, pair=False, trim=True
+    model, preprocessor, labels=None, pair=None, trim=True
 ):
     """`serving_default` on text, `predict_ids` on ids.
 
@@ -19,15 +19,18 @@ def classifier_endpoints(
         preprocessor: the `keras_bert.BertPreprocessor` the model was
             trained with.
         labels: list of str or `None`. The label of each class.
-            Defaults to `"0"`, `"1"`, ...
-        pair: bool. Whether the text endpoint takes `text_a` and
-            `text_b`.
+            Defaults to the model's `label_names`, else `"0"`, `"1"`, ...
+        pair: bool or `None`. Whether the text endpoint takes `text_a` and
+            `text_b`. `None` (the default): as the model reads text
+            (`model.pair`, which `fit` records; single texts where it is
+            not known). A value that contradicts `model.pair` is an error.
         trim: bool. Whether the text endpoint runs the model only up to
             the request's longest row (the same outputs, faster; see
             `keras_bert.serving.signatures.text_and_ids_endpoints`).
 
     Returns a dict `name -> (function, input_signature)`.
     """
+    pair = served_pair(model, pair)
     if model.num_classes == 1:
         if labels is not None:
             raise ValueError(
@@ -42,6 +45,8 @@ def classifier_endpoints(
         return text_and_ids_endpoints(
             preprocessor, regression, "predict_ids", pair, trim
         )
+    if labels is None:
+        labels = getattr(model, "label_names", None)
     if labels is None:
         labels = [str(i) for i in range(model.num_classes)]
     labels = [str(label) for label in labels]
@@ -64,3 +69,31 @@ def classifier_endpoints(
     return text_and_ids_endpoints(
         preprocessor, classification, "predict_ids", pair, trim
     )
+
+
+def served_pair(model, pair):
+    """Whether `model`'s text endpoint takes pairs: `pair`, or, for
+    `None`, the layout the model recorded (`model.pair`; single texts
+    where it recorded none).
+
+    Raises:
+        ValueError: `pair` contradicts `model.pair`, naming both.
+    """
+    recorded = getattr(model, "pair", None)
+    if pair is None:
+        return bool(recorded)
+    if pair not in (True, False):
+        raise ValueError(
+            "Received an invalid value for argument `pair`, expected True, "
+            f"False or None. Received: pair={pair!r}"
+        )
+    if recorded is not None and pair != recorded:
+        layouts = {True: "sentence pairs", False: "single texts"}
+        raise ValueError(
+            f"Received pair={pair}, but the {type(model).__name__} reads "
+            f"{layouts[recorded]} (its `pair` is {recorded}, from its "
+            f"constructor or `fit`): exported with pair={pair} it would "
+            f"serve {layouts[pair]} it was never trained on. Leave out "
+            f"`pair` (or pass pair={recorded}) to export what it reads."
+        )
+    return pair

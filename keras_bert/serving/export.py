@@ -34,8 +34,10 @@ def export_saved_model(
     model's endpoint builder.
 
     Signatures of a `BertClassifier` (options `labels`, `pair`):
-        - `serving_default`: `text` (or `text_a` and `text_b` when `pair`),
-          string `(batch,)` → `probabilities` float32 `(batch, classes)`,
+        - `serving_default`: `text`, or `text_a` and `text_b` for a model
+          that reads sentence pairs (`pair`, which defaults to the
+          model's `pair`: what it was built for or `fit` on), string
+          `(batch,)` → `probabilities` float32 `(batch, classes)`,
           `label_id` int32 `(batch,)`, `label` string `(batch,)`; for a
           regressor (`num_classes=1`) → `score` float32 `(batch,)`.
         - `predict_ids`: `token_ids`, `segment_ids`, `padding_mask`, int32
@@ -109,9 +111,11 @@ def export_saved_model(
             Defaults to `None`: the blocks as they are.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
-            output; defaults to `"0"`, `"1"`, ...) and `pair` (bool: the
-            model reads sentence pairs `text_a`, `text_b` instead of
-            `text`); and for every model `trim` (bool: `False` runs the
+            output; defaults to the model's `label_names`, else `"0"`,
+            `"1"`, ...) and `pair` (bool: the model reads sentence pairs
+            `text_a`, `text_b` instead of `text`; defaults to the model's
+            `pair`, and one that contradicts it is a `ValueError`); and
+            for every model `trim` (bool: `False` runs the
             raw-text endpoints on all `sequence_length` positions: the
             same outputs, slower; for comparisons).
 
