@@ -58,6 +58,9 @@ from keras_bert.models.presets import suggest_preset
 from keras_bert.version import __version__
 
 HUB_SCHEME = "hf://"
+# Seconds `resolve_checkpoint` waits for the Hub to answer at all before
+# reading the cache only (`HF_HUB_ETAG_TIMEOUT`, where set, instead).
+REACHABILITY_TIMEOUT_S = 3
 CONFIG_FILE = "config.json"
 # The weights `read_huggingface_checkpoint` reads, in the order it prefers
 # them: safetensors need no PyTorch; an index names the shards.
@@ -276,6 +279,7 @@ class _HubModel:
     def __init__(self, path, repo_id, revision):
         try:
             import huggingface_hub
+            from huggingface_hub import constants
             from huggingface_hub import errors
         except ImportError as error:
             raise ImportError(
@@ -283,11 +287,15 @@ class _HubModel:
                 "loads with huggingface_hub: `pip install huggingface-hub`."
             ) from error
         self.hf = huggingface_hub
+        self.constants = constants
         self.errors = errors
         self.path = path
         self.repo_id = repo_id
         self.revision = revision
         self.commit = None
+        # Why the Hub cannot be reached (`None`: it can, or not asked yet).
+        self.unreachable = None
+        self._asked = False
         # What a model and its tokenizer read: one command fetches both.
         self.needed = [CONFIG_FILE, WEIGHT_FILES[0], VOCABULARY_FILE]
         self.needed += CASING_FILES
@@ -366,6 +374,9 @@ class _HubModel:
         exist but is neither cached nor downloadable now."""
         hf, errors = self.hf, self.errors
         revision = self.commit or self.revision
+        if not self._asked:
+            self._asked = True
+            self.unreachable = self._unreachable(filename)
         try:
             local = hf.hf_hub_download(
                 self.repo_id,
@@ -373,6 +384,9 @@ class _HubModel:
                 revision=revision,
                 library_name="keras-bert",
                 library_version=__version__,
+                # Unreachable: the cache only, at once, instead of
+                # huggingface_hub's retries (seconds apart) per file.
+                local_files_only=self.unreachable is not None,
             )
         except errors.LocalEntryNotFoundError as error:
             cached = hf.try_to_load_from_cache(
@@ -409,6 +423,37 @@ class _HubModel:
             self.commit = os.path.basename(os.path.dirname(local))
         return True, local, None
 
+    def _unreachable(self, filename):
+        """Why the Hub cannot be reached now (`None` if it answers).
+
+        One HEAD request for `filename`, without retries, waiting at most
+        `REACHABILITY_TIMEOUT_S`: any HTTP answer (a file, 404, 401) means
+        reachable; no answer (no network, DNS, refused, timeout, proxy)
+        means unreachable, and `hf_hub_download` then reads the cache only
+        and fails at once where it lacks a file. Offline mode
+        (`HF_HUB_OFFLINE=1`) asks nothing: huggingface_hub never retries.
+        """
+        hf, constants = self.hf, self.constants
+        if constants.HF_HUB_OFFLINE:
+            return None
+        timeout = constants.HF_HUB_ETAG_TIMEOUT
+        if timeout == constants.DEFAULT_ETAG_TIMEOUT:
+            timeout = REACHABILITY_TIMEOUT_S
+        url = hf.hf_hub_url(self.repo_id, filename, revision=self.revision)
+        try:
+            hf.get_hf_file_metadata(url, timeout=timeout)
+        except self.errors.HfHubHTTPError:  # the Hub answered
+            return None
+        except Exception as error:  # no answer: no network, or blocked
+            logging.info(
+                "The Hugging Face Hub did not answer (%s): reading %s from "
+                "the local cache only.",
+                error,
+                self.repo_id,
+            )
+            return error
+        return None
+
     def _described(self, filename=None):
         revision = f" (revision {self.revision!r})" if self.revision else ""
         model = f"{self.repo_id!r}{revision}"
@@ -419,7 +464,7 @@ class _HubModel:
         reason = (
             "HF_HUB_OFFLINE=1 forbids downloading it"
             if offline
-            else f"the Hub could not be reached ({error})"
+            else f"the Hub could not be reached ({self.unreachable or error})"
         )
         revision = f" --revision {self.revision}" if self.revision else ""
         command = (

@@ -48,6 +48,45 @@ MINILM_NAMES = [
 ]
 
 
+# huggingface_hub's own, before `hub_answers` replaces it.
+GET_HF_FILE_METADATA = huggingface_hub.get_hf_file_metadata
+
+
+@pytest.fixture(autouse=True)
+def hub_answers(monkeypatch):
+    """`resolve_checkpoint`'s reachability check answered without the
+    network: the Hub answers (tests that need it unreachable say so)."""
+    monkeypatch.setattr(
+        huggingface_hub, "get_hf_file_metadata", lambda *a, **k: None
+    )
+
+
+@pytest.fixture
+def unreachable_hub(monkeypatch):
+    """The Hub at a local port nobody listens on, online mode, and no
+    sleeping: huggingface_hub's retries wait seconds between tries."""
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    with socket.socket() as probe:  # a port that refuses connections
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+    monkeypatch.setattr(
+        constants,
+        "HUGGINGFACE_CO_URL_TEMPLATE",
+        endpoint + "/{repo_id}/resolve/{revision}/{filename}",
+    )
+    monkeypatch.setattr(
+        huggingface_hub, "get_hf_file_metadata", GET_HF_FILE_METADATA
+    )
+    sleeps = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    return sleeps
+
+
 @pytest.fixture(scope="module")
 def warm_cache(minilm_dir, tmp_path_factory):
     cache = tmp_path_factory.mktemp("hub_cache")
@@ -223,6 +262,29 @@ def test_an_unreachable_hub_is_told_from_offline_mode(monkeypatch, tmp_path):
     assert "the Hub could not be reached (connection refused)" in message
     assert "or run this again when the Hub is reachable" in message
     assert "HF_HUB_OFFLINE" not in message
+
+
+def test_an_unreachable_hub_fails_at_once_without_retries(
+    unreachable_hub, monkeypatch, tmp_path
+):
+    use_hub_cache(monkeypatch, tmp_path, offline=False)
+    with pytest.raises(FileNotFoundError) as raised:
+        keras_bert.BertClassifier.from_preset(
+            "bert_tiny_en_uncased", num_classes=2
+        )
+    message = str(raised.value)
+    assert "config.json is not in the local Hub cache" in message
+    assert "the Hub could not be reached (" in message
+    assert "hf download google/bert_uncased_L-2_H-128_A-2" in message
+    assert unreachable_hub == []  # no retry waited
+
+
+def test_an_unreachable_hub_reads_the_cache(
+    unreachable_hub, monkeypatch, warm_cache, minilm_dir
+):
+    use_hub_cache(monkeypatch, warm_cache, offline=False)
+    assert resolve_checkpoint(MINILM) == snapshot(warm_cache)
+    assert unreachable_hub == []
 
 
 def test_a_missing_local_path_is_named_too(offline_cold):
