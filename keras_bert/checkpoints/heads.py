@@ -186,7 +186,12 @@ def registered_heads():
 
 
 def _classifier_config(
-    checkpoint, backbone_config, num_classes=None, dropout=None
+    checkpoint,
+    backbone_config,
+    num_classes=None,
+    dropout=None,
+    pair=None,
+    label_names=None,
 ):
     if num_classes is None:
         if "classifier.weight" not in checkpoint.tensors:
@@ -198,11 +203,19 @@ def _classifier_config(
         num_classes = int(checkpoint.tensors["classifier.weight"].shape[0])
     if dropout is None:
         dropout = backbone_config["dropout"]
-    return {"num_classes": num_classes, "dropout": dropout}
+    return {
+        "num_classes": num_classes,
+        "dropout": dropout,
+        "pair": pair,
+        "label_names": label_names,
+    }
 
 
 def _classifier_huggingface_config(model):
-    labels = {str(i): f"LABEL_{i}" for i in range(model.num_classes)}
+    names = getattr(model, "label_names", None) or [
+        f"LABEL_{i}" for i in range(model.num_classes)
+    ]
+    labels = {str(i): name for i, name in enumerate(names)}
     config = {
         "id2label": labels,
         "label2id": {label: int(i) for i, label in labels.items()},

@@ -24,6 +24,10 @@ reads. The rest is `huggingface_hub`'s: the cache's location (`HF_HOME`,
 `HF_HUB_CACHE`), offline mode (`HF_HUB_OFFLINE=1`), the token (`hf auth
 login` or `HF_TOKEN`) and the endpoint. It reads these variables when it is
 first imported (Keras imports it), so set them before Python starts.
+Online, the Hub is asked once, without retries, whether it answers: when
+it does not (no network), the files come from the cache only, and a
+model that is not there fails at once, instead of after huggingface_hub's
+retries of every file, seconds apart.
 
 A path that exists, or that has another URL scheme (`gs://`, `ram://`,
 `kaggle://`, ...), is never taken for a Hub id.

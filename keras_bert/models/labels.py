@@ -33,10 +33,13 @@ def examples_in(x, argument="x"):
     examples_in(tf.data.Dataset.range(4))  # None
     ```
     """
-    if isinstance(x, tuple) and x and all(_is_text_list(p) for p in x):
-        return len(texts_of(x, argument)[0]) if len(x[0]) else 0
-    if _is_text_list(x):
-        return len(texts_of(x, argument)[0]) if len(x) else 0
+    if isinstance(x, tf.data.Dataset) or x is None:
+        return None
+    parts = x if isinstance(x, tuple) and x else (x,)
+    if all(_is_empty(part) for part in parts):
+        return 0
+    if is_text(x):
+        return len(texts_of(x, argument)[0])
     if isinstance(x, dict) and x:
         x = next(iter(x.values()))
     elif isinstance(x, (tuple, list)) and x and not np.isscalar(x[0]):
@@ -273,9 +276,7 @@ def _value(value):
     return repr(value.item())
 
 
-def _is_text_list(x):
-    if isinstance(x, (list, np.ndarray)) and not len(x):
-        return isinstance(x, list) or x.dtype.kind in "USO"
-    if isinstance(x, list):
-        return isinstance(x[0], (str, bytes))
-    return isinstance(x, np.ndarray) and x.dtype.kind in "US"
+def _is_empty(x):
+    if isinstance(x, np.ndarray):
+        return x.ndim > 0 and not len(x)
+    return isinstance(x, list) and not x

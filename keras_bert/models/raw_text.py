@@ -108,9 +108,9 @@ class RawTextMethods:
             )
             return super().fit(**arguments)
         self._check_text_method("fit", "x")
-        self._note_text_layout(x)
         arguments = _bind(super().fit, x, y, *args, **kwargs)
         y = arguments["y"] = checked_labels(x, y, "fit", self._head_labels)
+        self._note_text_layout(x)
         validation = checked_validation(
             arguments.pop("validation_data"), self._head_labels
         )
