@@ -166,7 +166,8 @@ def class_labels(labels, num_classes, label_names=None, argument="y"):
     ```python
     class_labels(["pos", "neg"], 2, label_names=["neg", "pos"])
     # array([1, 0])
-    class_labels([0, 3], 2)  # ValueError: 3 at index 1 ...
+    # class_labels([0, 3], 2) raises ValueError("... 3 at index 1, out of
+    # range for num_classes=2 ...")
     ```
     """
     if labels is None or isinstance(labels, dict):
