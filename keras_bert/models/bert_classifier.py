@@ -35,7 +35,11 @@ class BertClassifier(Task):
     Tokenizing runs in the `tf.data` pipeline; where `fit` batches the
     texts itself it batches as the GLUE recipe does (shuffled per epoch,
     like-length examples together, each batch cut to its longest row;
-    see `keras_bert.models.Task.fit`). The preprocessor is saved with the
+    see `keras_bert.models.Task.fit`). `fit` and `evaluate` check the
+    labels (raw text or arrays) before anything is traced: class ids in
+    range (or names in `label_names`), finite scores for a regressor, one
+    per example; a bad one is a `ValueError` naming it and the fix
+    (`keras_bert.models.labels`). The preprocessor is saved with the
     model, and `keras_bert.serving.export_saved_model(model, export_dir)`
     exports with it.
 

@@ -196,6 +196,19 @@ def test_classifier_round_trip(tmp_path, num_classes):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+def test_label_names_are_written_as_id2label(tmp_path):
+    classifier = BertClassifier(
+        BertBackbone(**tiny_backbone_config()),
+        num_classes=2,
+        label_names=["negative", "positive"],
+    )
+    save_huggingface(classifier, None, str(tmp_path))
+    with open(tmp_path / "config.json") as file:
+        config = json.load(file)
+    assert config["id2label"] == {"0": "negative", "1": "positive"}
+    assert config["label2id"] == {"negative": 0, "positive": 1}
+
+
 def test_refuses_other_models(tmp_path):
     with pytest.raises(TypeError, match="received an object of type Dense"):
         save_huggingface(keras.layers.Dense(2), None, str(tmp_path))
