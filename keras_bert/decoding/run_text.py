@@ -124,9 +124,15 @@ class _TracedFunction:
 
 def _traced(model, text_function, preprocessor, options):
     """`(tf.function, input names)` of `text_function` for `model`, traced
-    once per text function, preprocessor and options (a new call with the
-    same ones reuses the graph)."""
-    key = (text_function, id(preprocessor), repr(sorted(options.items())))
+    once per text function, preprocessor, options and model structure (a
+    new call with the same ones reuses the graph; new or replaced
+    variables, as `enable_lora` or `quantize` make, trace anew)."""
+    key = (
+        text_function,
+        id(preprocessor),
+        repr(sorted(options.items())),
+        tuple(id(variable) for variable in model.weights),
+    )
     cached = getattr(model, "_traced_text_function", None)
     if isinstance(cached, _TracedFunction) and cached.key == key:
         return cached.function, cached.names

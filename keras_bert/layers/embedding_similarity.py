@@ -1,10 +1,12 @@
 """Cosine similarity of embeddings, and the top-k search it drives.
 
 Functions on tensors (keras.ops), not layers: they work on NumPy arrays,
-eager tensors and inside a traced function or a loss alike. The embeddings
-of `keras_bert.BertTextEmbedder` are what they are made for.
+eager tensors and inside a traced function or a loss alike, and answer in
+kind: NumPy arrays for NumPy arrays (or lists), tensors for tensors. The
+embeddings of `keras_bert.BertTextEmbedder` are what they are made for.
 """
 
+import numpy as np
 from keras import ops
 
 from keras_bert.validation import check_positive_int
@@ -26,8 +28,9 @@ def similarity(a, b):
         a: float tensor `(num_a, hidden_dim)`, or `(hidden_dim,)` for one.
         b: float tensor `(num_b, hidden_dim)`, or `(hidden_dim,)` for one.
 
-    Returns a float32 tensor `(num_a, num_b)` in `[-1, 1]` (a 1-D input
-    gives no axis: `(num_b,)`, `(num_a,)` or a scalar).
+    Returns float32 `(num_a, num_b)` in `[-1, 1]` (a 1-D input gives no
+    axis: `(num_b,)`, `(num_a,)` or a scalar): a NumPy array when `a` and
+    `b` are NumPy arrays (or lists), else a tensor.
 
     Example:
     ```python
@@ -37,6 +40,7 @@ def similarity(a, b):
     # [[1., 0., -1.], [0.707, 0.707, -0.707]]
     ```
     """
+    numpy = _all_numpy(a, b)
     a, a_is_vector = _as_matrix(a, "a")
     b, b_is_vector = _as_matrix(b, "b")
     if None not in (a.shape[-1], b.shape[-1]) and a.shape[-1] != b.shape[-1]:
@@ -49,7 +53,7 @@ def similarity(a, b):
         scores = scores[:, 0]
     if a_is_vector:
         scores = scores[0]
-    return scores
+    return ops.convert_to_numpy(scores) if numpy else scores
 
 
 def top_k_search(queries, corpus, k=10):
@@ -67,7 +71,8 @@ def top_k_search(queries, corpus, k=10):
     Returns:
         `(scores, indices)`: float32 `(num_queries, k)` cosine similarities,
         highest first, and int32 `(num_queries, k)` row indices into
-        `corpus`.
+        `corpus`: NumPy arrays when `queries` and `corpus` are NumPy
+        arrays (or lists), else tensors.
 
     Example:
     ```python
@@ -79,6 +84,7 @@ def top_k_search(queries, corpus, k=10):
     ```
     """
     check_positive_int("k", k)
+    numpy = _all_numpy(queries, corpus)
     corpus = ops.convert_to_tensor(corpus)
     size = corpus.shape[0]
     if size is not None and k > size:
@@ -95,7 +101,18 @@ def top_k_search(queries, corpus, k=10):
             "(`queries[None]`)."
         )
     values, indices = ops.top_k(scores, k=k, sorted=True)
-    return values, ops.cast(indices, "int32")
+    indices = ops.cast(indices, "int32")
+    if numpy:
+        return ops.convert_to_numpy(values), ops.convert_to_numpy(indices)
+    return values, indices
+
+
+def _all_numpy(*values):
+    """Whether every value is a NumPy array (or list, or number)."""
+    return all(
+        isinstance(value, (np.ndarray, np.generic, list, tuple, float, int))
+        for value in values
+    )
 
 
 def _as_matrix(x, name):

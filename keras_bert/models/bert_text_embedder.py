@@ -1,11 +1,16 @@
 """BERT as a sentence encoder: one embedding per text."""
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from keras_bert.layers.sentence_pooling import SentencePooling
 from keras_bert.layers.sentence_pooling import check_pooling
 from keras_bert.models.bert_backbone import keras_inputs
+from keras_bert.models.small_calls import run_in_chunks
 from keras_bert.models.task import Task
+from keras_bert.models.text_inputs import texts_of
+from keras_bert.validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -128,9 +133,116 @@ class BertTextEmbedder(Task):
         """The size of each embedding (the backbone's `hidden_dim`)."""
         return self.backbone.hidden_dim
 
+    def encode(
+        self,
+        sentences,
+        batch_size=32,
+        normalize_embeddings=None,
+        convert_to_numpy=True,
+        show_progress_bar=None,
+    ):
+        """Embeddings of sentences: sentence-transformers' `encode`.
+
+        Runs through the model's compiled function
+        (`keras_bert.models.small_calls`): no `tf.data` pipeline, no
+        callbacks, one trace for every batch size and length. More than
+        `batch_size` sentences are embedded `batch_size` at a time,
+        longest first, and returned in order. Needs the `preprocessor`.
+
+        Args:
+            sentences: str, or a list, 1-D array or tensor of str.
+            batch_size: int. Sentences per call. Defaults to `32`.
+            normalize_embeddings: bool or `None`. L2-normalise each
+                embedding; `None` (the default): as the model does
+                (`normalize`).
+            convert_to_numpy: bool. A NumPy array (the default), or a
+                `tf.Tensor` when `False`.
+            show_progress_bar: bool or `None`. A progress bar over the
+                batches; `None` (the default) or `False`: none.
+
+        Returns:
+            float32 `(num_sentences, hidden_dim)`; `(hidden_dim,)` for one
+            str; `(0, hidden_dim)` for no sentences.
+
+        Example:
+        ```python
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                      "a", "good", "bad", "film", "book"]
+        embedder = keras_bert.BertTextEmbedder(
+            keras_bert.BertBackbone(
+                vocabulary_size=len(vocabulary), num_layers=1, num_heads=2,
+                hidden_dim=8, intermediate_dim=16, max_sequence_length=16,
+            ),
+            preprocessor=keras_bert.BertPreprocessor(
+                keras_bert.BertTokenizer(vocabulary), sequence_length=16
+            ),
+        )
+        embedder.encode("a good film").shape  # (8,)
+        embedder.encode(["a good film", "a bad book"]).shape  # (2, 8)
+        raw = embedder.encode(["a good film"], normalize_embeddings=False)
+        ```
+        """
+        check_positive_int("batch_size", batch_size)
+        if normalize_embeddings is None:
+            normalize_embeddings = self.normalize
+        if not isinstance(normalize_embeddings, bool):
+            raise ValueError(
+                "Received an invalid value for argument "
+                "`normalize_embeddings`, expected True, False or None (the "
+                f"model's own `normalize={self.normalize}`). Received: "
+                f"normalize_embeddings={normalize_embeddings!r}"
+            )
+        if self.preprocessor is None:
+            raise ValueError(
+                "`BertTextEmbedder.encode` tokenizes sentences with the "
+                "model's preprocessor, and the model has none. Build it with "
+                "one (`preprocessor=keras_bert.BertPreprocessor(tokenizer)`"
+                ", or set `model.preprocessor`), or pass ids to `predict`."
+            )
+        single = isinstance(sentences, (str, bytes))
+        texts = _sentences(sentences)
+        if not len(texts):
+            embeddings = tf.zeros((0, self.hidden_dim), tf.float32)
+        else:
+            forward = None
+            if normalize_embeddings != self.normalize:
+                pooling = SentencePooling(
+                    self.pooling, normalize=normalize_embeddings
+                )
+
+                def forward(inputs):
+                    sequence = self.backbone(inputs, training=False)
+                    return pooling(
+                        sequence["sequence_output"], inputs["padding_mask"]
+                    )
+
+            chunks = -(-len(texts) // batch_size)
+            embeddings = run_in_chunks(
+                self,
+                texts,
+                batch_size,
+                ("encode", normalize_embeddings),
+                forward,
+                keras.utils.Progbar(chunks) if show_progress_bar else None,
+            )
+        if single:
+            embeddings = embeddings[0]
+        return embeddings.numpy() if convert_to_numpy else embeddings
+
     def get_config(self):
         return {
             **super().get_config(),
             "pooling": self.pooling,
             "normalize": self.normalize,
         }
+
+
+def _sentences(sentences):
+    """`encode`'s sentences as a 1-D array of str (maybe empty), checked."""
+    if isinstance(sentences, tuple):
+        sentences = list(sentences)
+    if tf.is_tensor(sentences):
+        sentences = sentences.numpy()
+    if isinstance(sentences, (list, np.ndarray)) and not len(sentences):
+        return np.zeros((0,), object)
+    return texts_of(sentences, "sentences")[0]

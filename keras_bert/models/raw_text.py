@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from keras_bert.models.labels import checked_labels
 from keras_bert.models.labels import checked_validation
+from keras_bert.models.small_calls import small_predict
 from keras_bert.models.text_datasets import fit_dataset
 from keras_bert.models.text_datasets import inference_dataset
 from keras_bert.models.text_datasets import text_dataset
@@ -206,10 +207,17 @@ class RawTextMethods:
     def predict(self, x, *args, **kwargs):
         """The model's outputs; with a preprocessor, for raw text too.
 
-        Without raw text this is `keras.Model.predict`, unchanged. With a
+        Without raw text this is `keras.Model.predict`. With a
         preprocessor (and `"predict"` in `TEXT_METHODS`), `x` may be
         texts, a pair `(texts_a, texts_b)` or a `tf.data.Dataset` of text
         batches; the outputs come in the order of the texts, as for ids.
+
+        At most `batch_size` (default 32) texts or rows of ids, with no
+        `steps`, `callbacks` or progress bar asked for, run through one
+        compiled function kept on the model (no dataset, no callbacks, no
+        new trace for a new length; `keras_bert.models.small_calls`), to
+        the same outputs. No examples give empty outputs at once: batch
+        axis 0, e.g. `(0, num_classes)`.
 
         Args:
             x: the ids dict, or raw text.
@@ -221,10 +229,17 @@ class RawTextMethods:
         logits = classifier.predict(["a good book"])  # (1, num_classes)
         ```
         """
+        arguments = _bind(super().predict, x, *args, **kwargs)
+        outputs = small_predict(
+            self,
+            x,
+            **{name: arguments[name] for name in _SMALL_CALL_ARGUMENTS},
+        )
+        if outputs is not None:
+            return outputs
         if not is_text(x):
             return super().predict(x, *args, **kwargs)
         self._check_text_method("predict", "x")
-        arguments = _bind(super().predict, x, *args, **kwargs)
         arguments["x"] = inference_dataset(
             self.preprocessor,
             self._inputs_from_text,
@@ -291,6 +306,10 @@ class RawTextMethods:
             sample_weight=validation[2] if len(validation) == 3 else None,
             batch_size=batch_size,
         )
+
+
+# `keras.Model.predict`'s arguments that decide whether a call is small.
+_SMALL_CALL_ARGUMENTS = ("batch_size", "verbose", "steps", "callbacks")
 
 
 def _bind(method, *args, **kwargs):

@@ -18,6 +18,7 @@ DOCUMENTED = [
     embedding_similarity.similarity,
     embedding_similarity.top_k_search,
     sentence_transformers_files.sentence_transformers_files,
+    keras_bert.BertTextEmbedder.encode,
     pytest.param(
         sentence_transformers_files.read_sentence_transformers_config,
         marks=pytest.mark.slow,  # needs the real MiniLM package

@@ -1,0 +1,300 @@
+"""Small calls: `predict` on a few examples through one compiled function.
+
+`keras.Model.predict` builds a `tf.data` pipeline, callbacks and a step
+loop on every call: fixed work that dwarfs the model itself when a
+handful of texts (a query, a request) is predicted at a time. A task
+model's `predict` (`keras_bert.models.raw_text`) and
+`BertTextEmbedder.encode` hand such calls here instead: one `tf.function`
+per input kind (the ids dict; single texts; text pairs), kept on the
+model and traced once with the batch and sequence axes unknown, so that
+no new batch size or length traces again. Raw text is tokenized inside
+that function by the preprocessor's graph and cut to its longest row, as
+the batched path cuts each batch, so the outputs are the batched path's.
+
+Under XLA (`model.jit_compile`) every new shape would compile: there the
+batch is padded to a power of two and the texts' length to a power of
+two (at least `SMALLEST_LENGTH`, at most the preprocessor's
+`sequence_length`), padding that the attention mask hides and that is
+dropped from the outputs.
+
+The functions are rebuilt when the model's structure changes (new or
+replaced variables: `enable_lora`, `quantize`, a new `preprocessor`, a
+different `jit_compile`); new weight values need nothing, as the graph
+reads the variables when it runs.
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.data.trim_batch import trim_batch
+
+# Examples up to which `predict` takes the compiled function when it is
+# given no `batch_size` (Keras' own default batch).
+DEFAULT_BATCH_SIZE = 32
+# The shortest sequence bucket under XLA.
+SMALLEST_LENGTH = 8
+
+
+def small_predict(
+    model, x, batch_size=None, verbose="auto", steps=None, callbacks=None
+):
+    """`model`'s outputs for `x` through the compiled function, or `None`.
+
+    Takes the call when `x` is at most `batch_size` (default 32) examples
+    of raw text (for a model that reads text in `predict`) or an ids dict
+    with the model's inputs, and Keras' loop would add nothing: no
+    `steps`, no `callbacks`, no progress bar asked for (`verbose` `"auto"`
+    or `0`). Empty inputs get empty outputs at once. Anything else is
+    `None`: the caller runs `keras.Model.predict`.
+
+    Returns:
+        NumPy arrays in the structure of the model's outputs, or `None`.
+    """
+    if steps is not None or callbacks is not None:
+        return None
+    if verbose not in ("auto", 0):
+        return None
+    limit = batch_size or DEFAULT_BATCH_SIZE
+    texts = _text_columns(model, x)
+    if texts is not None:
+        count = len(texts[0])
+        if count == 0:
+            return empty_outputs(model)
+        if count > limit:
+            return None
+        function = compiled_function(
+            model,
+            ("text", len(texts)),
+            lambda: text_function(model, len(texts)),
+        )
+        return _numpy(function(*(tf.constant(t, tf.string) for t in texts)))
+    ids = _ids(model, x)
+    if ids is None:
+        return None
+    count = int(next(iter(ids.values())).shape[0])
+    if count == 0:
+        return empty_outputs(model)
+    if count > limit:
+        return None
+    function = compiled_function(model, ("ids",), lambda: _ids_function(model))
+    return _numpy(function(ids))
+
+
+def compiled_function(model, kind, build):
+    """The function `build()` made for `kind`, kept on `model` until its
+    structure changes (see the module's docstring)."""
+    key = _structure_key(model)
+    cache = getattr(model, "_small_calls", None)
+    if not isinstance(cache, _Functions) or cache.key != key:
+        cache = _Functions(key)
+        model._small_calls = cache
+    if kind not in cache.functions:
+        cache.functions[kind] = build()
+    return cache.functions[kind]
+
+
+def text_function(model, num_texts, forward=None):
+    """`tf.function(*texts) -> outputs` of `forward` (default: the model)
+    on texts tokenized by the model's preprocessor, traced once for every
+    batch size and length."""
+    pack = model.preprocessor.batch_function(num_texts)
+    forward = forward or _forward(model)
+    to_inputs = model._inputs_from_text
+    xla = bool(model.jit_compile)
+    longest = model.preprocessor.sequence_length
+
+    def run(*texts):
+        features = trim_batch(pack(*texts), multiple=1)
+        count = tf.shape(features["token_ids"])[0]
+        if xla:
+            features = _padded(features, longest)
+        inputs = features if to_inputs is None else to_inputs(features, None)
+        return _first_rows(forward(inputs), count, xla)
+
+    return tf.function(
+        run, input_signature=[tf.TensorSpec([None], tf.string)] * num_texts
+    )
+
+
+def run_in_chunks(model, texts, batch_size, kind, forward=None, progress=None):
+    """`forward` (default: the model) on 1-D `texts`, `batch_size` at a
+    time through the compiled function for `kind`, in the texts' order.
+
+    More than one chunk's texts are run longest first (by characters, as
+    sentence-transformers orders them), so that each chunk pads little.
+
+    Returns:
+        The outputs (one tensor) of every text, concatenated in order.
+    """
+    function = compiled_function(
+        model, kind, lambda: text_function(model, 1, forward)
+    )
+    if len(texts) <= batch_size:
+        return function(tf.constant(texts, tf.string))
+    order = np.argsort([-len(text) for text in texts], kind="stable")
+    chunks = []
+    for first in range(0, len(texts), batch_size):
+        rows = texts[order[first : first + batch_size]]
+        chunks.append(function(tf.constant(rows, tf.string)))
+        if progress is not None:
+            progress.add(1)
+    return tf.gather(tf.concat(chunks, 0), np.argsort(order))
+
+
+def empty_outputs(model):
+    """NumPy arrays of the model's outputs for no examples: batch axis 0,
+    and 0 on the other axes the model leaves unknown (no tokens)."""
+    return tf.nest.map_structure(
+        lambda output: np.zeros(
+            (0,) + tuple(size or 0 for size in output.shape[1:]),
+            output.dtype,
+        ),
+        model.output,
+    )
+
+
+class _Functions:
+    """The compiled functions of one model structure, by input kind.
+
+    A plain object: neither Keras' nor TensorFlow's tracking follows it,
+    so it never enters a `.keras` file, a weights file or an export.
+    """
+
+    def __init__(self, key):
+        self.key = key
+        self.functions = {}
+
+
+def _structure_key(model):
+    return (
+        bool(model.jit_compile),
+        id(getattr(model, "preprocessor", None)),
+        tuple(id(variable) for variable in model.weights),
+    )
+
+
+def _forward(model):
+    if model.jit_compile:
+        return tf.function(
+            lambda inputs: model(inputs, training=False), jit_compile=True
+        )
+    return lambda inputs: model(inputs, training=False)
+
+
+def _ids_function(model):
+    forward = _forward(model)
+    xla = bool(model.jit_compile)
+    signature = {
+        name: tf.TensorSpec((None,) * len(spec.shape), spec.dtype, name)
+        for name, spec in model.input.items()
+    }
+
+    def run(inputs):
+        count = tf.shape(next(iter(inputs.values())))[0]
+        if xla:
+            inputs = {
+                name: _pad_axis(value, 0, _bucket(count))
+                for name, value in inputs.items()
+            }
+        return _first_rows(forward(inputs), count, xla)
+
+    return tf.function(run, input_signature=[signature])
+
+
+def _text_columns(model, x):
+    """`x` as a tuple of 1-D arrays of str when it is raw text the model's
+    `predict` reads (an empty list counts), else `None`."""
+    if "predict" not in getattr(model, "TEXT_METHODS", ()):
+        return None
+    if getattr(model, "preprocessor", None) is None:
+        return None
+    parts = x if isinstance(x, tuple) else (x,)
+    if not 1 <= len(parts) <= 2:
+        return None
+    columns = []
+    for part in parts:
+        if isinstance(part, (str, bytes)):
+            part = [part]
+        if isinstance(part, tf.Tensor):
+            if part.dtype != tf.string:
+                return None
+            part = part.numpy()
+        if isinstance(part, list) and not all(
+            isinstance(text, (str, bytes)) for text in part
+        ):
+            return None
+        if not isinstance(part, (list, np.ndarray)):
+            return None
+        array = np.asarray(part, dtype=object)
+        if array.ndim != 1 or not all(
+            isinstance(text, (str, bytes)) for text in array
+        ):
+            return None
+        columns.append(array)
+    if len(columns) == 2 and len(columns[0]) != len(columns[1]):
+        return None  # the batched path names the mismatch
+    return tuple(columns)
+
+
+def _ids(model, x):
+    """`x` as a dict of tensors when it is exactly the model's ids inputs,
+    one row per example, else `None`."""
+    names = model.input
+    if not isinstance(names, Mapping) or not isinstance(x, Mapping):
+        return None
+    if set(x) != set(names):
+        return None
+    ids = {}
+    for name, spec in names.items():
+        value = x[name]
+        if not isinstance(value, (np.ndarray, tf.Tensor, list)):
+            return None
+        value = tf.convert_to_tensor(value)
+        if value.dtype == tf.string or len(value.shape) != len(spec.shape):
+            return None
+        ids[name] = tf.cast(value, spec.dtype)
+    if len({int(value.shape[0]) for value in ids.values()}) != 1:
+        return None
+    return ids
+
+
+def _bucket(size):
+    """The least power of two at least `size` (an int32 scalar tensor)."""
+    bits = tf.maximum(size, 1) - 1
+    for shift in (1, 2, 4, 8, 16):
+        bits = tf.bitwise.bitwise_or(bits, tf.bitwise.right_shift(bits, shift))
+    return bits + 1
+
+
+def _pad_axis(value, axis, size):
+    padding = [[0, 0]] * len(value.shape)
+    padding[axis] = [0, size - tf.shape(value)[axis]]
+    return tf.pad(value, padding)
+
+
+def _padded(features, longest):
+    """Features padded to bucketed sizes: rows (empty ones: all padding)
+    to a power of two, columns to a power of two in
+    `[SMALLEST_LENGTH, longest]`."""
+    rows = _bucket(tf.shape(features["token_ids"])[0])
+    length = tf.shape(features["token_ids"])[1]
+    columns = tf.minimum(
+        tf.maximum(_bucket(length), SMALLEST_LENGTH), max(longest, 1)
+    )
+    columns = tf.maximum(columns, length)
+    return {
+        name: _pad_axis(_pad_axis(value, 0, rows), 1, columns)
+        for name, value in features.items()
+    }
+
+
+def _first_rows(outputs, count, padded):
+    if not padded:
+        return outputs
+    return tf.nest.map_structure(lambda value: value[:count], outputs)
+
+
+def _numpy(outputs):
+    return tf.nest.map_structure(lambda value: value.numpy(), outputs)
