@@ -216,17 +216,22 @@ class AdamW(keras.optimizers.AdamW):
         """Keras' `load_own_variables`, and the state of an optimizer that
         was saved before it was built.
 
-        A `.keras` file of a model compiled but not trained holds the
-        optimizer as it was before its first update: its step counter (and
-        a fixed rate) only. A task model's `compile_from_config` builds the
-        optimizer it loads into, where Keras would then skip the saved
-        state with a warning about the mismatch; here the saved variables
-        load and the moments stay zero, as they were when it was saved.
+        A file of a model compiled but not trained holds the optimizer as
+        it was before its first update: its step counter (and a fixed
+        rate's variable) only. A task model's `compile_from_config` builds
+        the optimizer it loads into, and `compile(optimizer="auto")` has a
+        schedule where files of earlier versions have a fixed rate: Keras
+        would skip the saved state with a warning about the mismatch. Here
+        the step counter loads (and the fixed rate, into a fixed rate), and
+        the moments stay zero, as they were when it was saved.
         """
         saved = len(store.keys())
-        if self.built and saved == self._unbuilt_variables:
-            for index in range(saved):
-                self.variables[index].assign(store[str(index)])
+        # The step counter, then a fixed rate's variable.
+        unbuilt = 0 < saved <= 2 and saved != len(self.variables)
+        if unbuilt:
+            self.iterations.assign(store["0"])
+            if saved == 2 == self._unbuilt_variables:
+                self.variables[1].assign(store["1"])
             return
         super().load_own_variables(store)
 
