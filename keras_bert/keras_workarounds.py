@@ -24,6 +24,9 @@ The workarounds:
 - `backend_variable(variable)`: inside a layer's call under a mixed
   dtype policy, a Keras variable's `value` and `handle` are cast to the
   compute dtype, and Keras offers no public way to the variable itself.
+- `learning_rate_schedule(optimizer)`: Keras keeps an optimizer's
+  schedule private (`learning_rate` gives its value at the current step);
+  a task model's `fit` lays its `FitWarmupLinearDecay` out.
 - `global_random_state_restored()`: `keras.utils.set_random_seed` seeds
   the whole process and Keras offers no way to read the seeds back; this
   saves and restores them around a function that seeds (fine-tuning).
@@ -102,6 +105,27 @@ def backend_variable(variable):
     """
     require_keras_internals(variable, ["_value"])
     return variable._value
+
+
+def learning_rate_schedule(optimizer):
+    """The `LearningRateSchedule` `optimizer` was built with (that of its
+    inner optimizer for a `LossScaleOptimizer`), or `None` for a fixed
+    rate or no optimizer.
+
+    Example:
+    ```python
+    schedule = keras.optimizers.schedules.ExponentialDecay(1e-3, 10, 0.9)
+    learning_rate_schedule(keras.optimizers.Adam(schedule)) is schedule
+    ```
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        return None
+    require_keras_internals(optimizer, ["_learning_rate"])
+    schedule = optimizer._learning_rate
+    if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+        return schedule
+    return None
 
 
 def keras_tf_trainer():

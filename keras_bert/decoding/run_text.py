@@ -31,6 +31,7 @@ def run_text_function(
     steps=None,
     callbacks=None,
     padding=None,
+    method="predict",
     **options,
 ):
     """`text_function` of `model` run on raw text in Python.
@@ -52,6 +53,8 @@ def run_text_function(
         padding: dict or `None`. For outputs padded to the longest row of
             a batch (a `(batch, max_items)` array), the value padding them:
             each batch's rows are padded to the longest of all batches.
+        method: str. The model's method that runs this (`"predict"`,
+            `"fill_mask"`), which errors name.
         **options: the text function's options (the export's).
 
     Returns:
@@ -62,18 +65,29 @@ def run_text_function(
     name = type(model).__name__
     preprocessor = getattr(model, "preprocessor", None)
     if preprocessor is None:
+        # What from_preset and from_checkpoint attach (BertMaskedLM: 128,
+        # BertQuestionAnswerer: 384).
+        length = getattr(model, "DEFAULT_SEQUENCE_LENGTH", 128)
+        ids = (
+            ""
+            if method == "fill_mask"
+            else (
+                ", or pass the ids dict (`token_ids`, `segment_ids`, "
+                "`padding_mask`)"
+            )
+        )
         raise ValueError(
-            f"{name}.predict received raw text, but the model has no "
+            f"{name}.{method} received raw text, but the model has no "
             "preprocessor to tokenize it. Pass `preprocessor=` when building "
             f"the model (e.g. `{name}(backbone, ..., preprocessor="
-            "keras_bert.BertPreprocessor(tokenizer, sequence_length=384))`, "
-            "or load it with `from_preset`), set `model.preprocessor`, or "
-            "pass the ids dict (`token_ids`, `segment_ids`, `padding_mask`)."
+            "keras_bert.BertPreprocessor(tokenizer, sequence_length="
+            f"{length}))`), load it with `from_checkpoint` or `from_preset` "
+            f"(which attach one), or set `model.preprocessor`{ids}."
         )
     for argument, value in (("steps", steps), ("callbacks", callbacks)):
         if value is not None:
             raise ValueError(
-                f"{name}.predict on raw text takes no `{argument}` (the "
+                f"{name}.{method} on raw text takes no `{argument}` (the "
                 f"inputs give the number of steps). Received: "
                 f"{argument}={value!r}. Leave it None, or pass the ids dict."
             )
@@ -85,7 +99,7 @@ def run_text_function(
             f"positive integer or None. Received: batch_size={batch_size!r}"
         )
     function, names = _traced(model, text_function, preprocessor, options)
-    columns = _string_columns(name, inputs, names)
+    columns = _string_columns(name, inputs, names, method)
     count = len(columns[names[0]])
 
     batches = []
@@ -144,18 +158,18 @@ def _traced(model, text_function, preprocessor, options):
     return traced, names
 
 
-def _string_columns(model_name, inputs, names):
+def _string_columns(model_name, inputs, names, method="predict"):
     """`inputs` as `{name: 1-D object array of str/bytes}`, checked."""
     if not isinstance(inputs, Mapping):
         raise ValueError(
-            f"{model_name}.predict on raw text takes a dict with the keys "
+            f"{model_name}.{method} on raw text takes a dict with the keys "
             f"{list(names)}. Received: {inputs!r}"
         )
     if set(inputs) != set(names):
         missing = [key for key in names if key not in inputs]
         unknown = sorted(key for key in inputs if key not in names)
         raise ValueError(
-            f"{model_name}.predict on raw text takes a dict with the keys "
+            f"{model_name}.{method} on raw text takes a dict with the keys "
             f"{list(names)}; missing: {missing}, unknown: {unknown}. "
             f"Received keys: {sorted(inputs)}."
         )
@@ -166,7 +180,7 @@ def _string_columns(model_name, inputs, names):
             value = value.numpy()
         if isinstance(value, (str, bytes)):
             raise ValueError(
-                f"{model_name}.predict takes a list of strings for `{key}`; "
+                f"{model_name}.{method} takes a list of strings for `{key}`; "
                 f"received one string: {key}={value!r}. Wrap it in a list."
             )
         array = np.asarray(value, dtype=object)
@@ -174,14 +188,14 @@ def _string_columns(model_name, inputs, names):
             isinstance(item, (str, bytes)) for item in array
         ):
             raise ValueError(
-                f"{model_name}.predict takes a flat list of strings for "
+                f"{model_name}.{method} takes a flat list of strings for "
                 f"`{key}`. Received: {key}={value!r}"
             )
         columns[key] = array
     lengths = {key: len(values) for key, values in columns.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(
-            f"{model_name}.predict takes as many strings for each of "
+            f"{model_name}.{method} takes as many strings for each of "
             f"{list(names)} (one example each); received "
             + ", ".join(f"{n} for `{key}`" for key, n in lengths.items())
             + "."

@@ -9,7 +9,6 @@ from keras_bert.models.labels import class_labels
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.models.text_inputs import pair_layout
-from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 
@@ -170,7 +169,7 @@ class BertClassifier(Task):
         """
         regression = self.num_classes == 1
         if optimizer == "auto":
-            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
+            optimizer = self.auto_optimizer()
         if loss == "auto":
             loss = (
                 keras.losses.MeanSquaredError()

@@ -16,7 +16,6 @@ from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
-from keras_bert.training.optimizers import training_defaults
 
 MASKED_LM_INPUTS = BACKBONE_INPUTS + ("masked_positions",)
 
@@ -155,7 +154,7 @@ class BertMaskedLM(Task):
                 and `gradient_accumulation_steps` (see `Task.compile`).
         """
         if optimizer == "auto":
-            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
+            optimizer = self.auto_optimizer()
         if loss == "auto":
             # Means over the global batch: the same numbers on one device
             # and under any tf.distribute strategy.
@@ -243,6 +242,7 @@ class BertMaskedLM(Task):
             batch_size=batch_size,
             verbose=verbose,
             padding=FILL_MASK_PADDING,
+            method="fill_mask",
             top_k=top_k,
         )
         without = np.flatnonzero(outputs["num_masks"] == 0)

@@ -10,7 +10,6 @@ from keras_bert.decoding.run_text import run_text_function
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
-from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_text_only_options
 
 # The logit of a position that cannot hold an answer: its probability is 0
@@ -211,7 +210,7 @@ class BertQuestionAnswerer(Task):
                 `gradient_accumulation_steps` (see `Task.compile`).
         """
         if optimizer == "auto":
-            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
+            optimizer = self.auto_optimizer()
         if loss == "auto":
             loss = {
                 name: keras.losses.SparseCategoricalCrossentropy(

@@ -49,7 +49,9 @@ class BertTextEmbedder(Task):
     truncates at its `max_seq_length`.
 
     The model is not compiled: give `compile` the loss you train with (a
-    contrastive loss over in-batch negatives, for instance). To serve it,
+    contrastive loss over in-batch negatives, for instance). The
+    backbone's pooler (`pooler_dense`), which the embeddings do not read,
+    is frozen: training the embedder leaves it as it was. To serve it,
     `keras_bert.serving.export_saved_model(model, export_dir)`: its
     `serving_default` takes `text` (string `(batch,)`) and returns
     `embedding` (float32 `(batch, hidden_dim)`).
@@ -114,6 +116,9 @@ class BertTextEmbedder(Task):
 
         # === Layers ===
         self.backbone = backbone
+        # Embeddings never read the backbone's pooler: frozen, so training
+        # the embedder leaves it as loaded (and Keras misses no gradient).
+        backbone.pooler_dense.trainable = False
         self.pooling_layer = SentencePooling(
             pooling, normalize=normalize, name="pooling"
         )

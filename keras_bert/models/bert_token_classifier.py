@@ -13,7 +13,6 @@ from keras_bert.models.task import logits_dense
 from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.metrics import MaskedLMAccuracy
-from keras_bert.training.optimizers import training_defaults
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 from keras_bert.validation import check_text_only_options
@@ -244,7 +243,7 @@ class BertTokenClassifier(Task):
                 `gradient_accumulation_steps` (see `Task.compile`).
         """
         if optimizer == "auto":
-            optimizer = training_defaults(self.TASK_NAME).create_optimizer()
+            optimizer = self.auto_optimizer()
         loss, metrics = tagging_loss_and_metrics(loss, metrics)
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs

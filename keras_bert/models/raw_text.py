@@ -17,6 +17,7 @@ from keras_bert.models.small_calls import small_predict
 from keras_bert.models.text_datasets import fit_dataset
 from keras_bert.models.text_datasets import inference_dataset
 from keras_bert.models.text_datasets import text_dataset
+from keras_bert.models.text_datasets import validation_dataset
 from keras_bert.models.text_inputs import is_text
 from keras_bert.models.text_inputs import split_last
 
@@ -161,8 +162,11 @@ class RawTextMethods:
             )
             arguments["shuffle"] = False  # each epoch is shuffled already
         arguments.update(y=None, batch_size=None, sample_weight=None)
-        arguments["validation_data"] = self._validation_dataset(
-            validation, validation_batch_size
+        arguments["validation_data"] = validation_dataset(
+            validation,
+            self.preprocessor,
+            self._inputs_from_text,
+            validation_batch_size,
         )
         return super().fit(**arguments)
 
@@ -274,38 +278,6 @@ class RawTextMethods:
 
     def _note_text_layout(self, x):
         """`fit` on raw text `x` calls it first (see `BertClassifier`)."""
-
-    def _validation_dataset(self, validation, batch_size):
-        """`validation_data` with raw text turned into batches of ids."""
-        if isinstance(validation, tf.data.Dataset):
-            if not is_text(validation):
-                return validation
-            return text_dataset(
-                validation,
-                self.preprocessor,
-                self._inputs_from_text,
-                argument="validation_data",
-            )
-        if not (
-            isinstance(validation, (tuple, list))
-            and validation
-            and is_text(validation[0])
-        ):
-            return validation
-        if not 2 <= len(validation) <= 3:
-            raise ValueError(
-                "Received an invalid value for argument `validation_data`: "
-                "expected `(texts, labels)` or `(texts, labels, "
-                f"sample_weight)`; received {len(validation)} parts."
-            )
-        return inference_dataset(
-            self.preprocessor,
-            self._inputs_from_text,
-            validation[0],
-            validation[1],
-            sample_weight=validation[2] if len(validation) == 3 else None,
-            batch_size=batch_size,
-        )
 
 
 # `keras.Model.predict`'s arguments that decide whether a call is small.

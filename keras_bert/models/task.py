@@ -12,6 +12,7 @@ calls a head is in `keras_bert.checkpoints.heads`; what a head serves, in
 
 import keras
 
+from keras_bert.keras_workarounds import learning_rate_schedule
 from keras_bert.keras_workarounds import list_layer_as_one_operation
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.loading import CheckpointLoading
@@ -21,6 +22,12 @@ from keras_bert.training.gradient_accumulation import accumulating_train_step
 from keras_bert.training.gradient_accumulation import (
     check_gradient_accumulation_steps,
 )
+from keras_bert.training.optimizers import training_defaults
+from keras_bert.training.warmup_linear_decay import FitWarmupLinearDecay
+
+# Where `keras.Model.fit` takes `callbacks` positionally (after x, y,
+# batch_size, epochs, verbose).
+_CALLBACKS_POSITION = 5
 
 
 class Task(CheckpointLoading, RawTextMethods, keras.Model):
@@ -140,6 +147,41 @@ class Task(CheckpointLoading, RawTextMethods, keras.Model):
             self._compile_config.config["gradient_accumulation_steps"] = (
                 gradient_accumulation_steps
             )
+
+    def auto_optimizer(self):
+        """The optimizer of `compile(optimizer="auto")`: AdamW with the
+        model's `keras_bert.training.TRAINING_DEFAULTS[TASK_NAME]`, its
+        learning rate warmed up and decayed linearly to 0 over the updates
+        of each `fit` (`FitWarmupLinearDecay`), peaking at the table's
+        `lora_learning_rate` when the backbone has LoRA on.
+
+        Example:
+        ```python
+        backbone = keras_bert.BertBackbone.from_preset("bert_tiny")
+        classifier = keras_bert.BertClassifier(backbone, num_classes=2)
+        classifier.compile(optimizer=classifier.auto_optimizer())
+        ```
+        """
+        return training_defaults(self.TASK_NAME).create_auto_optimizer()
+
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit` (raw text too: `RawTextMethods.fit`); an
+        optimizer on a `keras_bert.training.FitWarmupLinearDecay` (what
+        `compile(optimizer="auto")` gives) warms up and decays over the
+        updates of this `fit`."""
+        schedule = learning_rate_schedule(getattr(self, "optimizer", None))
+        if isinstance(schedule, FitWarmupLinearDecay):
+            args = list(args)
+            if len(args) > _CALLBACKS_POSITION:
+                callbacks = args[_CALLBACKS_POSITION]
+            else:
+                callbacks = kwargs.pop("callbacks", None)
+            callbacks = [*(callbacks or []), schedule.callback()]
+            if len(args) > _CALLBACKS_POSITION:
+                args[_CALLBACKS_POSITION] = callbacks
+            else:
+                kwargs["callbacks"] = callbacks
+        return super().fit(*args, **kwargs)
 
     def train_step(self, data):
         steps = getattr(self, "gradient_accumulation_steps", 1)

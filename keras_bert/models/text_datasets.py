@@ -19,6 +19,7 @@ from keras_bert.data.packed_batches import packed_batches
 from keras_bert.data.trim_batch import trim_batch
 from keras_bert.models.text_inputs import check_labels
 from keras_bert.models.text_inputs import dataset_text_layout
+from keras_bert.models.text_inputs import is_text
 from keras_bert.models.text_inputs import texts_of
 
 
@@ -155,6 +156,40 @@ def text_dataset(dataset, preprocessor, to_inputs, argument="x"):
     return dataset.map(
         lambda texts, *rest: (inputs(texts), *rest),
         num_parallel_calls=tf.data.AUTOTUNE,
+    )
+
+
+def validation_dataset(validation, preprocessor, to_inputs, batch_size):
+    """`fit`'s `validation_data` with raw text turned into batches of ids
+    (anything else returned as it is)."""
+    if isinstance(validation, tf.data.Dataset):
+        if not is_text(validation):
+            return validation
+        return text_dataset(
+            validation,
+            preprocessor,
+            to_inputs,
+            argument="validation_data",
+        )
+    if not (
+        isinstance(validation, (tuple, list))
+        and validation
+        and is_text(validation[0])
+    ):
+        return validation
+    if not 2 <= len(validation) <= 3:
+        raise ValueError(
+            "Received an invalid value for argument `validation_data`: "
+            "expected `(texts, labels)` or `(texts, labels, "
+            f"sample_weight)`; received {len(validation)} parts."
+        )
+    return inference_dataset(
+        preprocessor,
+        to_inputs,
+        validation[0],
+        validation[1],
+        sample_weight=validation[2] if len(validation) == 3 else None,
+        batch_size=batch_size,
     )
 
 

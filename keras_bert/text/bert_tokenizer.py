@@ -436,7 +436,11 @@ class BertTokenizer(keras.layers.Layer):
         `tokenizer_config.json` `do_lower_case`; for an original Google
         directory (`bert_config.json`), "uncased"/"cased" in the directory
         name (the repo name for a Hub id); else the vocabulary (cased when
-        many tokens hold capitals). A keras-hub preset directory (or
+        many tokens hold capitals). Without a tokenizer config, a
+        vocabulary whose letters are upper case only (AntiBERTy's amino
+        acids) is cased before any name is read: lowercased text would
+        match none of its letters. One log line says what was decided and
+        why. A keras-hub preset directory (or
         `kaggle://` handle) gives its `assets/tokenizer/vocabulary.txt` and
         the settings of its `tokenizer.json` (`lowercase`, `strip_accents`,
         `special_tokens_in_strings`), so the ids are keras-hub's.
@@ -489,11 +493,19 @@ class BertTokenizer(keras.layers.Layer):
                 "WordPiece vocabulary as vocab.txt."
             )
         vocabulary = vocabulary_lib.load_vocabulary(vocab_path)
-        casing = vocabulary_lib.read_casing(directory, vocabulary, name=name)
+        casing, source = vocabulary_lib.read_casing(
+            directory, vocabulary, name=name
+        )
         if lowercase is not None:
             casing["lowercase"] = bool(lowercase)
+            source = "the lowercase argument"
         casing.update(kwargs)
-        logging.info("Tokenizer of %s: %s", directory, casing)
+        logging.info(
+            "Tokenizer of %s: lowercase=%s (%s).",
+            directory,
+            casing["lowercase"],
+            source,
+        )
         return cls(vocabulary, **casing)
 
 

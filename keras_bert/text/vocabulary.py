@@ -62,6 +62,21 @@ def looks_cased(vocabulary):
     return capitalised > 0.05 * max(len(words), 1)
 
 
+def upper_case_only(vocabulary):
+    """Whether the letters of `vocabulary`'s tokens (special `[...]` tokens
+    aside) are upper case only, with at least one: a vocabulary that
+    lowercasing would leave without a single letter to match (an
+    amino-acid vocabulary such as AntiBERTy's, for instance)."""
+    letters = {
+        character
+        for token in vocabulary
+        if not (token.startswith("[") and token.endswith("]"))
+        for character in token
+        if character.lower() != character.upper()
+    }
+    return bool(letters) and all(c.isupper() for c in letters)
+
+
 def build_vocabulary(
     texts,
     vocabulary_size,
@@ -158,34 +173,52 @@ def build_vocabulary(
 
 
 def read_casing(directory, vocabulary, name=None):
-    """The casing settings of a checkpoint directory, as tokenizer kwargs.
+    """The casing settings of a checkpoint directory, as tokenizer kwargs,
+    and where they come from (for the log).
 
     Hugging Face's `tokenizer.json` normaliser or `tokenizer_config.json`;
-    else "uncased"/"cased" in `name` (Google's naming; defaults to the
+    else, without either, a vocabulary whose letters are upper case only
+    is cased (lowercased text would match none of its letters); else
+    "uncased"/"cased" in `name` (Google's naming; defaults to the
     directory's name, which for a Hub snapshot is a commit hash, hence
     the repo's name is passed); else a guess from the vocabulary
-    (`looks_cased`).
+    (`looks_cased`: cased when over 5% of its words hold capitals).
+
+    Returns:
+        `(casing, source)`: a dict of `BertTokenizer` arguments
+        (`lowercase`, maybe `strip_accents`) and a phrase saying what
+        decided it.
     """
     tokenizer_json = files.join(directory, "tokenizer.json")
     if files.exists(tokenizer_json):
         normalizer = files.read_json(tokenizer_json).get("normalizer") or {}
         if normalizer.get("type") == "BertNormalizer":
-            return dict(
+            casing = dict(
                 lowercase=bool(normalizer.get("lowercase", True)),
                 strip_accents=normalizer.get("strip_accents"),
             )
+            return casing, "tokenizer.json's normalizer"
     config_json = files.join(directory, "tokenizer_config.json")
     if files.exists(config_json):
         config = files.read_json(config_json)
         casing = dict(lowercase=bool(config.get("do_lower_case", True)))
         if config.get("strip_accents") is not None:
             casing["strip_accents"] = bool(config["strip_accents"])
-        return casing
+        return casing, "tokenizer_config.json"
+    if upper_case_only(vocabulary):
+        return dict(lowercase=False), (
+            "no tokenizer config; the vocabulary's letters are upper case "
+            "only, so text keeps its case"
+        )
     if name is None:
         name = os.path.basename(os.path.normpath(directory))
-    name = name.lower()
-    if "uncased" in name:
-        return dict(lowercase=True)
-    if "cased" in name:
-        return dict(lowercase=False)
-    return dict(lowercase=not looks_cased(vocabulary))
+    for word, lowercase in (("uncased", True), ("cased", False)):
+        if word in name.lower():
+            source = f"no tokenizer config; {word!r} in {name!r}"
+            return dict(lowercase=lowercase), source
+    cased = looks_cased(vocabulary)
+    return dict(lowercase=not cased), (
+        "no tokenizer config; "
+        + ("over" if cased else "at most")
+        + " 5% of the vocabulary's words hold capitals"
+    )

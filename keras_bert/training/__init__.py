@@ -31,6 +31,7 @@ from keras_bert.training.static_shapes import trace_per_shape
 from keras_bert.training.strategies import check_fit_support
 from keras_bert.training.strategies import create_strategy
 from keras_bert.training.strategies import is_chief
+from keras_bert.training.warmup_linear_decay import FitWarmupLinearDecay
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "TRAINING_DEFAULTS",
     "TrainingDefaults",
     "EpochEvaluation",
+    "FitWarmupLinearDecay",
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
     "MultipleNegativesRankingLoss",

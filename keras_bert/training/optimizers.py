@@ -11,6 +11,7 @@ import dataclasses
 import keras
 
 from keras_bert.keras_workarounds import require_keras_internals
+from keras_bert.training.warmup_linear_decay import FitWarmupLinearDecay
 
 # Variable names that get no weight decay: LayerNorm scale and offset, and
 # every bias. Keras matches these against `variable.name`.
@@ -30,12 +31,18 @@ class TrainingDefaults:
     learning rate that warms up linearly over the first tenth of the steps
     and then decays linearly to 0. Only the learning rate, and a recipe's
     batch size and epochs, differ between tasks (`TRAINING_DEFAULTS`).
+    With LoRA on, `compile(optimizer="auto")` peaks at
+    `lora_learning_rate` instead: the few LoRA weights want a rate 10-50x
+    full fine-tuning's (docs/fine_tuning.md, "LoRA": SST-2 in one epoch
+    scored best at 1e-3 of the rates tried).
 
     Attributes:
         learning_rate: float. Peak learning rate.
         epochs: int. Fine-tuning epochs (the recipes' `--epochs`).
         batch_size: int. Global training batch size (`--batch_size`).
         warmup_fraction: float. Share of the update steps spent warming up.
+        lora_learning_rate: float. Peak learning rate of `compile(
+            optimizer="auto")` when the backbone has LoRA on.
         weight_decay: float. Decoupled weight decay.
         no_decay_names: tuple of str. Variable names without decay.
         beta_1, beta_2, epsilon: Adam's constants.
@@ -53,6 +60,7 @@ class TrainingDefaults:
     epochs: int = 3
     batch_size: int = 32
     warmup_fraction: float = 0.1
+    lora_learning_rate: float = 1e-3
     weight_decay: float = 0.01
     no_decay_names: tuple = NO_DECAY_NAMES
     beta_1: float = 0.9
@@ -77,6 +85,26 @@ class TrainingDefaults:
             global_clipnorm=self.global_clipnorm,
             epsilon_hat=epsilon_hat,
             no_decay_names=self.no_decay_names,
+        )
+
+    def create_auto_optimizer(self):
+        """What a task model's `compile(optimizer="auto")` trains with:
+        `create_optimizer` with a `FitWarmupLinearDecay` at this
+        `learning_rate` (`lora_learning_rate` with LoRA on) and
+        `warmup_fraction`, which each `fit` lays over its own updates.
+
+        Example:
+        ```python
+        defaults = keras_bert.training.TRAINING_DEFAULTS["classifier"]
+        optimizer = defaults.create_auto_optimizer()
+        ```
+        """
+        return self.create_optimizer(
+            FitWarmupLinearDecay(
+                self.learning_rate,
+                warmup_fraction=self.warmup_fraction,
+                lora_learning_rate=self.lora_learning_rate,
+            )
         )
 
 
@@ -173,6 +201,9 @@ class AdamW(keras.optimizers.AdamW):
                 "_clip_gradients",
             ],
         )
+        # The step counter (and a fixed rate's variable): all that an
+        # optimizer holds before it is built.
+        self._unbuilt_variables = len(self.variables)
 
     def build(self, variables):
         super().build(variables)
@@ -180,6 +211,29 @@ class AdamW(keras.optimizers.AdamW):
 
     def get_config(self):
         return {**super().get_config(), "epsilon_hat": self.epsilon_hat}
+
+    def load_own_variables(self, store):
+        """Keras' `load_own_variables`, and the state of an optimizer that
+        was saved before it was built.
+
+        A file of a model compiled but not trained holds the optimizer as
+        it was before its first update: its step counter (and a fixed
+        rate's variable) only. A task model's `compile_from_config` builds
+        the optimizer it loads into, and `compile(optimizer="auto")` has a
+        schedule where files of earlier versions have a fixed rate: Keras
+        would skip the saved state with a warning about the mismatch. Here
+        the step counter loads (and the fixed rate, into a fixed rate), and
+        the moments stay zero, as they were when it was saved.
+        """
+        saved = len(store.keys())
+        # The step counter, then a fixed rate's variable.
+        unbuilt = 0 < saved <= 2 and saved != len(self.variables)
+        if unbuilt:
+            self.iterations.assign(store["0"])
+            if saved == 2 == self._unbuilt_variables:
+                self.variables[1].assign(store["1"])
+            return
+        super().load_own_variables(store)
 
     def _clip_gradients(self, grads):
         """`global_clipnorm` by the norm of the gradient itself.

@@ -159,3 +159,38 @@ def test_the_saved_model_serves_what_fill_mask_gives(compared, tmp_path):
     difference = max_abs(served["score"][:, :width], outputs["score"])
     print(f"SavedModel vs fill_mask: score max-abs-diff {difference:.3g}")
     assert difference <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_the_documented_antiberty_snippet_answers_as_the_pipeline(
+    antiberty_dir,
+):
+    """docs/embeddings.md's AntiBERTy block, run as written: its tokenizer
+    keeps case with no argument, and its top 5 are the pipeline's."""
+    import transformers
+
+    from tests.test_docs import python_blocks
+
+    (block,) = [
+        b
+        for b in python_blocks("docs/embeddings.md")
+        if "antiberty" in b.source
+    ]
+    namespace = {}
+    exec(block.source, namespace)
+    assert namespace["tokenizer"].lowercase is False
+    guesses = namespace["guesses"]
+    reference = transformers.pipeline(
+        "fill-mask",
+        model=transformers.BertForMaskedLM.from_pretrained(antiberty_dir),
+        tokenizer=transformers.BertTokenizer(
+            os.path.join(antiberty_dir, "..", "vocab.txt"), do_lower_case=False
+        ),
+        device="cpu",
+    )(namespace["text"], top_k=5)
+    assert guesses["token"][0, 0].tolist() == [
+        g["token_str"] for g in reference
+    ]
+    np.testing.assert_allclose(
+        guesses["score"][0, 0], [g["score"] for g in reference], atol=TOLERANCE
+    )

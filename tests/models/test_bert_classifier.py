@@ -1,11 +1,14 @@
 """BertClassifier: classification and regression heads."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
 
 from keras_bert import BertBackbone
 from keras_bert import BertClassifier
+from keras_bert.training import TRAINING_DEFAULTS
 from tests.helpers import assert_config_complete
 from tests.helpers import backbone_inputs
 from tests.helpers import run_model_saving_test
@@ -105,3 +108,86 @@ def test_invalid_num_classes():
     backbone = BertBackbone(**tiny_backbone_config())
     with pytest.raises(ValueError, match="num_classes=0"):
         BertClassifier(backbone, num_classes=0)
+
+
+class _LearningRates(keras.callbacks.Callback):
+    """The optimizer's learning rate at every training step."""
+
+    def __init__(self):
+        super().__init__()
+        self.rates = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.rates.append(float(self.model.optimizer.learning_rate))
+
+
+def test_compile_auto_warms_up_and_decays_over_each_fit():
+    model = BertClassifier(_small_backbone(), num_classes=2)
+    features, labels = _keyword_task(n=80)
+    peak = TRAINING_DEFAULTS["classifier"].learning_rate
+    for _ in range(2):  # the schedule is laid out again for the second fit
+        rates = _LearningRates()
+        model.fit(
+            features, labels, batch_size=8, epochs=2, verbose=0,
+            callbacks=[rates],
+        )  # fmt: skip
+        # 20 updates: 2 of warmup, then a linear decay to 0 at the 20th.
+        assert len(rates.rates) == 20
+        np.testing.assert_allclose(
+            rates.rates[:4], [0.0, peak / 2, peak, peak * 17 / 18], rtol=1e-5
+        )
+        assert np.all(np.diff(rates.rates[:3]) > 0)
+        assert np.all(np.diff(rates.rates[2:]) < 0)
+        assert rates.rates[-1] == pytest.approx(peak / 18, rel=1e-5)
+        assert float(model.optimizer.learning_rate) == 0.0  # after the last
+
+
+def test_compile_auto_with_lora_peaks_at_the_lora_rate():
+    backbone = _small_backbone()
+    model = BertClassifier(backbone, num_classes=2)
+    backbone.enable_lora(2)  # after compile("auto"): fit picks the rate
+    features, labels = _keyword_task(n=40)
+    rates = _LearningRates()
+    model.fit(features, labels, batch_size=4, epochs=1, verbose=0,
+              callbacks=[rates])  # fmt: skip
+    assert max(rates.rates) == pytest.approx(
+        TRAINING_DEFAULTS["classifier"].lora_learning_rate
+    )
+
+
+def test_compile_auto_keeps_its_schedule_in_a_keras_file(tmp_path):
+    model = BertClassifier(_small_backbone(), num_classes=2)
+    features, labels = _keyword_task(n=16)
+    model.fit(features, labels, batch_size=8, verbose=0)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    rates = _LearningRates()
+    restored.fit(features, labels, batch_size=1, verbose=0, callbacks=[rates])
+    # 16 updates, the first of warmup.
+    assert rates.rates[0] == 0.0 and rates.rates[1] > 0.0
+
+
+@pytest.mark.parametrize("trained", [False, True])
+def test_a_saved_compiled_model_reloads_without_warnings(trained, tmp_path):
+    """Saved with `model.save`, compiled by its constructor, before or
+    after `fit`: reloading it warns of nothing (no "Skipping variable
+    loading for optimizer") and keeps the optimizer's step."""
+    model = BertClassifier(_small_backbone(), num_classes=2)
+    if trained:
+        features, labels = _keyword_task(n=16)
+        model.fit(features, labels, batch_size=8, verbose=0)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        restored = keras.saving.load_model(path)
+    assert [str(w.message) for w in caught] == []
+    assert int(restored.optimizer.iterations) == (2 if trained else 0)
+    for saved, loaded in zip(
+        model.optimizer.variables, restored.optimizer.variables
+    ):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(loaded),
+            keras.ops.convert_to_numpy(saved),
+        )

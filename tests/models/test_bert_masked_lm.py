@@ -150,3 +150,13 @@ def test_compile_settings_survive_saving(tmp_path):
     restored = keras.models.load_model(path)
     assert int(restored.optimizer.iterations.numpy()) == 1
     restored.fit(features, labels, epochs=1, verbose=0)
+
+
+def test_fill_mask_without_a_preprocessor_names_fill_mask_and_its_length():
+    model = BertMaskedLM(BertBackbone(**tiny_backbone_config()))
+    with pytest.raises(ValueError) as error:
+        model.fill_mask(["the [MASK] fox"])
+    message = str(error.value)
+    assert message.startswith("BertMaskedLM.fill_mask received raw text")
+    assert "sequence_length=128" in message  # what from_checkpoint attaches
+    assert "from_checkpoint" in message and "ids dict" not in message

@@ -1,6 +1,8 @@
 """`PairEmbeddingModel`: both sides through one embedder, the in-batch
 negatives loss by default, config and saving."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -51,6 +53,22 @@ def test_compiles_with_the_in_batch_negatives_loss_and_trains():
     history = model.fit(_inputs(), np.zeros(3), epochs=3, verbose=0)
     losses = history.history["loss"]
     assert losses[-1] < losses[0]
+
+
+def test_trains_without_keras_missing_a_gradient():
+    """The embedder's backbone pooler, which embeddings never read, is
+    frozen: Keras has no trainable variable without a gradient to warn
+    about ("Gradients do not exist for variables ['pooler_dense/...']")."""
+    model = _model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    pooler = model.backbone.pooler_dense.kernel
+    before = keras.ops.convert_to_numpy(pooler)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(_inputs(), np.zeros(3), epochs=1, verbose=0)
+    assert [str(w.message) for w in caught] == []
+    assert not any("pooler" in v.path for v in model.trainable_variables)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(pooler), before)
 
 
 def test_rejects_gradient_accumulation():

@@ -1,5 +1,6 @@
 import json
 import os
+from unittest import mock
 
 import keras
 import numpy as np
@@ -7,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.text import bert_tokenizer
 from tests.helpers import assert_config_complete
 from tests.helpers import run_serialization_test
 from tests.text.references import TINY_VOCABULARY
@@ -208,6 +210,31 @@ def test_from_checkpoint_reads_casing(tmp_path):
     assert not keras_bert.BertTokenizer.from_checkpoint(plain).lowercase
     with pytest.raises(FileNotFoundError, match="No vocab.txt"):
         keras_bert.BertTokenizer.from_checkpoint(str(tmp_path))
+
+
+AMINO_ACIDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(
+    "ACDEFGHIKLMNPQRSTVWY"
+)
+
+
+def test_from_checkpoint_keeps_the_case_of_an_upper_case_vocabulary(
+    tmp_path,
+):
+    """No tokenizer config, letters upper case only (AntiBERTy's layout):
+    cased, even in a directory whose name says "uncased", since lowercased
+    text would match none of its letters; one log line says so."""
+    directory = _write_checkpoint(
+        str(tmp_path / "protein_uncased"), AMINO_ACIDS
+    )
+    with mock.patch.object(bert_tokenizer.logging, "info") as info:
+        tokenizer = keras_bert.BertTokenizer.from_checkpoint(directory)
+    assert tokenizer.lowercase is False
+    assert tokenizer(["E V Q [MASK]"]).to_list() == [[8, 22, 18, 4]]
+    (line,) = [call.args[0] % call.args[1:] for call in info.call_args_list]
+    assert "lowercase=False" in line and "upper case only" in line
+    # A letter of either case: the name decides, as before.
+    mixed = _write_checkpoint(str(tmp_path / "uncased"), AMINO_ACIDS + ["x"])
+    assert keras_bert.BertTokenizer.from_checkpoint(mixed).lowercase
 
 
 def test_output_is_deterministic_numpy_input(tokenizer):
