@@ -223,7 +223,10 @@ class AdamW(keras.optimizers.AdamW):
         schedule where files of earlier versions have a fixed rate: Keras
         would skip the saved state with a warning about the mismatch. Here
         the step counter loads (and the fixed rate, into a fixed rate), and
-        the moments stay zero, as they were when it was saved.
+        the moments stay zero, as they were when it was saved. A trained
+        optimizer's state with a fixed rate loads into one with a schedule
+        whole, less the rate (a model trained by an earlier version's
+        `compile("auto")`, reloaded to train on).
         """
         saved = len(store.keys())
         # The step counter, then a fixed rate's variable.
@@ -233,7 +236,26 @@ class AdamW(keras.optimizers.AdamW):
             if saved == 2 == self._unbuilt_variables:
                 self.variables[1].assign(store["1"])
             return
+        if self._holds_a_fixed_rate_more(store):
+            # A trained optimizer with a fixed rate, loaded into one with a
+            # schedule: the same state, less the rate.
+            self.iterations.assign(store["0"])
+            for index, variable in enumerate(self.variables[1:], start=2):
+                variable.assign(store[str(index)])
+            return
         super().load_own_variables(store)
+
+    def _holds_a_fixed_rate_more(self, store):
+        """Whether `store` is this optimizer's state (built) with a fixed
+        rate's variable second, where this optimizer has a schedule."""
+        if self._unbuilt_variables != 1 or len(self.variables) < 2:
+            return False
+        if len(store.keys()) != len(self.variables) + 1:
+            return False
+        rest = [tuple(store[str(i)].shape) for i in range(2, len(store.keys()))]
+        return tuple(store["1"].shape) == () and rest == [
+            tuple(variable.shape) for variable in self.variables[1:]
+        ]
 
     def _clip_gradients(self, grads):
         """`global_clipnorm` by the norm of the gradient itself.

@@ -9,6 +9,7 @@ import pytest
 from keras_bert import BertBackbone
 from keras_bert import BertClassifier
 from keras_bert.training import TRAINING_DEFAULTS
+from keras_bert.training import AdamW
 from tests.helpers import assert_config_complete
 from tests.helpers import backbone_inputs
 from tests.helpers import run_model_saving_test
@@ -190,4 +191,37 @@ def test_a_saved_compiled_model_reloads_without_warnings(trained, tmp_path):
         np.testing.assert_array_equal(
             keras.ops.convert_to_numpy(loaded),
             keras.ops.convert_to_numpy(saved),
+        )
+
+
+def test_a_fixed_rate_optimizer_state_loads_into_the_schedule(tmp_path):
+    """A file of a model trained with a fixed learning rate (as
+    `compile("auto")` was before it had a schedule) resumes in a model
+    compiled with `"auto"`: step and moments load, with no warning."""
+    features, labels = _keyword_task(n=16)
+    keras.utils.set_random_seed(0)
+    trained = BertClassifier(_small_backbone(), num_classes=2)
+    trained.compile(optimizer=AdamW(learning_rate=2e-5))
+    trained.fit(features, labels, batch_size=8, verbose=0)
+    assert len(trained.optimizer.variables) == 2 + 2 * len(
+        trained.trainable_variables
+    )
+    path = str(tmp_path / "model.weights.h5")
+    trained.save_weights(path)
+    keras.utils.set_random_seed(0)
+    resumed = BertClassifier(_small_backbone(), num_classes=2)
+    resumed.optimizer.build(resumed.trainable_variables)
+    assert len(resumed.optimizer.variables) + 1 == len(
+        trained.optimizer.variables
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        resumed.load_weights(path)
+    assert [str(w.message) for w in caught] == []
+    assert int(resumed.optimizer.iterations) == 2
+    saved = [trained.optimizer.variables[0]] + trained.optimizer.variables[2:]
+    for expected, loaded in zip(saved, resumed.optimizer.variables):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(loaded),
+            keras.ops.convert_to_numpy(expected),
         )

@@ -5,7 +5,12 @@ model's `.weights.h5` as keras-bert wrote it at commit a89228f. Keras names
 what it writes by the model's layers, so a head graph that reaches the
 backbone's layers another way (as `BertBackbone.outputs_at` does) must keep
 this layout, or every file written before (`best.weights.h5`, `.keras`
-models, resume backups) would fail to load.
+models, resume backups) would fail to load. One entry differs from
+a89228f's files: the optimizer of `compile("auto")` has a learning-rate
+schedule, not a fixed rate's variable (`optimizer/vars/1`); files that
+hold one still load (`AdamW.load_own_variables`, tested in
+`tests/models/test_bert_classifier.py` and
+`tests/models/test_previous_version_files.py`).
 """
 
 import os
