@@ -17,7 +17,7 @@ with the same settings. A full run also scores its predictions with
 `seqeval` and writes seed 0's tags (checked by
 tests/fine_tuning/ner/test_metrics.py); its record lands in
 benchmarks/ner/ (a smoke run's, `--limit_train`/`--limit_eval`, in
-/tmp/ner_runs).
+`--runs_dir`, default /tmp/ner_runs).
 
 `--step_parity`: dropout off, transformers' head copied into ours, the
 first `--steps` batches of CoNLL-2003; PyTorch's loss at every step and how
@@ -71,6 +71,7 @@ flags.DEFINE_integer("seed", 0, "Seed of the head, dropout and batch order.")
 flags.DEFINE_integer("threads", 2, "torch threads.")
 flags.DEFINE_integer("limit_train", None, "The first N training sentences.")
 flags.DEFINE_integer("limit_eval", None, "Smoke runs: first N sentences.")
+flags.DEFINE_string("runs_dir", "/tmp/ner_runs", "Runs and cut data go below.")
 flags.DEFINE_bool("summarize", False, "Print the tables of benchmarks/ner.")
 flags.DEFINE_bool("step_parity", False, "Compare every step's loss.")
 flags.DEFINE_integer("steps", 30, "--step_parity: training steps.")
@@ -416,7 +417,7 @@ def step_parity():
     import keras_bert
 
     FLAGS.limit_train = FLAGS.limit_train or 2 * FLAGS.steps * 32
-    _, train, _, labels = conll("/tmp/ner_runs/step_parity")
+    _, train, _, labels = conll(f"{FLAGS.runs_dir}/step_parity")
     features = ner_windows(train)
     rows = batches_of(features)[: FLAGS.steps]
     batches = [common.cut_batch(features, r, 128) for r in rows]
@@ -454,7 +455,7 @@ def head_init():
     import keras
     import numpy as np
 
-    _, train, _, labels = conll("/tmp/ner_runs/head_init")
+    _, train, _, labels = conll(f"{FLAGS.runs_dir}/head_init")
     features = ner_windows(train)
     batches = [common.cut_batch(features, r, 128) for r in batches_of(features)]
     head = None  # "normal": the model's own
@@ -494,9 +495,7 @@ def main(argv):
         )
     SETTINGS.update(seed=FLAGS.seed, epochs=DATASETS[FLAGS.dataset][2])
     name = f"{FLAGS.dataset}_{FLAGS.contestant}_seed{FLAGS.seed}"
-    run_dir = os.path.join(
-        "/tmp/ner_runs", FLAGS.dataset, name.split("_", 1)[1]
-    )
+    run_dir = os.path.join(FLAGS.runs_dir, FLAGS.dataset, name.split("_", 1)[1])
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     load_average, start = round(os.getloadavg()[0], 1), time.perf_counter()
     train = train_torch if FLAGS.contestant == "torch" else train_keras_bert

@@ -226,12 +226,41 @@ def train_torch(run_dir):
     common.write_record(os.path.join(run_dir, "run.json"), record)
 
 
+def first_questions(path, limit, directory):
+    """`path` (a SQuAD JSON file), or with `limit` a copy in `directory` of
+    it up to its `limit`-th question: what `examples` reads, for the recipe
+    (a smoke run)."""
+    if not limit:
+        return path
+    with open(path, encoding="utf-8") as file:
+        squad = json.load(file)
+    articles = []
+    for article in squad["data"]:
+        paragraphs = []
+        for paragraph in article["paragraphs"]:
+            qas = paragraph["qas"][:limit]
+            limit -= len(qas)
+            paragraphs += [dict(paragraph, qas=qas)] if qas else []
+        articles += [dict(article, paragraphs=paragraphs)] if paragraphs else []
+    os.makedirs(directory, exist_ok=True)
+    copy = os.path.join(directory, os.path.basename(path))
+    with open(copy, "w", encoding="utf-8") as file:
+        json.dump(dict(squad, data=articles), file)
+    return copy
+
+
 def train_keras_bert(run_dir):
-    """Runs `recipes/squad.py` with the shared settings; times it."""
+    """Runs `recipes/squad.py` with the shared settings (on the first
+    questions with `--limit_train`/`--limit_predict`); times it."""
+    if FLAGS.max_steps:
+        raise app.UsageError("--max_steps: torch only (use --limit_train).")
+    data = run_dir + "_data"
     command = recipe.command(
         "squad",
-        train_file=FLAGS.train_file,
-        predict_file=FLAGS.predict_file,
+        train_file=first_questions(FLAGS.train_file, FLAGS.limit_train, data),
+        predict_file=first_questions(
+            FLAGS.predict_file, FLAGS.limit_predict, data
+        ),
         init_checkpoint=common.minilm_dir(),
         **{
             k: SETTINGS[k]
@@ -259,7 +288,7 @@ def evaluate(run_dir):
     from keras_bert.fine_tuning.squad import postprocess
 
     run = common.read_record(os.path.join(run_dir, "run.json"))
-    dev = examples(FLAGS.predict_file, None)
+    dev = examples(FLAGS.predict_file, FLAGS.limit_predict)
     result = {"contestant": FLAGS.contestant, "run_dir": run_dir}
     if FLAGS.contestant.startswith("torch"):
         saved = np.load(os.path.join(run_dir, "dev_logits.npz"))

@@ -88,9 +88,11 @@ def train_on(
     e.g. its `torch.compile`), yielding each step's loss as the step ends:
     a caller times the steps between the yields."""
     model.train()
+    # Not `forward or model`: a compiled module has no truth value.
+    forward = model if forward is None else forward
     for batch in batches:
         with autocast(precision):
-            loss = (forward or model)(**batch).loss
+            loss = forward(**batch).loss
         yield step(model, optimizer, loss, clipnorm)
 
 

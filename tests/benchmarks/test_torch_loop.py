@@ -261,3 +261,33 @@ def test_predict_keeps_the_order_and_restores_training_mode():
         torch.cat([output for _, output in outputs]), expected
     )
     assert not outputs[0][1].requires_grad
+
+
+def test_train_on_calls_a_forward_without_a_truth_value():
+    class Output:
+        def __init__(self, loss):
+            self.loss = loss
+
+    class Wrapped(torch.nn.Module):
+        """Like `torch.compile`'s module: `len` (so `bool`) raises."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.model, self.calls = model, 0
+
+        def __len__(self):
+            raise TypeError("no len()")
+
+        def forward(self, x, y):
+            self.calls += 1
+            return Output(torch.nn.functional.cross_entropy(self.model(x), y))
+
+    model = _model()
+    x, y = _data()
+    forward = Wrapped(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = [{"x": x[:6], "y": y[:6]}, {"x": x[6:], "y": y[6:]}]
+    losses = list(
+        torch_loop.train_on(model, batches, optimizer, forward=forward)
+    )
+    assert forward.calls == 2 and len(losses) == 2
