@@ -165,10 +165,18 @@ class Task(CheckpointLoading, RawTextMethods, keras.Model):
         return training_defaults(self.TASK_NAME).create_auto_optimizer()
 
     def fit(self, *args, **kwargs):
-        """`keras.Model.fit` (raw text too: `RawTextMethods.fit`); an
-        optimizer on a `keras_bert.training.FitWarmupLinearDecay` (what
+        """Trains the model: `RawTextMethods.fit` (ids, or raw text with a
+        preprocessor; its docstring has the arguments). An optimizer on a
+        `keras_bert.training.FitWarmupLinearDecay` (what
         `compile(optimizer="auto")` gives) warms up and decays over the
-        updates of this `fit`."""
+        updates of this `fit`, laid out anew on each call.
+
+        Example (`classifier` as in `RawTextMethods.fit`'s):
+        ```python
+        classifier.compile()  # optimizer="auto"
+        classifier.fit(["a good film", "a bad book"], [1, 0], verbose=0)
+        ```
+        """
         schedule = learning_rate_schedule(getattr(self, "optimizer", None))
         if isinstance(schedule, FitWarmupLinearDecay):
             args = list(args)

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.data import packed_batches
+from keras_bert.models.raw_text import RawTextMethods
 from keras_bert.models.task import Task
 
 VOCABULARY = [
@@ -306,7 +307,7 @@ def _example(obj):
     [
         [keras_bert.BertClassifier],
         [keras_bert.BertMaskedLM],
-        [Task.fit, Task.evaluate, Task.predict],
+        [RawTextMethods.fit, Task.fit, Task.evaluate, Task.predict],
     ],
     ids=["BertClassifier", "BertMaskedLM", "Task"],
 )
