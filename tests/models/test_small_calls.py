@@ -9,11 +9,9 @@ import tensorflow as tf
 
 import keras_bert
 from keras_bert.models import small_calls
+from tests.helpers import tiny_backbone_config
+from tests.models.test_raw_text import VOCABULARY
 
-VOCABULARY = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "a", "good", "bad", "film", "book", "the", "was", "very", "long", ".",
-]  # fmt: skip
 TEXTS = [
     "a good film .",
     "the book was very very long and bad .",
@@ -34,12 +32,9 @@ def preprocessor(sequence_length=16):
 def backbone(seed=0):
     keras.utils.set_random_seed(seed)
     return keras_bert.BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=16,
-        max_sequence_length=32,
+        **tiny_backbone_config(
+            vocabulary_size=len(VOCABULARY), max_sequence_length=32
+        )
     )
 
 
