@@ -27,6 +27,10 @@ The workarounds:
 - `learning_rate_schedule(optimizer)`: Keras keeps an optimizer's
   schedule private (`learning_rate` gives its value at the current step);
   a task model's `fit` lays its `FitWarmupLinearDecay` out.
+- `evaluation_ready(model)` and `evaluation_result(model, logs,
+  return_dict)`: Keras offers no public way to run `test_step` outside
+  `evaluate` and give what `evaluate` returns (small calls run it in their
+  own compiled function, `keras_bert.models.small_calls`).
 - `global_random_state_restored()`: `keras.utils.set_random_seed` seeds
   the whole process and Keras offers no way to read the seeds back; this
   saves and restores them around a function that seeds (fine-tuning).
@@ -136,6 +140,31 @@ def keras_tf_trainer():
         trainer, ["reduce_per_replica", "_collective_all_reduce_multi_worker"]
     )
     return trainer
+
+
+def evaluation_ready(model):
+    """Whether `model`'s compiled loss and metrics are built (as Keras'
+    first `evaluate` or `fit` builds them), so that `test_step` creates no
+    variables when traced."""
+    require_keras_internals(model, ["_compile_metrics", "_compile_loss"])
+    return all(
+        part is None or part.built
+        for part in (model._compile_metrics, model._compile_loss)
+    )
+
+
+def evaluation_result(model, logs, return_dict=False):
+    """What `keras.Model.evaluate` returns for the logs of its last
+    `test_step`: the metrics' results, as a dict or (by default) a list in
+    the order of `model.metrics_names`."""
+    from keras.src.utils.python_utils import pythonify_logs
+
+    names = ["_get_metrics_result_or_logs", "_flatten_metrics_in_order"]
+    require_keras_internals(model, names)
+    logs = pythonify_logs(model._get_metrics_result_or_logs(logs))
+    if return_dict:
+        return logs
+    return model._flatten_metrics_in_order(logs)
 
 
 @contextlib.contextmanager

@@ -152,6 +152,9 @@ class BertClassifier(Task):
     def _note_text_layout(self, x):
         self.pair = pair_layout(x, self.pair)
 
+    def _check_text_layout(self, x):
+        pair_layout(x, self.pair)
+
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Configures training; `"auto"` gives BERT's fine-tuning setup.
 

@@ -9,10 +9,13 @@ method. Ids go to `keras.Model` unchanged.
 
 import inspect
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.models.labels import checked_labels
 from keras_bert.models.labels import checked_validation
+from keras_bert.models.small_calls import empty_outputs
+from keras_bert.models.small_calls import small_evaluate
 from keras_bert.models.small_calls import small_predict
 from keras_bert.models.text_datasets import fit_dataset
 from keras_bert.models.text_datasets import inference_dataset
@@ -116,6 +119,11 @@ class RawTextMethods:
         validation = checked_validation(
             arguments.pop("validation_data"), self._head_labels
         )
+        if isinstance(validation, tuple) and validation:
+            if is_text(validation[0]):
+                self._check_text_layout(validation[0])
+        elif is_text(validation):
+            self._check_text_layout(validation)
         validation_batch_size = (
             arguments.pop("validation_batch_size") or arguments["batch_size"]
         )
@@ -179,6 +187,12 @@ class RawTextMethods:
         longest row: texts, or a pair `(texts_a, texts_b)`, with labels
         `y`; or a `tf.data.Dataset` of `(texts, labels)` batches.
 
+        As in `predict`, at most `batch_size` (default 32) examples, with
+        no `steps`, `callbacks` or progress bar asked for, run the model's
+        `test_step` in one compiled function kept on the model (once the
+        first `evaluate` or `fit` has built the metrics), to the same
+        loss and metrics (`keras_bert.models.small_calls.small_evaluate`).
+
         Args:
             x: the ids dict, or raw text.
             y: labels, one per text (or pair).
@@ -192,9 +206,14 @@ class RawTextMethods:
         text = is_text(x)
         if text:
             self._check_text_method("evaluate", "x")
+            self._check_text_layout(x)
         arguments = _bind(super().evaluate, x, y, *args, **kwargs)
         y = arguments["y"] = checked_labels(x, y, "evaluate", self._head_labels)
         kwargs = arguments.pop("kwargs", {})
+        if not kwargs:
+            result = small_evaluate(self, **arguments)
+            if result is not None:
+                return result
         if not text:
             return super().evaluate(**arguments, **kwargs)
         arguments["x"] = inference_dataset(
@@ -233,6 +252,8 @@ class RawTextMethods:
         logits = classifier.predict(["a good book"])  # (1, num_classes)
         ```
         """
+        if is_text(x):
+            self._check_text_layout(x)
         arguments = _bind(super().predict, x, *args, **kwargs)
         outputs = small_predict(
             self,
@@ -241,6 +262,8 @@ class RawTextMethods:
         )
         if outputs is not None:
             return outputs
+        if _no_examples(x):
+            return empty_outputs(self)
         if not is_text(x):
             return super().predict(x, *args, **kwargs)
         self._check_text_method("predict", "x")
@@ -279,9 +302,23 @@ class RawTextMethods:
     def _note_text_layout(self, x):
         """`fit` on raw text `x` calls it first (see `BertClassifier`)."""
 
+    def _check_text_layout(self, x):
+        """`evaluate`, `predict` and `fit`'s `validation_data` call it on
+        raw text `x`: a head that knows its layout (single texts or
+        pairs, see `BertClassifier`) raises for the other one."""
+
 
 # `keras.Model.predict`'s arguments that decide whether a call is small.
 _SMALL_CALL_ARGUMENTS = ("batch_size", "verbose", "steps", "callbacks")
+
+
+def _no_examples(x):
+    """Whether `x` is an empty list or array, or a tuple of them."""
+    parts = x if isinstance(x, tuple) else (x,)
+    return bool(parts) and all(
+        isinstance(part, (list, np.ndarray)) and len(part) == 0
+        for part in parts
+    )
 
 
 def _bind(method, *args, **kwargs):

@@ -1,4 +1,5 @@
-"""Small calls: `predict` on a few examples through one compiled function.
+"""Small calls: `predict` and `evaluate` on a few examples through one
+compiled function.
 
 `keras.Model.predict` builds a `tf.data` pipeline, callbacks and a step
 loop on every call: fixed work that dwarfs the model itself when a
@@ -17,6 +18,10 @@ two (at least `SMALLEST_LENGTH`, at most the preprocessor's
 `sequence_length`), padding that the attention mask hides and that is
 dropped from the outputs.
 
+`evaluate` (`small_evaluate`) runs the model's own `test_step` in such a
+function, with the labels (and sample weights) as more inputs, so its
+loss and metrics are `keras.Model.evaluate`'s on one batch.
+
 The functions are rebuilt when the model's structure changes (new or
 replaced variables: `enable_lora`, `quantize`, a new `preprocessor`, a
 different `jit_compile`); new weight values need nothing, as the graph
@@ -29,6 +34,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.trim_batch import trim_batch
+from keras_bert.keras_workarounds import evaluation_ready
+from keras_bert.keras_workarounds import evaluation_result
 
 # Examples up to which `predict` takes the compiled function when it is
 # given no `batch_size` (Keras' own default batch).
@@ -80,6 +87,76 @@ def small_predict(
         return None
     function = compiled_function(model, ("ids",), lambda: _ids_function(model))
     return _numpy(function(ids))
+
+
+def small_evaluate(
+    model,
+    x,
+    y,
+    batch_size=None,
+    verbose="auto",
+    sample_weight=None,
+    steps=None,
+    callbacks=None,
+    return_dict=False,
+):
+    """`model.evaluate(x, y, ...)`'s result through a compiled function,
+    or `None`.
+
+    Takes the call on the terms of `small_predict` (at most `batch_size`
+    examples of raw text or ids, no `steps`, `callbacks` or progress bar),
+    when the labels are arrays and Keras' own loop would add nothing
+    either: one device (no `tf.distribute` strategy), no XLA, and the
+    compiled loss and metrics built (by an earlier `evaluate` or `fit`;
+    the first call goes to Keras, which builds them). The metrics are
+    reset first, as `evaluate` resets them.
+
+    Returns:
+        What `keras.Model.evaluate` returns (a list of scalars, or a dict
+        with `return_dict=True`), or `None`.
+    """
+    if steps is not None or callbacks is not None or y is None:
+        return None
+    if verbose not in ("auto", 0) or model.jit_compile:
+        return None
+    if tf.distribute.has_strategy() or (
+        getattr(model, "_distribute_strategy", None) is not None
+    ):
+        return None
+    if not evaluation_ready(model):
+        return None
+    targets = _arrays(y)
+    weights = None if sample_weight is None else _arrays(sample_weight)
+    if targets is None or (sample_weight is not None and weights is None):
+        return None
+    extra = (targets,) if weights is None else (targets, weights)
+    extra_specs = tf.nest.map_structure(_unknown_shape_spec, extra)
+    extra_key = repr(extra_specs)
+    limit = batch_size or DEFAULT_BATCH_SIZE
+    texts = _text_columns(model, x, "evaluate")
+    if texts is not None:
+        if not 0 < len(texts[0]) <= limit:
+            return None
+        function = compiled_function(
+            model,
+            ("evaluate text", len(texts), extra_key),
+            lambda: _evaluate_text_function(model, len(texts), extra_specs),
+        )
+        arguments = (*(tf.constant(t, tf.string) for t in texts), *extra)
+    else:
+        ids = _ids(model, x)
+        if ids is None:
+            return None
+        if not 0 < int(next(iter(ids.values())).shape[0]) <= limit:
+            return None
+        function = compiled_function(
+            model,
+            ("evaluate ids", extra_key),
+            lambda: _evaluate_ids_function(model, extra_specs),
+        )
+        arguments = (ids, *extra)
+    model.reset_metrics()
+    return evaluation_result(model, function(*arguments), return_dict)
 
 
 def compiled_function(model, kind, build):
@@ -203,10 +280,56 @@ def _ids_function(model):
     return tf.function(run, input_signature=[signature])
 
 
-def _text_columns(model, x):
+def _evaluate_text_function(model, num_texts, extra_specs):
+    """`tf.function(*texts, labels[, sample_weight]) -> test_step logs` on
+    texts tokenized as `text_function` tokenizes them."""
+    pack = model.preprocessor.batch_function(num_texts)
+    to_inputs = model._inputs_from_text
+
+    def run(*arguments):
+        texts, extra = arguments[:num_texts], arguments[num_texts:]
+        features = trim_batch(pack(*texts), multiple=1)
+        inputs = features if to_inputs is None else to_inputs(features, None)
+        return model.test_step((inputs, *extra))
+
+    signature = [tf.TensorSpec([None], tf.string)] * num_texts
+    return tf.function(run, input_signature=[*signature, *extra_specs])
+
+
+def _evaluate_ids_function(model, extra_specs):
+    """`tf.function(ids, labels[, sample_weight]) -> test_step logs`."""
+    signature = {
+        name: tf.TensorSpec((None,) * len(spec.shape), spec.dtype, name)
+        for name, spec in model.input.items()
+    }
+
+    def run(inputs, *extra):
+        return model.test_step((inputs, *extra))
+
+    return tf.function(run, input_signature=[signature, *extra_specs])
+
+
+def _arrays(values):
+    """`values` (an array, list or dict of them) as tensors, or `None`."""
+    leaves = tf.nest.flatten(values)
+    if not leaves or not all(
+        isinstance(leaf, (np.ndarray, tf.Tensor, list)) for leaf in leaves
+    ):
+        return None
+    tensors = [tf.convert_to_tensor(leaf) for leaf in leaves]
+    if any(tensor.dtype == tf.string for tensor in tensors):
+        return None
+    return tf.nest.pack_sequence_as(values, tensors)
+
+
+def _unknown_shape_spec(tensor):
+    return tf.TensorSpec((None,) * len(tensor.shape), tensor.dtype)
+
+
+def _text_columns(model, x, method="predict"):
     """`x` as a tuple of 1-D arrays of str when it is raw text the model's
-    `predict` reads (an empty list counts), else `None`."""
-    if "predict" not in getattr(model, "TEXT_METHODS", ()):
+    `method` reads (an empty list counts), else `None`."""
+    if method not in getattr(model, "TEXT_METHODS", ()):
         return None
     if getattr(model, "preprocessor", None) is None:
         return None

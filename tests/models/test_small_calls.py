@@ -228,8 +228,9 @@ def test_xla_pads_to_buckets_to_the_same_outputs():
         ("embedder", np.array([], str), (0, 8)),
         ("masked_lm", [], None),
         ("token_classifier", {k: v[:0] for k, v in ids(TEXTS).items()}, None),
+        ("question_answerer", ([], []), None),
     ],
-    ids=["classifier", "pair", "ids", "embedder", "masked_lm", "tokens"],
+    ids=["classifier", "pair", "ids", "embedder", "masked_lm", "tokens", "qa"],
 )
 def test_empty_inputs_give_empty_outputs_at_once(models, name, x, shape):
     model = models[name].__class__.from_config(models[name].get_config())
@@ -244,6 +245,82 @@ def test_empty_inputs_give_empty_outputs_at_once(models, name, x, shape):
         assert output.dtype == spec.dtype
     if shape:
         assert outputs.shape == shape
+
+
+# === evaluate ===
+
+LABELS = np.array([0, 2, 1, 1, 0])
+WEIGHTS = np.array([1.0, 0.5, 2.0, 1.0, 0.0])
+
+
+def compiled_copy(models, name):
+    model = models[name].__class__.from_config(models[name].get_config())
+    model.set_weights(models[name].get_weights())
+    model.compile()
+    return model
+
+
+@pytest.mark.parametrize(
+    "x, kwargs",
+    [
+        (TEXTS, {}),
+        ((TEXTS, SECOND_TEXTS), {}),
+        (ids(TEXTS), {}),
+        (TEXTS, {"sample_weight": WEIGHTS}),
+        (TEXTS, {"return_dict": True}),
+    ],
+    ids=["text", "pair", "ids", "sample_weight", "return_dict"],
+)
+def test_small_evaluate_equals_keras_evaluate(models, x, kwargs):
+    model = compiled_copy(models, "classifier")
+    expected = model.evaluate(x, LABELS, callbacks=[], verbose=0, **kwargs)
+    model.test_function = None
+    fast = model.evaluate(x, LABELS, **kwargs)
+    assert model.test_function is None  # Keras' step never ran
+    kind = "evaluate ids" if isinstance(x, dict) else "evaluate text"
+    assert any(k[0] == kind for k in model._small_calls.functions)
+    if kwargs.get("return_dict"):
+        assert list(fast) == list(expected)
+        fast, expected = list(fast.values()), list(expected.values())
+    assert len(fast) == len(expected) == 2  # loss, accuracy
+    np.testing.assert_allclose(fast, expected, rtol=1e-6)
+    # Metrics start over on each call, as Keras' evaluate resets them.
+    again = model.evaluate(x, LABELS, **kwargs)
+    if kwargs.get("return_dict"):
+        again = list(again.values())
+    np.testing.assert_allclose(again, expected, rtol=1e-6)
+
+
+def test_small_evaluate_of_a_multi_output_head(models):
+    model = compiled_copy(models, "question_answerer")
+    labels = {"start_logits": LABELS, "end_logits": LABELS + 1}
+    expected = model.evaluate(ids(TEXTS), labels, callbacks=[], verbose=0)
+    model.test_function = None
+    fast = model.evaluate(ids(TEXTS), labels)
+    assert model.test_function is None
+    np.testing.assert_allclose(fast, expected, rtol=1e-6)
+
+
+def test_first_evaluate_and_large_inputs_take_keras_loop(models):
+    model = compiled_copy(models, "classifier")
+    model.evaluate(TEXTS, LABELS, verbose=0)  # builds the metrics
+    assert not hasattr(model, "_small_calls")
+    model.test_function = None
+    model.evaluate(TEXTS, LABELS, batch_size=2, verbose=0)
+    assert model.test_function is not None
+
+
+def test_predict_and_evaluate_refuse_the_other_text_layout(models):
+    model = compiled_copy(models, "classifier")
+    model.fit(TEXTS, LABELS, verbose=0)
+    assert model.pair is False
+    pairs = (TEXTS, SECOND_TEXTS)
+    with pytest.raises(ValueError, match="single texts"):
+        model.predict(pairs)
+    with pytest.raises(ValueError, match="single texts"):
+        model.evaluate(pairs, LABELS)
+    with pytest.raises(ValueError, match="single texts"):
+        model.fit(TEXTS, LABELS, validation_data=(pairs, LABELS), verbose=0)
 
 
 # === BertTextEmbedder.encode ===
