@@ -10,6 +10,8 @@ calls a head is in `keras_bert.checkpoints.heads`; what a head serves, in
 `keras_bert.serving` (`register_endpoints`).
 """
 
+import inspect
+
 import keras
 
 from keras_bert.keras_workarounds import learning_rate_schedule
@@ -24,10 +26,6 @@ from keras_bert.training.gradient_accumulation import (
 )
 from keras_bert.training.optimizers import training_defaults
 from keras_bert.training.warmup_linear_decay import FitWarmupLinearDecay
-
-# Where `keras.Model.fit` takes `callbacks` positionally (after x, y,
-# batch_size, epochs, verbose).
-_CALLBACKS_POSITION = 5
 
 
 class Task(CheckpointLoading, RawTextMethods, keras.Model):
@@ -179,16 +177,17 @@ class Task(CheckpointLoading, RawTextMethods, keras.Model):
         """
         schedule = learning_rate_schedule(getattr(self, "optimizer", None))
         if isinstance(schedule, FitWarmupLinearDecay):
-            args = list(args)
-            if len(args) > _CALLBACKS_POSITION:
-                callbacks = args[_CALLBACKS_POSITION]
-            else:
-                callbacks = kwargs.pop("callbacks", None)
-            callbacks = [*(callbacks or []), schedule.callback()]
-            if len(args) > _CALLBACKS_POSITION:
-                args[_CALLBACKS_POSITION] = callbacks
-            else:
-                kwargs["callbacks"] = callbacks
+            seed = kwargs.pop("seed", None)
+            arguments = inspect.signature(keras.Model.fit).bind(
+                self, *args, **kwargs
+            )
+            arguments.apply_defaults()
+            arguments = dict(arguments.arguments)
+            del arguments["self"]
+            extra = arguments.pop("kwargs", {})
+            callbacks = arguments["callbacks"] or []
+            arguments["callbacks"] = [*callbacks, schedule.callback()]
+            return super().fit(**arguments, **extra, seed=seed)
         return super().fit(*args, **kwargs)
 
     def train_step(self, data):

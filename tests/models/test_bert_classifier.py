@@ -143,6 +143,19 @@ def test_compile_auto_warms_up_and_decays_over_each_fit():
         assert float(model.optimizer.learning_rate) == 0.0  # after the last
 
 
+def test_compile_auto_schedules_fit_with_positional_callbacks():
+    model = BertClassifier(_small_backbone(), num_classes=2)
+    features, labels = _keyword_task(n=16)
+    rates = _LearningRates()
+    model.fit(features, labels, 8, 2, 0, [rates])  # batch, epochs, verbose
+    assert len(rates.rates) == 4  # the user's callback ran
+    # 4 updates: no whole update of warmup, then a decay to 0 over them.
+    peak = TRAINING_DEFAULTS["classifier"].learning_rate
+    np.testing.assert_allclose(rates.rates, [peak, peak * 3 / 4, peak / 2,
+                                             peak / 4], rtol=1e-5)  # fmt: skip
+    assert float(model.optimizer.learning_rate) == 0.0
+
+
 def test_compile_auto_with_lora_peaks_at_the_lora_rate():
     backbone = _small_backbone()
     model = BertClassifier(backbone, num_classes=2)
