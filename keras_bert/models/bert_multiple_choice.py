@@ -17,7 +17,7 @@ from keras_bert.validation import check_rate
 
 
 def multiple_choice_inputs():
-    """Named int32 `keras.Input`s `(batch_size, num_choices, sequence_length)`."""
+    """Named int32 `keras.Input`s `(batch, num_choices, sequence_length)`."""
     return {
         name: keras.Input(shape=(None, None), dtype="int32", name=name)
         for name in BACKBONE_INPUTS
