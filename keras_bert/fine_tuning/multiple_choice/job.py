@@ -1,5 +1,6 @@
 """Multiple choice as a `FineTuningJob`: SWAG-layout or JSONL files."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -61,6 +62,7 @@ class MultipleChoiceFineTuning(FineTuningJob):
         self.eval_batch_size = eval_batch_size
         self.preprocessor = None
         self._features = None
+        self._last_probabilities = None
 
     @property
     def monitor(self):
@@ -109,14 +111,25 @@ class MultipleChoiceFineTuning(FineTuningJob):
         }
 
     def probabilities(self, model, split):
-        """Softmax over the choices of every example of `split`."""
+        """Softmax over the choices of every example of `split`.
+
+        The last result is kept with the head's weights it came from, so
+        that `write_outputs` (the best epoch's weights, most often the
+        last evaluated) does not predict the split again.
+        """
+        key = (split, _weights_digest(model))
+        if self._last_probabilities is not None:
+            if self._last_probabilities[0] == key:
+                return self._last_probabilities[1]
         logits = model.predict(
             choice_dataset(
                 self._packed()[split], batch_size=self.eval_batch_size
             ),
             verbose=0,
         )
-        return tf.nn.softmax(logits).numpy()
+        probabilities = tf.nn.softmax(logits).numpy()
+        self._last_probabilities = (key, probabilities)
+        return probabilities
 
     def write_outputs(self, model, directory):
         if "validation" not in self.eval_sets:
@@ -162,3 +175,12 @@ class MultipleChoiceFineTuning(FineTuningJob):
                 for split, examples in splits.items()
             }
         return self._features
+
+
+def _weights_digest(model):
+    """A digest of the model's trainable weights (they change every
+    step, so equal digests mean the same weights)."""
+    digest = hashlib.sha1()
+    for variable in model.trainable_variables:
+        digest.update(np.asarray(variable.numpy()).tobytes())
+    return digest.hexdigest()
