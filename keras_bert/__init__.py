@@ -45,6 +45,7 @@ from keras_bert.layers.embedding_similarity import top_k_search  # noqa: E402
 from keras_bert.models import BertBackbone  # noqa: E402
 from keras_bert.models import BertClassifier  # noqa: E402
 from keras_bert.models import BertMaskedLM  # noqa: E402
+from keras_bert.models import BertMultipleChoice  # noqa: E402
 from keras_bert.models import BertQuestionAnswerer  # noqa: E402
 from keras_bert.models import BertTextEmbedder  # noqa: E402
 from keras_bert.models import BertTokenClassifier  # noqa: E402
@@ -56,6 +57,7 @@ __all__ = [
     "BertBackbone",
     "BertClassifier",
     "BertMaskedLM",
+    "BertMultipleChoice",
     "BertQuestionAnswerer",
     "BertTextEmbedder",
     "BertTokenClassifier",

@@ -52,6 +52,7 @@ from keras_bert.checkpoints.sentence_transformers_files import (
 )
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
@@ -311,6 +312,29 @@ register_checkpoint_head(
         },
         huggingface_architecture="BertForQuestionAnswering",
         uses_pooler=False,
+    ),
+)
+
+
+def _multiple_choice_config(checkpoint, backbone_config, dropout=None):
+    """The dropout on the pooled output: the checkpoint's, unless given."""
+    if dropout is None:
+        dropout = backbone_config["dropout"]
+    return {"dropout": dropout}
+
+
+register_checkpoint_head(
+    BertMultipleChoice,
+    CheckpointHead(
+        # One score per (context, choice) pair, stored `(1, hidden)`.
+        groups={"multiple_choice": "classifier."},
+        weights=lambda model: {
+            "multiple_choice": {"classifier": model.output_dense}
+        },
+        descriptions={"multiple_choice": "multiple-choice head (classifier)"},
+        huggingface_architecture="BertForMultipleChoice",
+        config_from_checkpoint=_multiple_choice_config,
+        huggingface_config=lambda model: {"classifier_dropout": model.dropout},
     ),
 )
 

@@ -35,7 +35,8 @@ def save_huggingface(model, tokenizer, path):
     `BertMaskedLM` becomes a `BertForPreTraining` (masked-LM and NSP heads;
     the tied decoder matrix is not duplicated, as `transformers` saves it),
     a `BertClassifier` a `BertForSequenceClassification`, a
-    `BertQuestionAnswerer` a `BertForQuestionAnswering`. The directory loads
+    `BertQuestionAnswerer` a `BertForQuestionAnswering`, a
+    `BertMultipleChoice` a `BertForMultipleChoice`. The directory loads
     with `transformers`' `from_pretrained` with no missing or unexpected
     weights.
 

@@ -9,6 +9,7 @@ new job is a new folder and a thin recipe; nothing lists the jobs.
 
 from keras_bert.fine_tuning import embeddings
 from keras_bert.fine_tuning import glue
+from keras_bert.fine_tuning import multiple_choice
 from keras_bert.fine_tuning import ner
 from keras_bert.fine_tuning import squad
 from keras_bert.fine_tuning.job import FineTuningJob
@@ -22,6 +23,7 @@ __all__ = [
     "embeddings",
     "glue",
     "load_task_model",
+    "multiple_choice",
     "ner",
     "run_fine_tuning",
     "squad",

@@ -3,6 +3,7 @@
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
@@ -23,6 +24,7 @@ __all__ = [
     "BertBackbone",
     "BertClassifier",
     "BertMaskedLM",
+    "BertMultipleChoice",
     "BertQuestionAnswerer",
     "BertTextEmbedder",
     "BertTokenClassifier",

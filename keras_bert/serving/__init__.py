@@ -4,11 +4,12 @@
   versioned SavedModel.
 - `endpoints`: which endpoints each model class serves, one registry
   (`register_endpoints`, `serving_endpoints`, `servable_task_names`).
-- `backbone`, `classifier`, `masked_lm`, `question_answerer`,
-  `token_classifier`: the endpoints of each keras_bert model, raw text in
-  (`signatures`: what they share). The raw-text functions of the heads
-  that decode answers, entities and masks are in `keras_bert.decoding`,
-  which the models' `predict` and `fill_mask` run too.
+- `backbone`, `classifier`, `masked_lm`, `multiple_choice`,
+  `question_answerer`, `token_classifier`: the endpoints of each keras_bert
+  model, raw text in (`signatures`: what they share). The raw-text
+  functions of the heads that decode answers, entities and masks are in
+  `keras_bert.decoding`, which the models' `predict` and `fill_mask` run
+  too.
 - `text_predict`: `predict_text`, a served model's `serving_default` run
   in Python.
 - `ops`, `rest`: the ops a SavedModel holds; TF Serving's REST API.

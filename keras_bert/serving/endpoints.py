@@ -47,6 +47,7 @@ Ids endpoints take the ids as sent, at any length up to the model's
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
+from keras_bert.models.bert_multiple_choice import BertMultipleChoice
 from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
@@ -54,6 +55,7 @@ from keras_bert.models.task import Task
 from keras_bert.serving.backbone import backbone_endpoints
 from keras_bert.serving.classifier import classifier_endpoints
 from keras_bert.serving.masked_lm import masked_lm_endpoints
+from keras_bert.serving.multiple_choice import multiple_choice_endpoints
 from keras_bert.serving.question_answerer import question_answering_endpoints
 from keras_bert.serving.text_embedder import text_embedder_endpoints
 from keras_bert.serving.token_classifier import token_classification_endpoints
@@ -63,6 +65,7 @@ _BUILDERS = {
     BertBackbone: backbone_endpoints,
     BertClassifier: classifier_endpoints,
     BertMaskedLM: masked_lm_endpoints,
+    BertMultipleChoice: multiple_choice_endpoints,
     BertQuestionAnswerer: question_answering_endpoints,
     BertTextEmbedder: text_embedder_endpoints,
     BertTokenClassifier: token_classification_endpoints,

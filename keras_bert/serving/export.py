@@ -49,6 +49,12 @@ def export_saved_model(
           tokens), float32 `(batch, hidden)`.
         - `embed_ids`: ids in → the same plus `sequence_output`.
 
+    Signatures of a `BertMultipleChoice`: `serving_default` on `context`
+    string `(batch,)` and `choices` string `(batch, num_choices)` →
+    `probabilities` float32 `(batch, num_choices)` and `choice` int32
+    `(batch,)`; `predict_ids` on ids `(batch, num_choices, sequence)`
+    (see `keras_bert.serving.multiple_choice`).
+
     Signatures of a `BertMaskedLM` (option `top_k`, default 5): fill-mask,
     `serving_default` on `text` with `[MASK]` → `token`, `token_id`,
     `score` `(batch, masks, top_k)` and `num_masks` `(batch,)`;

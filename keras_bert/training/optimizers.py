@@ -116,6 +116,8 @@ TRAINING_DEFAULTS = {
     "question_answering": TrainingDefaults(learning_rate=5e-5, epochs=2),
     "token_classification": TrainingDefaults(learning_rate=5e-5),
     "masked_lm": TrainingDefaults(learning_rate=1e-4),
+    # The BERT paper's SWAG setup (section 4.4): 2e-5, batches of 16.
+    "multiple_choice": TrainingDefaults(learning_rate=2e-5, batch_size=16),
     # A tagger trained from scratch on a frozen BERT's features
     # (keras_bert.models.FrozenFeaturesTagger): an LSTM's usual rate.
     "frozen_features_tagging": TrainingDefaults(learning_rate=1e-3),

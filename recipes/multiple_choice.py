@@ -1,0 +1,107 @@
+r"""Fine-tunes BERT for multiple choice (SWAG), scores it, exports it.
+
+    python recipes/multiple_choice.py --train_file=swag/train.csv \
+        --eval_file=swag/val.csv --init_checkpoint=/ckpt/bert-base-uncased \
+        --model_dir=runs/swag --export_dir=saved_models/swag
+
+Data: SWAG's CSV layout (`sent1`, `sent2`, `ending0` ... `endingN`,
+`label`; each choice is `sent1` paired with `sent2 + " " + ending_i`, as
+transformers' `run_swag.py` pairs them) or JSONL (`{"context": ...,
+"choices": [...], "label": ...}`, files ending `.jsonl`); any number of
+choices of at least two, the same within a file
+(`keras_bert.fine_tuning.multiple_choice.read_multiple_choice`).
+
+What it does: fine-tunes `keras_bert.BertMultipleChoice` (one score per
+choice from `[CLS]`, softmax over the choices) with AdamW and BERT's
+warmup + linear decay (the job is `keras_bert.fine_tuning.
+multiple_choice.MultipleChoiceFineTuning`, trained by the runner every
+task shares, `keras_bert.fine_tuning.run_fine_tuning`); after every epoch
+scores the accuracy over the whole eval file, keeping the best epoch's
+weights; then writes, under `--model_dir`:
+
+    results.json                  accuracy (best epoch), every epoch's,
+                                  config, wall time, files written
+    best.weights.h5               the best epoch's weights
+    eval_history.json             per-epoch accuracy, as training goes
+    predictions_validation.jsonl  per eval example: choice, label,
+                                  probabilities
+
+and, with `--export_dir`, a SavedModel whose `serving_default` takes
+`context` string `(batch,)` and `choices` string `(batch, num_choices)`
+and returns `probabilities` and `choice`. A run that crashed resumes from
+its last finished epoch when started again with the same `--model_dir`.
+"""
+
+from absl import app
+from absl import flags
+
+import keras_bert
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning import load_task_model
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.multiple_choice import MultipleChoiceFineTuning
+
+# === Flags ===
+_FLAGS_BEFORE = set(flags.FLAGS)
+flags.DEFINE_string(
+    "train_file", None, "Training examples: SWAG-layout CSV, or .jsonl."
+)
+flags.DEFINE_string(
+    "eval_file",
+    None,
+    "Evaluation examples, scored after every epoch (the best epoch is "
+    "kept). Without it the training file's accuracy picks the epoch.",
+)
+recipe_flags.define_model_source_flags()
+flags.DEFINE_integer(
+    "max_seq_length", 128, "Tokens per (context, choice) pair."
+)
+# Defaults: keras_bert.training.TRAINING_DEFAULTS["multiple_choice"].
+recipe_flags.define_training_flags("multiple_choice")
+flags.mark_flags_as_required(["train_file", "model_dir"])
+FLAGS = flags.FLAGS
+# The recipe's flags, in definition order: logged and saved as the config.
+RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
+
+
+def main(argv):
+    del argv
+    config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
+    recipe_flags.check_flags(
+        config,
+        positive=("max_seq_length", "batch_size", "eval_batch_size", "epochs"),
+    )
+    task = MultipleChoiceFineTuning(
+        FLAGS.train_file,
+        _build_model,
+        eval_file=FLAGS.eval_file,
+        eval_batch_size=FLAGS.eval_batch_size,
+    )
+    result = run_fine_tuning(
+        task,
+        FLAGS.model_dir,
+        config=config,
+        **recipe_flags.training_arguments(FLAGS),
+    )
+    if result.is_chief:
+        results = result.results
+        print(f"multiple choice: best epoch {results['best_epoch']}")
+        for split, metrics in results["metrics"].items():
+            print(f"  {split}: accuracy {metrics['accuracy']:.4f}")
+
+
+def _build_model():
+    """The multiple-choice model and the preprocessor that packs its pairs."""
+    model, tokenizer = load_task_model(
+        keras_bert.BertMultipleChoice,
+        sequence_length=FLAGS.max_seq_length,
+        **recipe_flags.model_source_arguments(FLAGS),
+    )
+    preprocessor = keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=FLAGS.max_seq_length
+    )
+    return model, preprocessor
+
+
+if __name__ == "__main__":
+    app.run(main)
