@@ -390,6 +390,7 @@ WORKERS = {
 def run_job(contestant, k, task="sst2", env=None):
     """One job in a fresh process; returns its record."""
     context = common.job_context()
+    cpu_before = common.children_cpu_seconds()
     if contestant in RECIPES:
         recipe_flags = dict(
             {"group_by_length": True, "learning_rate": 2e-5},
@@ -422,6 +423,7 @@ def run_job(contestant, k, task="sst2", env=None):
     speed = record["num_train_examples"] / record["train_seconds"]
     return dict(
         record, task=task, seed=k, total_seconds=round(total, 1),
+        total_cpu_seconds=round(common.children_cpu_seconds() - cpu_before, 1),
         train_examples_per_second=round(speed, 2), **context,
     )  # fmt: skip
 

@@ -167,16 +167,18 @@ def run_recipe():
         widths.append(int(inputs["token_ids"].shape[1]))
     first, stop = trace_window(steps, FLAGS.trace_steps)
     logdir = tempfile.mkdtemp()
-    marks = {"begin": [], "end": []}
+    marks = {"begin": [], "end": [], "cpu_begin": [], "cpu_end": []}
 
     class StepTimer(keras.callbacks.Callback):
         def on_train_batch_begin(self, batch, logs=None):
             if batch == first:
                 tf.profiler.experimental.start(logdir)
             marks["begin"].append(time.perf_counter())
+            marks["cpu_begin"].append(time.process_time())
 
         def on_train_batch_end(self, batch, logs=None):
             marks["end"].append(time.perf_counter())
+            marks["cpu_end"].append(time.process_time())
             if batch == stop - 1:
                 tf.profiler.experimental.stop()
 
@@ -190,11 +192,13 @@ def run_recipe():
     metrics = task.evaluate(model)
     phases["evaluate"] = time.time() - clock
     step_seconds = [b - a for a, b in zip(marks["begin"], marks["end"])]
+    step_cpu = [b - a for a, b in zip(marks["cpu_begin"], marks["cpu_end"])]
     rows, traced = op_table(tf_op_rows(logdir), 10_000)
     return {
         "phases": phases,
         "widths": widths,
         "step_seconds": step_seconds,
+        "step_cpu_seconds": step_cpu,
         "input_seconds": input_seconds,
         "trace_window": [first, stop],
         "traced_op_seconds": traced,
@@ -245,7 +249,7 @@ def run_torch_grouped():
     )
     first, stop = trace_window(steps, FLAGS.trace_steps)
     parts = {k: [] for k in ("input", "forward", "backward", "optimizer")}
-    widths, profiler = [], None
+    widths, step_cpu, profiler = [], [], None
     model.train()
     clock = time.time()
     for k in range(steps):
@@ -254,7 +258,7 @@ def run_torch_grouped():
                 activities=[torch.profiler.ProfilerActivity.CPU]
             )
             profiler.__enter__()
-        marks = [time.perf_counter()]
+        marks, cpu = [time.perf_counter()], time.process_time()
         batch = finetune_job.padded_batch(
             train, order[32 * k : 32 * (k + 1)], labels
         )
@@ -270,6 +274,7 @@ def run_torch_grouped():
         optimizer.zero_grad()
         loss.item()
         marks.append(time.perf_counter())
+        step_cpu.append(time.process_time() - cpu)
         for name, a, b in zip(parts, marks, marks[1:]):
             parts[name].append(b - a)
         if k == stop - 1:
@@ -296,6 +301,7 @@ def run_torch_grouped():
         "widths": widths,
         "step_seconds": [sum(p) for p in zip(*parts.values())],
         "step_parts": parts,
+        "step_cpu_seconds": step_cpu,
         "trace_window": [first, stop],
         "traced_op_seconds": traced,
         "ops": rows,
@@ -310,6 +316,7 @@ WORKERS = {"recipe": run_recipe, "torch_grouped": run_torch_grouped}
 def run_job(contestant, k):
     """One contestant's profile in a fresh process: its record."""
     context = common.job_context()
+    cpu_before = common.children_cpu_seconds()
     command = common.script_command(
         __file__, f"--worker={contestant}", f"--seed={k}",
         *common.flag_values("glue_dir", "trace_steps"),
@@ -317,6 +324,7 @@ def run_job(contestant, k):
     record, seconds, _ = common.run_worker(command)
     return dict(
         record, total_seconds=round(seconds, 1),
+        total_cpu_seconds=round(common.children_cpu_seconds() - cpu_before, 1),
         load_average_end=round(os.getloadavg()[0], 1), **context,
     )  # fmt: skip
 
@@ -371,9 +379,17 @@ def summary_markdown(records, top_ops=12):
         "| phase (s) | " + " | ".join(names) + " | torch_grouped / recipe |",
         "|---|---|---|---|",
     ]
-    for phase in phase_names + ["total job"]:
+    totals = {
+        "total job": "total_seconds",
+        "total job CPU": "total_cpu_seconds",
+    }
+    for phase in phase_names + list(totals):
+        if phase in totals and not all(
+            totals[phase] in r for r in (ours, peer)
+        ):
+            continue
         values = [
-            r["total_seconds"] if phase == "total job" else r["phases"][phase]
+            r[totals[phase]] if phase in totals else r["phases"][phase]
             for r in (ours, peer)
         ]
         phase_rows.append(
@@ -381,12 +397,27 @@ def summary_markdown(records, top_ops=12):
             f"| {values[1] / values[0]:.2f} |"
         )
     steps = {name: untraced(r)[1] for name, r in by_name.items()}
+
+    def cpu_of(record):
+        first, stop = record["trace_window"]
+        return [
+            s
+            for k, s in enumerate(record.get("step_cpu_seconds", []))
+            if not first <= k < stop
+        ]
+
     step_rows = [
         "| steps outside the traced window | " + " | ".join(names) + " |",
         "|---|---|---|",
         f"| steps | {len(steps['recipe'])} | {len(steps['torch_grouped'])} |",
         "| sum of step times (s) | "
         + " | ".join(f"{sum(s):.1f}" for s in steps.values())
+        + " |",
+        "| sum of step CPU times (s; all threads) | "
+        + " | ".join(
+            f"{sum(cpu_of(r)):.1f}" if cpu_of(r) else "—"
+            for r in by_name.values()
+        )
         + " |",
         "| median step (ms) | "
         + " | ".join(

@@ -45,7 +45,10 @@ def _record(step_ms, widths, **extra):
 
 def test_the_section_splits_phases_steps_widths_and_ops():
     widths = [20, 20, 40, 40]
-    recipe = _record([100, 999, 200, 220], widths, input_seconds=[0.01] * 4)
+    recipe = _record(
+        [100, 999, 200, 220], widths, input_seconds=[0.01] * 4,
+        step_cpu_seconds=[0.2, 9.0, 0.4, 0.4], total_cpu_seconds=70.0,
+    )  # fmt: skip
     parts = {
         "input": [0.002] * 4,
         "forward": [0.05] * 4,
@@ -53,15 +56,18 @@ def test_the_section_splits_phases_steps_widths_and_ops():
         "optimizer": [0.05] * 4,
     }
     torch_loop = _record(
-        [150, 999, 300, 300], widths, step_parts=parts, total_seconds=50.0
-    )
+        [150, 999, 300, 300], widths, step_parts=parts, total_seconds=50.0,
+        total_cpu_seconds=84.0,
+    )  # fmt: skip
     markdown = finetune_profile.summary_markdown(
         {("recipe", 0): recipe, ("torch_grouped", 0): torch_loop}
     )
     assert "| total job | 40.0 | 50.0 | 1.25 |" in markdown
+    assert "| total job CPU | 70.0 | 84.0 | 1.20 |" in markdown
     # Step 1 is traced: left out of the sums and medians.
     assert "| steps | 3 | 3 |" in markdown
     assert "| sum of step times (s) | 0.5 | 0.8 |" in markdown
+    assert "| sum of step CPU times (s; all threads) | 1.0 | — |" in markdown
     assert "| 17-24 | 1 | 100 | 1 | 150 | 1.50 |" in markdown
     assert "| 33-48 | 2 | 210 | 2 | 300 | 1.43 |" in markdown
     assert "| 1-16 | 0 | — | 0 | — | — |" in markdown
