@@ -23,7 +23,7 @@ timing:
              per op type), `torch.profiler` (self CPU time per aten op),
              the top `--top_ops` of each.
 
-    python benchmarks/finetune_profile.py [--rounds=1]
+    python benchmarks/finetune_profile.py [--rounds=1] [--steps=N]
     python benchmarks/finetune_profile.py --summarize
 
 The recipe's side is `recipes/glue.py`'s work built from the same library
@@ -63,6 +63,9 @@ def define_flags():
     flags.DEFINE_integer("rounds", 1, "Rounds; each runs both contestants.")
     flags.DEFINE_integer("first_round", 0, "Number of the first round.")
     flags.DEFINE_list("contestants", list(CONTESTANTS), "Who trains.")
+    flags.DEFINE_integer(
+        "steps", 0, "Train only the epoch's first N steps (0: all of it)."
+    )
     flags.DEFINE_integer("trace_steps", 20, "Steps profiled op by op.")
     flags.DEFINE_integer("top_ops", 12, "Op types shown per contestant.")
     flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
@@ -150,11 +153,12 @@ def run_recipe():
     examples = int(task.num_train_examples)
     task._packed()  # the tokenizer's pass over every split
     phases["tokenize"] = time.time() - clock
-    steps = math.ceil(examples / 32)
+    epoch_steps = math.ceil(examples / 32)
+    steps = min(FLAGS.steps or epoch_steps, epoch_steps)
     defaults = training_defaults(model.TASK_NAME)
     model.compile(
         optimizer=defaults.create_optimizer(
-            WarmupLinearDecay(2e-5, steps, int(0.1 * steps))
+            WarmupLinearDecay(2e-5, epoch_steps, int(0.1 * epoch_steps))
         )
     )
     # The pipeline alone: the epoch's batches, nothing training.
@@ -238,14 +242,15 @@ def run_torch_grouped():
     order = finetune_job.grouped_order(
         lengths, 32, torch.Generator().manual_seed(FLAGS.seed)
     )
-    steps = math.ceil(len(lengths) / 32)
+    epoch_steps = math.ceil(len(lengths) / 32)
+    steps = min(FLAGS.steps or epoch_steps, epoch_steps)
     optimizer = torch_loop.adamw(
         model, settings["learning_rate"], settings["weight_decay"],
         (settings["adam_beta_1"], settings["adam_beta_2"]),
         settings["adam_epsilon"],
     )  # fmt: skip
     scheduler = transformers.get_linear_schedule_with_warmup(
-        optimizer, int(settings["warmup_fraction"] * steps), steps
+        optimizer, int(settings["warmup_fraction"] * epoch_steps), epoch_steps
     )
     first, stop = trace_window(steps, FLAGS.trace_steps)
     parts = {k: [] for k in ("input", "forward", "backward", "optimizer")}
@@ -319,7 +324,7 @@ def run_job(contestant, k):
     cpu_before = common.children_cpu_seconds()
     command = common.script_command(
         __file__, f"--worker={contestant}", f"--seed={k}",
-        *common.flag_values("glue_dir", "trace_steps"),
+        *common.flag_values("glue_dir", "steps", "trace_steps"),
     )  # fmt: skip
     record, seconds, _ = common.run_worker(command)
     return dict(
@@ -427,14 +432,12 @@ def summary_markdown(records, top_ops=12):
         f"| first step (ms; tracing and compiling) | "
         f"{ours['step_seconds'][0] * 1000:.0f} "
         f"| {peer['step_seconds'][0] * 1000:.0f} |",
-        f"| input pipeline alone, whole epoch (s) | {sum(ours['input_seconds']):.1f} "
+        f"| input pipeline alone, the same batches (s) | {sum(ours['input_seconds']):.1f} "
         f"| {sum(peer['step_parts']['input']):.1f} (padding, inside the steps) |",
     ]
     for part in ("forward", "backward", "optimizer"):
         seconds = sum(peer["step_parts"][part])
-        step_rows.append(
-            f"| PyTorch {part}, whole epoch (s) | | {seconds:.1f} |"
-        )
+        step_rows.append(f"| PyTorch {part}, all steps (s) | | {seconds:.1f} |")
     width_table = [
         "| batch width (tokens) | recipe steps | recipe median ms "
         "| torch_grouped steps | torch_grouped median ms "
@@ -467,7 +470,8 @@ def summary_markdown(records, top_ops=12):
             "length-grouped PyTorch loop",
             "",
             f"{commands} (what each side runs: the script's docstring). Round "
-            f"{k} (seed {k}): 1 epoch of {ours['num_train_examples']} SST-2 "
+            f"{k} (seed {k}): {len(ours['step_seconds'])} steps of 1 epoch "
+            f"of {ours['num_train_examples']} SST-2 "
             "training examples, MiniLM-L6-H384, batch 32, sequence 128, lr "
             f"2e-5; dev accuracy recipe {ours['dev_accuracy']:.4f}, "
             f"torch_grouped {peer['dev_accuracy']:.4f}. Load average (1 min) "

@@ -71,7 +71,9 @@ def test_the_section_splits_phases_steps_widths_and_ops():
     assert "| 17-24 | 1 | 100 | 1 | 150 | 1.50 |" in markdown
     assert "| 33-48 | 2 | 210 | 2 | 300 | 1.43 |" in markdown
     assert "| 1-16 | 0 | — | 0 | — | — |" in markdown
-    assert "| PyTorch backward, whole epoch (s) | | 0.4 |" in markdown
-    assert "| input pipeline alone, whole epoch (s) | 0.0 | 0.0" in markdown
+    assert "| PyTorch backward, all steps (s) | | 0.4 |" in markdown
+    assert (
+        "| input pipeline alone, the same batches (s) | 0.0 | 0.0" in markdown
+    )
     assert "| MatMul | 0.40 | 80.0% |" in markdown
     assert "recipe 1.0→1.5, torch_grouped 1.0→1.5" in markdown
