@@ -236,6 +236,15 @@ def run_worker(command, env=None, check=True):
     return result, seconds, process.stdout + process.stderr
 
 
+def children_cpu_seconds():
+    """User + system CPU seconds of this process's finished children so
+    far (`os.times`): before and after a job, its process's CPU time,
+    which other processes on a shared machine do not inflate as they do
+    its wall time (threads spinning while they wait still count)."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 def job_context():
     """What a record says about its run: the driver's command line
     (relative to the repository), the machine, and the 1-minute load

@@ -35,6 +35,16 @@ dev sentences as a competent user runs it:
                     to 128 tokens, `.predict_on_batch` on the strings
   keras_hub_xla     the same compiled with `jit_compile=True`
 
+The peers run at their best: transformers and both ONNX Runtime
+contestants run once per intra-op thread count of `--peer_threads`
+(`torch.set_num_threads`, `SessionOptions.intra_op_num_threads`; jobs
+`<name>_<n>_threads`, each its own fresh process every round), and the
+table reports, per batch size, the count with the most examples/s (median
+over the rounds), the ratios paired with that count's jobs. Ours runs as
+`saved_models/README.md` documents for TF Serving: the streams export on
+one intra-op thread and an inter-op thread per stream, the int8 export
+(no streams) with TF Serving's default pools (both at the core count).
+
 Per request, the wall time from the strings to the class ids; the first
 `--warmup` requests and the last one (its own shape) go once untimed first.
 
@@ -90,6 +100,11 @@ def define_flags():
     flags.DEFINE_integer("sentences", 0, "The first N dev sentences (0: all).")
     flags.DEFINE_integer("warmup", 3, "Untimed requests first, per batch size.")
     flags.DEFINE_integer("threads", os.cpu_count(), "Threads of every runtime.")
+    flags.DEFINE_list(
+        "peer_threads", ["1", "2"],
+        "Intra-op thread counts each swept peer runs at (the best is "
+        "reported); empty: --threads only.",
+    )  # fmt: skip
     flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
     flags.DEFINE_string("output_dir", OUTPUT_DIR, "Where the records go.")
     flags.DEFINE_bool("summarize", False, "Only write the table.")
@@ -130,8 +145,11 @@ def run_worker():
     sentences, gold = common.read_sst2("dev", FLAGS.glue_dir)
     sentences, gold = (x[: FLAGS.sentences or None] for x in (sentences, gold))
     manifest = common.read_record(os.path.join(FLAGS.work_dir, "manifest.json"))
-    predict = contestants.load(FLAGS.worker, manifest, 128, FLAGS.threads)
+    name, threads = contestants.thread_setting(FLAGS.worker, FLAGS.threads)
+    predict = contestants.load(name, manifest, 128, threads)
     record = {"load_seconds": round(time.time() - START, 1), "batches": {}}
+    if name in contestants.THREAD_SWEPT:
+        record["intra_op_threads"] = threads
     for batch_size in FLAGS.batch_sizes:
         requests = contestants.request_batches(sentences, int(batch_size))
         latencies, labels = contestants.serve_requests(
@@ -166,26 +184,57 @@ def run_job(contestant, k):
     )
 
 
+def best_jobs(timed, names, batch):
+    """`{contestant: job}` at `batch`: for each of `names`, of its jobs
+    (`contestants.thread_variants`) in `timed` (job -> round -> batches),
+    the one with the most examples/s, median over its rounds."""
+    best = {}
+    for name in names:
+        jobs = [
+            job
+            for job in timed
+            if contestants.thread_setting(job, None)[0] == name
+            and all(str(batch) in r for r in timed[job].values())
+        ]
+        if jobs:
+            best[name] = max(
+                jobs,
+                key=lambda job: statistics.median(
+                    r[str(batch)]["examples_per_second"]
+                    for r in timed[job].values()
+                ),
+            )
+    return best
+
+
 def summary_markdown(records, names, exports=None):
     """The RESULTS.md section from the round records and, where given,
-    `exports.json`'s facts about the exports."""
+    `exports.json`'s facts about the exports. Each swept peer is shown at
+    its best thread count per batch size (`best_jobs`)."""
     exports, timed, failed = exports or {}, {}, {}
     for r in records:
         if "batches" in r:
             timed.setdefault(r["contestant"], {})[r["round"]] = r["batches"]
         else:
             failed.setdefault(r["contestant"], set()).add(str(r.get("failed")))
-    names = [name for name in names if name in timed or name in failed]
+
+    def contestant(job):
+        return contestants.thread_setting(job, None)[0]
+
+    ran = {contestant(job) for job in [*timed, *failed]}
+    names = [name for name in names if name in ran]
     rounds = sorted({r["round"] for r in records})
     batch_sizes = sorted(
         {int(b) for runs in timed.values() for r in runs.values() for b in r}
     )
+    best = {batch: best_jobs(timed, names, batch) for batch in batch_sizes}
 
-    def values(name, batch, key):
-        return {k: r[str(batch)][key] for k, r in timed.get(name, {}).items()}
+    def values(job, batch, key):
+        return {k: r[str(batch)][key] for k, r in timed.get(job, {}).items()}
 
     def ratio(ours, peer, batch, key="examples_per_second"):
-        if ours == peer or not (timed.get(ours) and timed.get(peer)):
+        ours, peer = best[batch].get(ours), best[batch].get(peer)
+        if ours is None or peer is None or ours == peer:
             return None
         try:
             ours, peer = values(ours, batch, key), values(peer, batch, key)
@@ -196,36 +245,95 @@ def summary_markdown(records, names, exports=None):
     def shown(value):
         return "—" if value is None else f"{value[0]:.2f}"
 
+    def thread_counts(name):
+        jobs = [job for job in timed if contestant(job) == name]
+        return sorted(
+            contestants.thread_setting(job, None)[1]
+            for job in jobs
+            if job != name
+        )
+
+    def threads_cell(name, job):
+        counts = thread_counts(name)
+        if job == name or not counts:
+            return "—"
+        count = contestants.thread_setting(job, None)[1]
+        return f"{count} (of {common.listed(counts)})"
+
     rows = [
-        "| batch | contestant | examples/s | p50 ms | p99 ms | ours_fp32 / it "
-        "| ours_int8 / it | dev accuracy | agrees with ours_fp32 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| batch | contestant | intra-op threads | examples/s | p50 ms | p99 ms "
+        "| ours_fp32 / it | ours_int8 / it | dev accuracy "
+        "| agrees with ours_fp32 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for batch in batch_sizes:
         for name in names:
-            if name not in timed:
-                reasons = "; ".join(sorted(failed[name]))
+            job = best[batch].get(name)
+            if job is None:
+                reasons = "; ".join(
+                    sorted(
+                        set().union(
+                            *(
+                                v
+                                for k, v in failed.items()
+                                if contestant(k) == name
+                            )
+                        )
+                    )
+                )
                 rows.append(
-                    f"| {batch} | {name} | not run: {reasons} | | | | | | |"
+                    f"| {batch} | {name} | | not run: {reasons} | | | | | | |"
                 )
                 continue
             medians = [
-                statistics.median(values(name, batch, key).values())
+                statistics.median(values(job, batch, key).values())
                 for key in "examples_per_second p50_ms p99_ms accuracy".split()
             ]
-            labels = values(name, batch, "labels")
-            reference = values(OURS, batch, "labels")
+            labels = values(job, batch, "labels")
+            reference = values(best[batch].get(OURS), batch, "labels")
             agree = [
                 contestants.agreement(labels[k], reference[k])
                 for k in labels
                 if k in reference
             ]
             rows.append(
-                f"| {batch} | {name} | {medians[0]:.1f} | {medians[1]:.1f} "
+                f"| {batch} | {name} | {threads_cell(name, job)} "
+                f"| {medians[0]:.1f} | {medians[1]:.1f} "
                 f"| {medians[2]:.1f} | {shown(ratio(OURS, name, batch))} "
                 f"| {shown(ratio(OURS_INT8, name, batch))} | {medians[3]:.4f} "
                 f"| {statistics.median(agree) if agree else 0:.4f} |"
             )
+    swept = [
+        n for n in names if n in contestants.THREAD_SWEPT and thread_counts(n)
+    ]
+    counts = sorted({c for name in swept for c in thread_counts(name)})
+    sweep = []
+    if swept:
+        sweep = [
+            "",
+            "Each swept peer at every thread count (examples/s, median over "
+            "the rounds; the best, in bold, is the row above):",
+            "",
+            "| batch | contestant | "
+            + " | ".join(f"{c} thread{'s' * (c > 1)}" for c in counts)
+            + " |",
+            "|---|---|" + "---|" * len(counts),
+        ]
+        for batch in batch_sizes:
+            for name in swept:
+                cells = []
+                for count in counts:
+                    job = f"{name}_{count}{contestants.THREAD_SUFFIX}"
+                    found = values(job, batch, "examples_per_second")
+                    cell = (
+                        f"{statistics.median(found.values()):.1f}"
+                        if found
+                        else "—"
+                    )
+                    cells.append(
+                        f"**{cell}**" if job == best[batch].get(name) else cell
+                    )
+                sweep.append(f"| {batch} | {name} | {' | '.join(cells)} |")
     goals = []
     for ours, peer, target in GOALS:
         for batch in batch_sizes:
@@ -251,10 +359,23 @@ def summary_markdown(records, names, exports=None):
     if exports.get("variables_bytes"):
         sizes = exports["variables_bytes"].items()
         facts += f" `variables/` of our exports: {common.listed(f'{k} {v / 2**20:.1f} MiB' for k, v in sizes)}."
+    if swept:
+        facts += (
+            f" {common.listed(swept)} ran at {common.listed(counts)} intra-op "
+            "threads, each count its own job every round; each row shows the "
+            "count with the most examples/s at that batch size, the ratios "
+            "paired with its jobs. Ours: the TF Serving settings "
+            "`saved_models/README.md` documents (the script's docstring)."
+        )
     command = (
         f"python benchmarks/serving.py --classifier={exports.get('classifier', 'DIR')} "
         f"--rounds={len(rounds)}"
         + (f" --sentences={sentences}" if sentences < SST2_DEV_SIZE else "")
+        + (
+            f" --peer_threads={','.join(map(str, counts))}"
+            if swept and counts != [1, 2]
+            else ""
+        )
     )
     return f"""## Serving: our SavedModel against transformers, ONNX Runtime, keras-hub
 
@@ -272,6 +393,7 @@ Machine: {machine}. Load average (1 min) at the start and end of the
 jobs: {min(loads):.2f} to {max(loads):.2f}; {common.load_note(loads, common.cores(machine))}
 
 {chr(10).join(rows)}
+{chr(10).join(sweep)}
 
 Goals:
 
@@ -304,9 +426,12 @@ def main(argv):
             for fact in ("onnx_fused_operators", "variables_bytes"):
                 exports[fact] = manifest[fact]
             common.write_record(f"{FLAGS.output_dir}/exports.json", exports)
+            jobs = contestants.thread_variants(
+                FLAGS.contestants, FLAGS.peer_threads
+            )
             common.run_rounds(
-                run_job, FLAGS.contestants, FLAGS.output_dir,
-                FLAGS.first_round, FLAGS.rounds,
+                run_job, jobs, FLAGS.output_dir, FLAGS.first_round,
+                FLAGS.rounds,
             )  # fmt: skip
     records = common.read_records(FLAGS.output_dir)
     exports = next((r for r in records if "contestant" not in r), None)

@@ -25,6 +25,38 @@ CONTESTANTS = (
     "keras_hub_xla",
 )
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# The peers `benchmarks/serving.py` runs at each of several intra-op thread
+# counts, reporting each one's best (issue 38: peers at their best).
+THREAD_SWEPT = ("transformers", "onnxruntime_fp32", "onnxruntime_int8")
+THREAD_SUFFIX = "_threads"
+
+
+def thread_variants(names, counts):
+    """The job names of `names`: each of `THREAD_SWEPT` once per intra-op
+    thread count of `counts` (`onnxruntime_fp32_1_threads`, ...), the
+    others as they are."""
+    variants = []
+    for name in names:
+        if name in THREAD_SWEPT and counts:
+            variants += [f"{name}_{int(n)}{THREAD_SUFFIX}" for n in counts]
+        else:
+            variants.append(name)
+    return variants
+
+
+def thread_setting(job, threads):
+    """`(contestant, intra-op threads)` of a job name of `thread_variants`:
+    `("onnxruntime_fp32", 1)` for `onnxruntime_fp32_1_threads`; a plain
+    contestant name runs at `threads`."""
+    if job.endswith(THREAD_SUFFIX):
+        name, _, count = job[: -len(THREAD_SUFFIX)].rpartition("_")
+        if name in THREAD_SWEPT and count.isdigit() and int(count) > 0:
+            return name, int(count)
+        raise ValueError(
+            f"Unknown contestant {job!r}: a thread count is swept only for "
+            f"{list(THREAD_SWEPT)}, as `<name>_<n>{THREAD_SUFFIX}` with n > 0."
+        )
+    return job, threads
 
 
 def request_batches(sentences, batch_size):

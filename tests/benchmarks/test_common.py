@@ -142,3 +142,9 @@ def test_cut_batch_rounds_the_longest_row_up_to_8():
         features, np.array([1]), 32, multiple=1, names=names
     )
     assert exact["padding_mask"].shape == (1, 17)
+
+
+def test_children_cpu_seconds_count_a_finished_job():
+    before = common.children_cpu_seconds()
+    subprocess.run([sys.executable, "-c", "sum(range(3 * 10**6))"], check=True)
+    assert common.children_cpu_seconds() > before

@@ -96,13 +96,13 @@ def test_summary_table_ratios_goals_and_unavailable():
         {"onnx_fused_operators": {"Attention": 6}, "classifier": "/c.h5"},
     )
     # onnxruntime: rounds 100/50 = 2.0 and 120/80 = 1.5 -> median 1.75.
-    assert "| 1 | onnxruntime_fp32 | 65.0 |" in markdown
+    assert "| 1 | onnxruntime_fp32 | — | 65.0 |" in markdown
     assert "| 1.75 | — | 0.5000 | 0.7500 |" in markdown
     assert "batch 32: 1.75× (rounds: 2.00, 1.50); goal ≥1×, met." in markdown
     # transformers: 0.5 and 0.6 against a goal of 2 -> missed by 3.64×.
     assert "ours_fp32 / transformers, batch 1: 0.55×" in markdown
     assert "missed by 3.64×" in markdown
-    assert "| 1 | ours_int8 | not run: ['ImportError: no int8 kernel'] |" in (
+    assert "| 1 | ours_int8 | | not run: ['ImportError: no int8 kernel'] |" in (
         markdown
     )
     assert "ours_int8 / onnxruntime_int8, batch 1: goal ≥1×, not measured" in (
@@ -115,6 +115,59 @@ def test_summary_table_ratios_goals_and_unavailable():
     )
     assert "--sentences=4`" in markdown
     assert "optimizer fused: 6 Attention." in markdown
+
+
+def test_swept_peers_run_once_per_thread_count():
+    names = ["ours_fp32", "onnxruntime_int8", "transformers", "keras_hub"]
+    jobs = contestants.thread_variants(names, ["1", "2"])
+    assert jobs == [
+        "ours_fp32",
+        "onnxruntime_int8_1_threads",
+        "onnxruntime_int8_2_threads",
+        "transformers_1_threads",
+        "transformers_2_threads",
+        "keras_hub",
+    ]
+    assert contestants.thread_variants(names, []) == names
+    assert contestants.thread_setting("transformers_2_threads", 4) == (
+        "transformers",
+        2,
+    )
+    assert contestants.thread_setting("ours_fp32", 4) == ("ours_fp32", 4)
+    for job in ("keras_hub_1_threads", "transformers_0_threads"):
+        with pytest.raises(ValueError, match=job):
+            contestants.thread_setting(job, 2)
+
+
+def test_the_table_shows_each_swept_peer_at_its_best_count():
+    """Per batch size the count with the most examples/s is shown and the
+    ratios pair ours with that count's rounds; the sweep table has every
+    count, the best in bold."""
+    fast_at_1, fast_at_32 = (
+        "onnxruntime_fp32_1_threads",
+        "onnxruntime_fp32_2_threads",
+    )
+    records = [
+        _record("ours_fp32", 0, 100.0),
+        _record("ours_fp32", 1, 100.0),
+        _record(fast_at_1, 0, 50.0),
+        _record(fast_at_1, 1, 50.0),
+        _record(fast_at_32, 0, 40.0),
+        _record(fast_at_32, 1, 40.0),
+    ]
+    for record in records[4:]:  # 2 threads: slower at 1, faster at 32
+        record["batches"]["32"]["examples_per_second"] = 2000.0
+    markdown = serving.summary_markdown(
+        records, ["ours_fp32", "onnxruntime_fp32"], {"classifier": "/c.h5"}
+    )
+    assert "| 1 | onnxruntime_fp32 | 1 (of 1, 2) | 50.0 |" in markdown
+    assert "| 32 | onnxruntime_fp32 | 2 (of 1, 2) | 2000.0 |" in markdown
+    assert "onnxruntime_fp32, batch 1: 2.00× (rounds: 2.00, 2.00)" in markdown
+    assert "onnxruntime_fp32, batch 32: 1.60× (rounds: 1.60, 1.60)" in markdown
+    assert "| 1 | onnxruntime_fp32 | **50.0** | 40.0 |" in markdown
+    assert "| 32 | onnxruntime_fp32 | 1600.0 | **2000.0** |" in markdown
+    assert "onnxruntime_fp32 ran at 1, 2 intra-op threads" in markdown
+    assert "--peer_threads" not in markdown  # the default counts
 
 
 def test_an_unknown_contestant_is_named():
