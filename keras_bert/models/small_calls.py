@@ -29,6 +29,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.trim_batch import trim_batch
+from keras_bert.text.document_windows import DocumentWindows
+from keras_bert.text.document_windows import check_documents
 
 # Examples up to which `predict` takes the compiled function when it is
 # given no `batch_size` (Keras' own default batch).
@@ -64,6 +66,8 @@ def small_predict(
             return empty_outputs(model)
         if count > limit:
             return None
+        if isinstance(_text_packer(model), DocumentWindows):
+            check_documents(texts[0])
         function = compiled_function(
             model,
             ("text", len(texts)),
@@ -99,7 +103,7 @@ def text_function(model, num_texts, forward=None):
     """`tf.function(*texts) -> outputs` of `forward` (default: the model)
     on texts tokenized by the model's preprocessor, traced once for every
     batch size and length."""
-    pack = model.preprocessor.batch_function(num_texts)
+    pack = _text_packer(model).batch_function(num_texts)
     forward = forward or _forward(model)
     to_inputs = model._inputs_from_text
     xla = bool(model.jit_compile)
@@ -173,6 +177,13 @@ def _structure_key(model):
         id(getattr(model, "preprocessor", None)),
         tuple(id(variable) for variable in model.weights),
     )
+
+
+def _text_packer(model):
+    """What turns the model's raw text into its inputs (its preprocessor,
+    or the model's `_text_packer()`: documents cut into windows)."""
+    packer = getattr(model, "_text_packer", None)
+    return packer() if packer is not None else model.preprocessor
 
 
 def _forward(model):
