@@ -201,8 +201,8 @@ def check_documents(texts, argument="x"):
         shown = ", ".join(str(index) for index in empty[:10])
         more = f" (and {len(empty) - 10} more)" if len(empty) > 10 else ""
         raise ValueError(
-            f"Received an invalid value for argument `{argument}`: "
-            f"documents {shown}{more} are empty or whitespace only, and a "
-            "classifier reading windows (doc_stride) has no token of them "
-            "to score. Drop them, or give each some text."
+            f"Received an invalid value for argument `{argument}`: the "
+            f"documents at indices [{shown}]{more} are empty or whitespace "
+            "only, and a classifier reading windows (doc_stride) has no "
+            "token of them to score. Drop them, or give each some text."
         )
