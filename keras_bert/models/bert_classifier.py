@@ -170,9 +170,7 @@ class BertClassifier(Task):
         # === Functional Model ===
         inputs = keras_inputs(windows=windows)
         # Documents: the backbone reads their real windows as rows.
-        rows, document = (
-            self.window_rows(inputs) if windows else (inputs, None)
-        )
+        rows, document = self.window_rows(inputs) if windows else (inputs, None)
         # The last block runs on [CLS] only (see BertBackbone.outputs_at).
         pooled = backbone.outputs_at(rows)["pooled_output"]
         outputs = self.output_dense(self.output_dropout(pooled))

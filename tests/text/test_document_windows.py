@@ -64,7 +64,7 @@ def test_an_empty_document_fails_naming_its_row():
 
 
 def test_bad_arguments_name_the_fix():
-    with pytest.raises(ValueError, match=r"doc_stride.*sequence_length - 2 = 4"):
+    with pytest.raises(ValueError, match=r"doc_stride.*- 2 = 4"):
         DocumentWindows(_preprocessor(), stride=5)
     with pytest.raises(ValueError, match="max_windows=0"):
         DocumentWindows(_preprocessor(), stride=2, max_windows=0)
