@@ -49,48 +49,45 @@ def _per_window_logits(model, text):
     return truncating.predict(rows, verbose=0)
 
 
-@pytest.mark.parametrize("aggregation", ["mean", "max"])
-def test_document_logits_aggregate_the_windows_logits(aggregation):
-    model = _classifier(doc_stride=7, aggregation=aggregation)
+@pytest.fixture(scope="module")
+def model():
+    return _classifier(doc_stride=7)
+
+
+def test_document_logits_are_the_mean_of_the_windows_logits(model):
     logits = model.predict(TEXTS, verbose=0)
-    reduce = np.mean if aggregation == "mean" else np.max
     for text, row in zip(TEXTS, logits):
         windows = _per_window_logits(model, text)
-        np.testing.assert_allclose(row, reduce(windows, axis=0), atol=1e-6)
+        np.testing.assert_allclose(row, windows.mean(axis=0), atol=1e-6)
     assert len(_per_window_logits(model, TEXTS[0])) == 5
 
 
-def test_a_document_within_one_window_scores_as_truncation():
-    windows = _classifier(doc_stride=7)
-    truncating = _classifier()
-    truncating.set_weights(windows.get_weights())
+def test_a_document_within_one_window_scores_as_truncation(model):
+    truncating = keras_bert.BertClassifier(
+        model.backbone, 3, preprocessor=model.preprocessor
+    )
+    truncating.output_dense.set_weights(model.output_dense.get_weights())
     short = ["a dull book", "good", "a good film " * 4]  # <= 14 tokens
     np.testing.assert_allclose(
-        windows.predict(short, verbose=0),
+        model.predict(short, verbose=0),
         truncating.predict(short, verbose=0),
         atol=1e-6,
     )
 
 
-def test_the_batched_path_gives_the_small_calls_logits():
-    model = _classifier(doc_stride=5)
-    texts = TEXTS * 12  # more than one batch: `keras.Model.predict`
-    batched = model.predict(texts, batch_size=8, verbose=0)
+def test_the_batched_path_gives_the_small_calls_logits(model):
+    texts = TEXTS * 9  # more than one batch: `keras.Model.predict`
+    batched = model.predict(texts, batch_size=16, verbose=0)
     np.testing.assert_allclose(
         batched[:4], model.predict(TEXTS, verbose=0), atol=1e-6
-    )
-    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(8)
-    np.testing.assert_allclose(
-        model.predict(dataset, verbose=0), batched, atol=1e-6
     )
 
 
 def test_fit_and_evaluate_count_documents_not_windows():
-    model = _classifier(doc_stride=7, max_windows=3)
+    model = _classifier(doc_stride=7)
     labels = np.array([0, 1, 2, 1])
-    history = model.fit(TEXTS, labels, batch_size=3, epochs=2, verbose=0)
-    assert model.optimizer.iterations.numpy() == 4  # 2 batches of documents
-    assert np.isfinite(history.history["loss"]).all()
+    model.fit(TEXTS, labels, batch_size=3, epochs=1, verbose=0)
+    assert model.optimizer.iterations.numpy() == 2  # 2 batches of documents
     loss, accuracy = model.evaluate(TEXTS, labels, verbose=0)
     logits = model.predict(TEXTS, verbose=0)
     expected = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
@@ -100,17 +97,20 @@ def test_fit_and_evaluate_count_documents_not_windows():
     assert accuracy == np.mean(logits.argmax(-1) == labels)
 
 
-def test_config_and_keras_file_round_trip(tmp_path):
-    model = _classifier(doc_stride=7, aggregation="max", max_windows=4)
+def test_max_aggregation_config_and_keras_file_round_trip():
+    model = _classifier(doc_stride=5, aggregation="max", max_windows=4)
+    logits = model.predict(TEXTS, verbose=0)
+    for text, row in zip(TEXTS, logits):
+        windows = _per_window_logits(model, text)
+        assert len(windows) <= 4
+        np.testing.assert_allclose(row, windows.max(axis=0), atol=1e-6)
     assert_config_complete(model)
     inputs = model._text_packer()(tf.constant(TEXTS))
     restored = run_model_saving_test(model, inputs)
-    assert (restored.doc_stride, restored.aggregation) == (7, "max")
+    assert (restored.doc_stride, restored.aggregation) == (5, "max")
     assert restored.max_windows == 4
     np.testing.assert_allclose(
-        restored.predict(TEXTS, verbose=0),
-        model.predict(TEXTS, verbose=0),
-        atol=1e-6,
+        restored.predict(TEXTS, verbose=0), logits, atol=1e-6
     )
 
 
