@@ -29,7 +29,12 @@ the dev accuracy of the last epoch:
 Both torch contestants train in `benchmarks/contestants/torch_loop.py`
 (AdamW without decay on biases and LayerNorm, linear warmup and decay,
 global-norm clipping); keras-bert's in `fit` with the same optimizer
-(`epsilon_hat=False`, PyTorch's epsilon). Each contestant runs in its own
+(`epsilon_hat=False`, PyTorch's epsilon). Every contestant reads its
+training rows (pages; for torch_windows, windows) in a seeded
+permutation per epoch (`page_order`): keras-bert's `fit` gets the pages
+as a `tf.data.Dataset` of text batches in that order, rather than its
+length-grouped batches of raw-text lists (which, on a few hundred pages
+whose length goes with their folder, sort a whole epoch by length). Each contestant runs in its own
 process (`--contestant=NAME`); the driver prints a Markdown table and
 writes each record to `--records_dir`. The torch windows side also checks
 that its windows hold the token ids of keras-bert's
@@ -104,6 +109,13 @@ def read_split(split, limit):
     return [row["text"] for row in rows], [row["label"] for row in rows]
 
 
+def page_order(num_rows, s, epoch):
+    """Epoch `epoch`'s order of the training rows, both sides'."""
+    import numpy as np
+
+    return np.random.default_rng([s["seed"], epoch]).permutation(num_rows)
+
+
 def label_names(labels):
     return sorted(set(labels))
 
@@ -111,6 +123,7 @@ def label_names(labels):
 def run_keras_bert(windows):
     import keras
     import numpy as np
+    import tensorflow as tf
 
     import keras_bert
     from keras_bert.training import TRAINING_DEFAULTS
@@ -140,10 +153,20 @@ def run_keras_bert(windows):
             epsilon_hat=False,
         )
     )
+    # The pages in the torch contestants' order (`page_order`), batched
+    # as they are; `fit` cuts each batch's windows in the pipeline.
+    index = {name: i for i, name in enumerate(names)}
+    texts = np.array(train_texts, dtype=object)
+    targets = np.array([index[label] for label in train_labels])
+    orders = [page_order(len(texts), s, e) for e in range(s["epochs"])]
+    order = np.concatenate(orders)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (list(texts[order]), targets[order])
+    ).batch(s["batch_size"])
     start = time.perf_counter()
     model.fit(
-        train_texts, train_labels, batch_size=s["batch_size"],
-        epochs=s["epochs"], seed=s["seed"], verbose=2,
+        dataset, epochs=s["epochs"], verbose=2,
+        steps_per_epoch=-(-len(texts) // s["batch_size"]),
     )  # fmt: skip
     train_seconds = time.perf_counter() - start
     logits = model.predict(dev_texts, batch_size=32, verbose=0)
@@ -243,8 +266,7 @@ def run_torch(windows):
         return model(**batch(train_ids, rows), labels=targets).loss
 
     def order(epoch):
-        rng = np.random.default_rng([s["seed"], epoch])
-        return rng.permutation(len(train_ids))
+        return page_order(len(train_ids), s, epoch)
 
     start = time.perf_counter()
     torch_loop.fine_tune(model, s, len(train_ids), order, loss, log_every=20)
