@@ -84,6 +84,7 @@ def test_the_batched_path_gives_the_small_calls_logits(model):
     )
 
 
+@pytest.mark.slow
 def test_fit_and_evaluate_count_documents_not_windows():
     model = _classifier(doc_stride=7)
     labels = np.array([0, 1, 2, 1])
