@@ -95,6 +95,11 @@ REPLACEMENTS = {
         "10_000": "4",
         "1_000": "2",
     },
+    # Size: two pages of each folder, one window each.
+    "docs/long_documents.md": {
+        "[:8]": "[:2]",
+        "max_windows=4": "max_windows=1",
+    },
 }
 
 # Documents whose first block must be the process's first TensorFlow call

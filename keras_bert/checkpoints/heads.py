@@ -193,7 +193,10 @@ def _classifier_config(
     dropout=None,
     pair=None,
     label_names=None,
+    **reading,
 ):
+    # `reading`: how texts are read (`doc_stride`, `aggregation`,
+    # `max_windows`), which no checkpoint holds; passed on as given.
     if num_classes is None:
         if "classifier.weight" not in checkpoint.tensors:
             raise ValueError(
@@ -209,6 +212,7 @@ def _classifier_config(
         "dropout": dropout,
         "pair": pair,
         "label_names": label_names,
+        **reading,
     }
 
 

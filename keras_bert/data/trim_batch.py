@@ -16,11 +16,14 @@ def trim_batch(features, multiple=8):
     (`benchmarks/recipe_steps.py`), so the GLUE recipe cuts exactly
     (`multiple=1`). Works on a dict of tensors
     (e.g. in `tf.data.Dataset.map`) or of numpy arrays, with a
-    `"padding_mask"`; values that are not 2-D are kept whole. An empty
-    batch keeps one column.
+    `"padding_mask"`; values of another rank than the mask's are kept
+    whole. An empty batch keeps one column. Documents read in windows,
+    `(batch, windows, sequence_length)`, are cut on their last axis to
+    their longest window.
 
     Args:
-        features: dict of `(batch, sequence_length)` tensors or arrays.
+        features: dict of `(batch, sequence_length)` (or `(batch, windows,
+            sequence_length)`) tensors or arrays.
         multiple: int. The length is rounded up to a multiple of it.
 
     Example:
@@ -34,12 +37,13 @@ def trim_batch(features, multiple=8):
     ```
     """
     mask = features["padding_mask"]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
     # An empty batch keeps a column: models read position 0 ([CLS]).
     longest = tf.maximum(longest, 1)
-    full = tf.shape(mask)[1]
+    full = tf.shape(mask)[-1]
     length = tf.minimum(-(-longest // multiple) * multiple, full)
+    rank = len(mask.shape)
     return {
-        name: value[:, :length] if len(value.shape) == 2 else value
+        name: value[..., :length] if len(value.shape) == rank else value
         for name, value in features.items()
     }

@@ -12,6 +12,8 @@ from keras_bert.layers.position_embedding import PositionEmbedding
 from keras_bert.layers.segment_embedding import SegmentEmbedding
 from keras_bert.layers.sentence_pooling import SentencePooling
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
+from keras_bert.layers.window_aggregation import WindowAggregation
+from keras_bert.layers.window_rows import WindowRows
 
 __all__ = [
     "OPTIMIZATIONS",
@@ -26,4 +28,6 @@ __all__ = [
     "SegmentEmbedding",
     "SentencePooling",
     "TransformerEncoderBlock",
+    "WindowAggregation",
+    "WindowRows",
 ]

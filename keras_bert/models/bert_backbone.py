@@ -13,15 +13,18 @@ from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 from keras_bert.validation import check_positive_int
 
 
-def keras_inputs(names=BACKBONE_INPUTS):
+def keras_inputs(names=BACKBONE_INPUTS, windows=False):
     """A dict of named int32 `keras.Input`s `(batch_size, sequence_length)`.
 
     The inputs of `BertBackbone`'s functional graph and of every task model
     built on it; a head with inputs of its own adds their names (e.g.
-    `keras_inputs(BACKBONE_INPUTS + ("masked_positions",))`).
+    `keras_inputs(BACKBONE_INPUTS + ("masked_positions",))`). With
+    `windows=True`, `(batch_size, windows, sequence_length)`: documents
+    read in windows (`BertClassifier(..., doc_stride=...)`).
     """
+    shape = (None, None) if windows else (None,)
     return {
-        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        name: keras.Input(shape=shape, dtype="int32", name=name)
         for name in names
     }
 

@@ -3,12 +3,17 @@
 import keras
 
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
+from keras_bert.layers.window_aggregation import WindowAggregation
+from keras_bert.layers.window_aggregation import check_aggregation
+from keras_bert.layers.window_rows import WindowRows
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.labels import check_label_names
 from keras_bert.models.labels import class_labels
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.models.text_inputs import pair_layout
+from keras_bert.text.document_windows import DocumentWindows
+from keras_bert.text.document_windows import check_max_windows
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 
@@ -56,13 +61,29 @@ class BertClassifier(Task):
             `fit` and `evaluate` then also take these names as labels,
             and the export's `label` output gives them. Saved in the
             config. Defaults to `None`: class ids only.
+        doc_stride: int or `None`. `None` (the default): a text longer
+            than the preprocessor's `sequence_length` is truncated. An
+            int: each text is read whole, in overlapping windows of
+            `sequence_length - 2` tokens that start every `doc_stride`
+            tokens (`keras_bert.text.document_windows`); each window is
+            scored and the logits aggregated per document, in `fit`
+            (documents are the unit of labels, loss and metrics),
+            `evaluate`, `predict` and the export. Single texts only.
+            docs/long_documents.md.
+        aggregation: str. How a document's window logits combine, with
+            `doc_stride`: `"mean"` (the default) or `"max"`.
+        max_windows: int or `None`. With `doc_stride`, the windows read
+            per document, the first ones (bounds the cost of the longest
+            documents); `None` (the default): all.
         preprocessor: `keras_bert.BertPreprocessor` or `None`. Turns raw
             text into the backbone's inputs; `None` (the default): the
             model takes ids only.
         **kwargs: `name`, `trainable`.
 
     Inputs: the backbone's dict (`token_ids`, `segment_ids`,
-        `padding_mask`), or raw text with a preprocessor.
+        `padding_mask`), or raw text with a preprocessor. With
+        `doc_stride`, each `(batch_size, windows, sequence_length)`: a
+        document's windows first, then windows of padding only (all 0).
 
     Outputs: float32 logits (or scores) `(batch_size, num_classes)`.
 
@@ -91,6 +112,12 @@ class BertClassifier(Task):
         backbone, 2, preprocessor=preprocessor, label_names=["neg", "pos"]
     )
     named.fit(["a good film", "a dull book"], ["pos", "neg"], verbose=0)
+    # Long documents: windows of 14 tokens every 7, mean of their logits.
+    reader = keras_bert.BertClassifier(
+        backbone, 2, preprocessor=preprocessor, doc_stride=7
+    )
+    reader.fit(["a good film " * 20, "a dull book " * 9], [1, 0], verbose=0)
+    reader.predict(["a good book " * 30], verbose=0)  # (1, 2)
     # Without a preprocessor, ids in.
     features = {
         "token_ids": np.array([[2, 9, 3]] * 4),
@@ -111,9 +138,13 @@ class BertClassifier(Task):
         dropout=0.1,
         pair=None,
         label_names=None,
+        doc_stride=None,
+        aggregation="mean",
+        max_windows=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes, hint="1 for regression")
+        check_document_windows(doc_stride, aggregation, max_windows, pair)
         check_rate("dropout", dropout)
         label_names = check_label_names(label_names, num_classes)
         if pair not in (None, True, False):
@@ -128,12 +159,25 @@ class BertClassifier(Task):
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = logits_dense(num_classes, backbone, name="logits")
+        windows = doc_stride is not None
+        self.window_rows = WindowRows(name="window_rows") if windows else None
+        self.window_aggregation = (
+            WindowAggregation(aggregation, name="window_aggregation")
+            if windows
+            else None
+        )
 
         # === Functional Model ===
-        inputs = keras_inputs()
+        inputs = keras_inputs(windows=windows)
+        # Documents: the backbone reads their real windows as rows.
+        rows, document = self.window_rows(inputs) if windows else (inputs, None)
         # The last block runs on [CLS] only (see BertBackbone.outputs_at).
-        pooled = backbone.outputs_at(inputs)["pooled_output"]
+        pooled = backbone.outputs_at(rows)["pooled_output"]
         outputs = self.output_dense(self.output_dropout(pooled))
+        if windows:
+            outputs = self.window_aggregation(
+                outputs, document, inputs["padding_mask"]
+            )
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
@@ -141,6 +185,11 @@ class BertClassifier(Task):
         self.dropout = dropout
         self.pair = pair
         self.label_names = label_names
+        self.doc_stride = doc_stride
+        self.aggregation = aggregation
+        self.max_windows = max_windows
+        if self.preprocessor is not None:
+            self._text_packer()  # checks doc_stride against its length
 
         self.compile()
 
@@ -150,7 +199,23 @@ class BertClassifier(Task):
         )
 
     def _note_text_layout(self, x):
-        self.pair = pair_layout(x, self.pair)
+        pair = pair_layout(x, self.pair)
+        check_document_windows(self.doc_stride, self.aggregation, None, pair)
+        self.pair = pair
+
+    def _text_packer(self):
+        """The preprocessor, or with `doc_stride` the `DocumentWindows`
+        over it that cut raw text into this model's inputs."""
+        if self.doc_stride is None:
+            return self.preprocessor
+        cached = getattr(self, "_windows", None)
+        if cached is None or cached.preprocessor is not self.preprocessor:
+            cached = DocumentWindows(
+                self.preprocessor, self.doc_stride, self.max_windows
+            )
+            # A plain attribute: neither Keras nor a SavedModel tracks it.
+            self._windows = cached
+        return cached
 
     def _check_text_layout(self, x):
         pair_layout(x, self.pair)
@@ -198,4 +263,33 @@ class BertClassifier(Task):
             "dropout": self.dropout,
             "pair": self.pair,
             "label_names": self.label_names,
+            "doc_stride": self.doc_stride,
+            "aggregation": self.aggregation,
+            "max_windows": self.max_windows,
         }
+
+
+def check_document_windows(doc_stride, aggregation, max_windows, pair):
+    """Raises a `ValueError` naming the bad value unless `BertClassifier`'s
+    window arguments agree (`doc_stride` None or a positive int, a known
+    `aggregation`, `max_windows` only with `doc_stride`, single texts)."""
+    if doc_stride is not None:
+        check_positive_int(
+            "doc_stride",
+            doc_stride,
+            hint="tokens between window starts, or None to truncate",
+        )
+    check_aggregation(aggregation)
+    check_max_windows(max_windows)
+    if doc_stride is None and max_windows is not None:
+        raise ValueError(
+            f"Received max_windows={max_windows!r} without doc_stride: "
+            "`max_windows` bounds the windows a document is read in. Pass "
+            "doc_stride=N too, or max_windows=None."
+        )
+    if doc_stride is not None and pair:
+        raise ValueError(
+            f"Received doc_stride={doc_stride} for sentence pairs: windows "
+            "read single documents. Pass single texts, or doc_stride=None "
+            "to read pairs truncated."
+        )

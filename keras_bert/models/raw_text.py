@@ -141,7 +141,7 @@ class RawTextMethods:
                     "with a `tf.data.Dataset`, pass `validation_data`."
                 )
             arguments["x"] = text_dataset(
-                x, self.preprocessor, self._inputs_from_text
+                x, self._text_packer(), self._inputs_from_text
             )
         else:
             if arguments["steps_per_epoch"] is not None:
@@ -157,7 +157,7 @@ class RawTextMethods:
                     (x, y, weights), split
                 )
             arguments["x"], arguments["steps_per_epoch"] = fit_dataset(
-                self.preprocessor,
+                self._text_packer(),
                 self._inputs_from_text,
                 x_train,
                 y_train,
@@ -172,7 +172,7 @@ class RawTextMethods:
         arguments.update(y=None, batch_size=None, sample_weight=None)
         arguments["validation_data"] = validation_dataset(
             validation,
-            self.preprocessor,
+            self._text_packer(),
             self._inputs_from_text,
             validation_batch_size,
         )
@@ -217,7 +217,7 @@ class RawTextMethods:
         if not text:
             return super().evaluate(**arguments, **kwargs)
         arguments["x"] = inference_dataset(
-            self.preprocessor,
+            self._text_packer(),
             self._inputs_from_text,
             x,
             y,
@@ -268,7 +268,7 @@ class RawTextMethods:
             return super().predict(x, *args, **kwargs)
         self._check_text_method("predict", "x")
         arguments["x"] = inference_dataset(
-            self.preprocessor,
+            self._text_packer(),
             self._inputs_from_text,
             x,
             batch_size=arguments["batch_size"],
@@ -294,6 +294,12 @@ class RawTextMethods:
                 "`model.preprocessor`), or pass the ids dict "
                 "(`token_ids`, `segment_ids`, `padding_mask`)."
             )
+
+    def _text_packer(self):
+        """What turns a batch of raw text into the model's inputs: the
+        `preprocessor` (a head reading text otherwise overrides it, as
+        `BertClassifier` with `doc_stride` does)."""
+        return self.preprocessor
 
     def _head_labels(self, labels, argument):
         """Labels as the head takes them (`BertClassifier`: class ids)."""

@@ -36,6 +36,8 @@ import tensorflow as tf
 from keras_bert.data.trim_batch import trim_batch
 from keras_bert.keras_workarounds import evaluation_ready
 from keras_bert.keras_workarounds import evaluation_result
+from keras_bert.text.document_windows import DocumentWindows
+from keras_bert.text.document_windows import check_documents
 
 # Examples up to which `predict` takes the compiled function when it is
 # given no `batch_size` (Keras' own default batch).
@@ -71,6 +73,8 @@ def small_predict(
             return empty_outputs(model)
         if count > limit:
             return None
+        if isinstance(_text_packer(model), DocumentWindows):
+            check_documents(texts[0])
         function = compiled_function(
             model,
             ("text", len(texts)),
@@ -137,6 +141,8 @@ def small_evaluate(
     if texts is not None:
         if not 0 < len(texts[0]) <= limit:
             return None
+        if isinstance(_text_packer(model), DocumentWindows):
+            check_documents(texts[0])
         function = compiled_function(
             model,
             ("evaluate text", len(texts), extra_key),
@@ -176,7 +182,7 @@ def text_function(model, num_texts, forward=None):
     """`tf.function(*texts) -> outputs` of `forward` (default: the model)
     on texts tokenized by the model's preprocessor, traced once for every
     batch size and length."""
-    pack = model.preprocessor.batch_function(num_texts)
+    pack = _text_packer(model).batch_function(num_texts)
     forward = forward or _forward(model)
     to_inputs = model._inputs_from_text
     xla = bool(model.jit_compile)
@@ -252,6 +258,13 @@ def _structure_key(model):
     )
 
 
+def _text_packer(model):
+    """What turns the model's raw text into its inputs (its preprocessor,
+    or the model's `_text_packer()`: documents cut into windows)."""
+    packer = getattr(model, "_text_packer", None)
+    return packer() if packer is not None else model.preprocessor
+
+
 def _forward(model):
     if model.jit_compile:
         return tf.function(
@@ -283,7 +296,7 @@ def _ids_function(model):
 def _evaluate_text_function(model, num_texts, extra_specs):
     """`tf.function(*texts, labels[, sample_weight]) -> test_step logs` on
     texts tokenized as `text_function` tokenizes them."""
-    pack = model.preprocessor.batch_function(num_texts)
+    pack = _text_packer(model).batch_function(num_texts)
     to_inputs = model._inputs_from_text
 
     def run(*arguments):

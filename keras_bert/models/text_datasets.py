@@ -17,10 +17,14 @@ import tensorflow as tf
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
 from keras_bert.data.trim_batch import trim_batch
+from keras_bert.data.window_batches import pack_windows
+from keras_bert.data.window_batches import window_batches
 from keras_bert.models.text_inputs import check_labels
 from keras_bert.models.text_inputs import dataset_text_layout
 from keras_bert.models.text_inputs import is_text
 from keras_bert.models.text_inputs import texts_of
+from keras_bert.text.document_windows import DocumentWindows
+from keras_bert.text.document_windows import check_documents
 
 
 def fit_dataset(
@@ -43,8 +47,13 @@ def fit_dataset(
     (`keras_bert.data.length_grouped_epochs`, as the recipes'
     `--group_by_length`); each batch is cut to its longest row.
 
+    Documents read in windows (`preprocessor` a
+    `keras_bert.text.document_windows.DocumentWindows`) are cut once and
+    batched whole the same way (`keras_bert.data.window_batches`), ordered
+    by their token counts.
+
     Args:
-        preprocessor: `keras_bert.BertPreprocessor`.
+        preprocessor: `keras_bert.BertPreprocessor`, or `DocumentWindows`.
         to_inputs: callable or `None`. The model's inputs from a batch
             of packed features and the whole input's (`None`: the
             packed features are the inputs).
@@ -74,8 +83,8 @@ def fit_dataset(
     batch_size = batch_size or 32
     if seed is None:
         seed = int(np.random.randint(2**31 - 1))
-    features = pack_texts(texts, _packing(preprocessor, len(texts)))
-    dataset = packed_batches(
+    features, batches = _pack_all(preprocessor, texts)
+    dataset = batches(
         features,
         y,
         batch_size,
@@ -102,7 +111,8 @@ def inference_dataset(
     through the preprocessor (`text_dataset`).
 
     Args:
-        preprocessor: `keras_bert.BertPreprocessor`.
+        preprocessor: `keras_bert.BertPreprocessor`, or `DocumentWindows`
+            (documents batched whole, as `fit_dataset` batches them).
         to_inputs: callable or `None`. The model's inputs from a batch
             of packed features and the whole input's (`None` for a
             dataset, whose whole is not known ahead).
@@ -117,8 +127,8 @@ def inference_dataset(
     texts = texts_of(x)
     y = check_labels(y, len(texts[0]))
     sample_weight = check_labels(sample_weight, len(texts[0]), "sample_weight")
-    features = pack_texts(texts, _packing(preprocessor, len(texts)))
-    dataset = packed_batches(
+    features, batches = _pack_all(preprocessor, texts)
+    dataset = batches(
         features, y, batch_size or 32, sample_weight=sample_weight
     )
     return _map_inputs(dataset, to_inputs, features)
@@ -191,6 +201,18 @@ def validation_dataset(validation, preprocessor, to_inputs, batch_size):
         sample_weight=validation[2] if len(validation) == 3 else None,
         batch_size=batch_size,
     )
+
+
+def _pack_all(preprocessor, texts):
+    """`(features, batches)`: `texts` tokenized once, and the function
+    that batches them (`packed_batches`, or `window_batches` for
+    documents read in windows)."""
+    if isinstance(preprocessor, DocumentWindows):
+        preprocessor.batch_function(len(texts))  # refuses pairs
+        check_documents(texts[0])
+        windows = pack_windows(texts[0], preprocessor.flat_function())
+        return windows, window_batches
+    return pack_texts(texts, _packing(preprocessor, len(texts))), packed_batches
 
 
 def _packing(preprocessor, num_texts):

@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from keras_bert.serving.signatures import text_and_ids_endpoints
+from keras_bert.text.document_windows import DocumentWindows
 
 
 def classifier_endpoints(
@@ -12,7 +13,13 @@ def classifier_endpoints(
 
     Both return `probabilities` float32 `(batch, classes)`, `label_id`
     int32 `(batch,)` and `label` string `(batch,)`; a regressor
-    (`num_classes=1`) returns `score` float32 `(batch,)`.
+    (`num_classes=1`) returns `score` float32 `(batch,)`. A model built
+    with `doc_stride` reads each text whole: `serving_default` cuts it
+    into the model's windows in the graph
+    (`keras_bert.text.document_windows`; an empty text fails the request
+    with an `InvalidArgumentError` naming its row) and returns the same
+    outputs, one row per text; `predict_ids` takes the windows,
+    `(batch, windows, sequence)`.
 
     Args:
         model: `keras_bert.BertClassifier`.
@@ -31,6 +38,17 @@ def classifier_endpoints(
     Returns a dict `name -> (function, input_signature)`.
     """
     pair = served_pair(model, pair)
+    windows = getattr(model, "doc_stride", None) is not None
+    if windows:
+        if pair:
+            raise ValueError(
+                f"Received pair={pair}, but the classifier reads documents "
+                f"in windows (doc_stride={model.doc_stride}), single texts "
+                "only. Leave out `pair`."
+            )
+        preprocessor = DocumentWindows(
+            preprocessor, model.doc_stride, model.max_windows
+        )
     if model.num_classes == 1:
         if labels is not None:
             raise ValueError(
@@ -43,7 +61,7 @@ def classifier_endpoints(
             return {"score": tf.cast(scores[:, 0], tf.float32)}
 
         return text_and_ids_endpoints(
-            preprocessor, regression, "predict_ids", pair, trim
+            preprocessor, regression, "predict_ids", pair, trim, windows
         )
     if labels is None:
         labels = getattr(model, "label_names", None)
@@ -67,7 +85,7 @@ def classifier_endpoints(
         }
 
     return text_and_ids_endpoints(
-        preprocessor, classification, "predict_ids", pair, trim
+        preprocessor, classification, "predict_ids", pair, trim, windows
     )
 
 

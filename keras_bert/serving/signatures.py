@@ -13,15 +13,16 @@ from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 IDS_INPUTS = BACKBONE_INPUTS
 
 
-def ids_signature():
-    """The backbone inputs as int32 `(batch, sequence)` tensor specs."""
-    return [
-        tf.TensorSpec([None, None], tf.int32, name=name) for name in IDS_INPUTS
-    ]
+def ids_signature(windows=False):
+    """The backbone inputs as int32 `(batch, sequence)` tensor specs
+    (`windows=True`: `(batch, windows, sequence)`, documents read in
+    windows)."""
+    shape = [None, None, None] if windows else [None, None]
+    return [tf.TensorSpec(shape, tf.int32, name=name) for name in IDS_INPUTS]
 
 
 def text_and_ids_endpoints(
-    preprocessor, outputs_fn, ids_name, pair=False, trim=True
+    preprocessor, outputs_fn, ids_name, pair=False, trim=True, windows=False
 ):
     """A raw-text `serving_default` and an ids endpoint over one function.
 
@@ -32,7 +33,9 @@ def text_and_ids_endpoints(
     maximum.
 
     Args:
-        preprocessor: `keras_bert.BertPreprocessor`.
+        preprocessor: `keras_bert.BertPreprocessor` (or what else packs a
+            text batch into the inputs, e.g.
+            `keras_bert.text.document_windows.DocumentWindows`).
         outputs_fn: callable `(inputs, text) -> dict of tensors`, given
             the backbone inputs and whether they came from text.
         ids_name: str. Name of the endpoint on ids.
@@ -42,6 +45,8 @@ def text_and_ids_endpoints(
             the request's longest row. `False` runs the model on all
             `preprocessor.sequence_length` columns (the same outputs,
             slower: for comparisons).
+        windows: bool. Whether the ids endpoint takes documents' windows
+            `(batch, windows, sequence)`.
 
     Returns a dict `name -> (function, input_signature)`.
     """
@@ -58,5 +63,5 @@ def text_and_ids_endpoints(
         "serving_default": packed_text_function(
             preprocessor, outputs_fn, pair=pair, trim=trim
         ),
-        ids_name: (serve_ids, ids_signature()),
+        ids_name: (serve_ids, ids_signature(windows)),
     }
