@@ -97,6 +97,9 @@ def test_fit_and_evaluate_count_documents_not_windows():
     )
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
     assert accuracy == np.mean(logits.argmax(-1) == labels)
+    assert any(k[0] == "evaluate text" for k in model._small_calls.functions)
+    keras_loop = model.evaluate(TEXTS, labels, callbacks=[], verbose=0)
+    np.testing.assert_allclose(keras_loop, [loss, accuracy], rtol=1e-6)
 
 
 def test_max_aggregation_config_and_keras_file_round_trip():
