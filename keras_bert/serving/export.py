@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
-from keras_bert.models.serving_copy import backbone_of
+from keras_bert.layers.remapper_forms import serving_trace
 from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.models.serving_copy import serving_copy
 from keras_bert.serving.endpoints import serving_endpoints
@@ -167,11 +167,10 @@ def export_saved_model(
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    if backbone_of(model).streams is None:
-        archive.track(model)
-    # With streams, only what the endpoints read is saved (`add_endpoint`
-    # tracks it): the blocks' weights laid out per stream, not also the
-    # blocks' own kernels, which the streams do not read.
+    # Only what the endpoints read is saved (`add_endpoint` tracks it): the
+    # blocks' weights as constants of the graph (`serving_graph`) or laid
+    # out per stream, not also the blocks' variables, which they do not
+    # read.
     archive.track(preprocessor)
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, function, signature)
@@ -180,7 +179,10 @@ def export_saved_model(
     # half-written version (it ignores names that are not numbers).
     staging = files.join(export_dir, f".export-{uuid.uuid4().hex}")
     try:
-        archive.write_out(staging, verbose=False)
+        # The endpoints are traced here, their blocks as `serving_graph`
+        # (`keras_bert.layers.block_implementations`) where it applies.
+        with serving_trace():
+            archive.write_out(staging, verbose=False)
         if files.exists(version_dir):
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
