@@ -291,20 +291,24 @@ def serving_graph(block, call):
 
     def weight(dense, columns=None):
         # (kernel, bias) of `dense`, or of its `columns` (a slice).
-        def kernel():
-            kernel = dense.merged_kernel()
+        def kernel(read):
+            kernel = dense.merged_kernel(read=read)
             return kernel if columns is None else kernel[:, columns]
 
-        def bias():
-            return dense.bias if columns is None else dense.bias[columns]
+        def bias(read):
+            return (
+                read(dense.bias)
+                if columns is None
+                else read(dense.bias)[columns]
+            )
 
         return forms.weight(kernel, dtype), forms.weight(bias, dtype)
 
     def norm(x, layer_norm):
         return forms.layer_norm(
             x,
-            forms.weight(lambda: layer_norm.gamma, "float32"),
-            forms.weight(lambda: layer_norm.beta, "float32"),
+            forms.weight(lambda read: read(layer_norm.gamma), "float32"),
+            forms.weight(lambda read: read(layer_norm.beta), "float32"),
             layer_norm.epsilon,
         )
 

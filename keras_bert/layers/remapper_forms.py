@@ -39,6 +39,8 @@ import threading
 
 from keras import ops
 
+from keras_bert.keras_workarounds import backend_variable
+
 # The additive mask of padding keys: large enough that exp() underflows to
 # exactly 0 in float32 (as `block_pieces.MASK_SCORE`).
 MASK_BIAS = -1e9
@@ -69,17 +71,29 @@ def in_serving_trace():
 
 
 def weight(compute, dtype):
-    """`compute()` (a function reading variables, e.g. a kernel with its
-    LoRA update added) in `dtype`: in a frozen serving trace, computed now
-    into a constant of the graph being traced; else read by the graph."""
+    """`compute(read)` in `dtype`: a tensor computed from variables, each
+    read with `read` (variable → tensor), e.g. a kernel with its LoRA update
+    added. In a frozen serving trace, computed now into a constant of the
+    graph being traced (read so that the graph does not record the
+    variables: an export saves only what its graph reads); else read by the
+    graph."""
     import tensorflow as tf
 
     state = getattr(_TRACE, "state", None)
     if state and state["frozen"] and not tf.executing_eagerly():
         with tf.init_scope():
-            value = ops.convert_to_numpy(compute())
+            value = ops.convert_to_numpy(compute(_read_now))
         return tf.constant(value, dtype=dtype)
-    return ops.cast(compute(), dtype)
+    return ops.cast(compute(ops.convert_to_tensor), dtype)
+
+
+def _read_now(variable):
+    import tensorflow as tf
+
+    variable = backend_variable(variable)  # not cast to a compute dtype
+    return tf.raw_ops.ReadVariableOp(
+        resource=variable.handle, dtype=variable.dtype
+    )
 
 
 def dense(x, kernel, bias, activation=None, residual=None):
