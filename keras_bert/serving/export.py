@@ -6,7 +6,9 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.layers.block_implementations import select_implementation
 from keras_bert.layers.remapper_forms import serving_trace
+from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.models.serving_copy import serving_copy
 from keras_bert.serving.endpoints import serving_endpoints
@@ -167,10 +169,11 @@ def export_saved_model(
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    # Only what the endpoints read is saved (`add_endpoint` tracks it): the
-    # blocks' weights as constants of the graph (`serving_graph`) or laid
-    # out per stream, not also the blocks' variables, which they do not
-    # read.
+    if _blocks_read_their_variables(model):
+        archive.track(model)
+    # Otherwise only what the endpoints read is saved (`add_endpoint` tracks
+    # it): the blocks' weights as constants of the graph (`serving_graph`)
+    # or laid out per stream, not also the blocks' variables.
     archive.track(preprocessor)
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, function, signature)
@@ -197,6 +200,16 @@ def export_saved_model(
         if files.exists(staging):
             tf.io.gfile.rmtree(staging)
     return version_dir
+
+
+def _blocks_read_their_variables(model):
+    """Whether the served blocks read their own variables: unless the
+    implementation the export's trace chooses for them
+    (`select_implementation`) is `streams` or `serving_graph`."""
+    block = backbone_of(model).transformer_layers[0]
+    with serving_trace():
+        name, _ = select_implementation(block, None, None, None, False)
+    return name not in ("streams", "serving_graph")
 
 
 def _new_version_dir(export_dir, version):

@@ -118,7 +118,9 @@ def test_int8_export_holds_int8_variables_and_leaves_the_model(exports):
         )
         for name, path in paths.items()
     }
-    assert sizes["int8"] < sizes["float32"], sizes
+    # Smaller than the float32 weights (which the float32 export holds
+    # partly as constants of its graph: `serving_graph`).
+    assert sizes["int8"] < 4 * classifier.count_params(), sizes
     # The caller's model was copied, not quantized.
     assert all(layer.quantization_mode is None for layer in _layers(classifier))
 
