@@ -7,6 +7,11 @@ the block's own weights and returns `(outputs, attention_probabilities)`:
 - `streams`: inference as parallel chains of heads and feed-forward
   units (`keras_bert.layers.stream_layout`). Selected at inference when
   the block has `streams` and float weights.
+- `serving_graph`: inference in the forms TensorFlow's CPU remapper
+  fuses into oneDNN kernels (`keras_bert.layers.remapper_forms`), the
+  weights constants of the graph. Selected while a SavedModel export
+  traces the model (`remapper_forms.serving_trace`) with
+  `"remapper_serving_graph"` and float weights.
 - `fused_training`: 2-D `(tokens, hidden)` matmuls, the element-wise
   chains between them XLA-fused (`keras_bert.layers.fused_ops`).
   Selected in training with `"xla_fused_ops"`, a static shape large
@@ -19,16 +24,14 @@ The first row that can run the call (training or inference, int8
 weights) and applies to it runs: `select_implementation`, the only code
 that reads the block's `optimizations`, the training flag, the input's
 dtype and static shape, the weights' quantization and `streams`. With
-`query_positions`, `streams`, `fused_training` and `fast` compute only the
+`query_positions`, every implementation but `reference` computes only the
 query rows (keys and values still from every token) when
 `"query_positions_only"` is on; otherwise the implementation runs at every
 position and its outputs are gathered (`run_block`). The pieces they are
 made of (mask, softmax dtype, heads, q|k|v columns, add & norm,
 activation) are defined once, in `keras_bert.layers.block_pieces`.
 
-Adding an implementation (e.g. a serving one written for TensorFlow's
-oneDNN fusions: 2-D matmuls with `BiasAdd`, one q|k|v matmul, attention as
-BatchMatMulV2 → scale → masked add) takes four things: a name and its
+Adding an implementation takes four things: a name and its
 place in `IMPLEMENTATIONS` (first match wins: a serving implementation
 goes before `fast`); what it can run and a predicate over `Conditions`
 (`applies`; a new condition, e.g. a serving setting of the block, is read

@@ -62,6 +62,12 @@ def export_saved_model(
           float32 `(batch, hidden)`, L2-normalised if the model normalises.
         - `embed_ids`: ids in → the same.
 
+    The encoder blocks are traced as `serving_graph`
+    (`keras_bert.layers.block_implementations`): in the forms TensorFlow's
+    CPU remapper fuses into oneDNN kernels when a server loads the graph,
+    their weights constants of the graph; still only stock ops
+    (`saved_models/README.md` says which servers load each export).
+
     Every raw-text endpoint runs the model only up to the longest row of
     each request, not on all `preprocessor.sequence_length` positions:
     the same outputs, in the time the request's tokens take
