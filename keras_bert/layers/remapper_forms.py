@@ -148,9 +148,11 @@ def mask_bias(padding_mask):
     padding ones; or `None`."""
     if padding_mask is None:
         return None
-    # Expanded last: an addend that ends in a `Mul` is not matched.
+    # Reshaped last: an addend that ends in a `Mul` is not matched, nor
+    # one whose rank grappler cannot infer.
     bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS
-    return bias[:, None, None, :]
+    batch_size, length = ops.shape(padding_mask)[0], ops.shape(padding_mask)[1]
+    return ops.reshape(bias, (batch_size, 1, 1, length))
 
 
 def attention_scores(query, key, scale, bias):
