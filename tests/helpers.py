@@ -104,8 +104,9 @@ def run_layer_saving_test(layer, *args, **kwargs):
     return restored
 
 
-def run_saved_model_outside_python(tmp_path, export_dir, requests):
-    """Runs `requests` on an export in a TF + tensorflow-text-only process.
+def run_saved_model_outside_python(tmp_path, export_dir, requests, env=None):
+    """Runs `requests` on an export in a TF + tensorflow-text-only process
+    (with the environment variables `env` added).
 
     See `tests/serving/serve_outside_python_package.py`; fails if the
     process imported keras_bert. Returns `{"<index>/<output>": array}`.
@@ -114,7 +115,9 @@ def run_saved_model_outside_python(tmp_path, export_dir, requests):
     with open(requests_path, "w") as file:
         json.dump(requests, file)
     out = os.path.join(tmp_path, "out.npz")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | dict(
+        env or {}
+    )
     result = subprocess.run(
         [
             sys.executable,

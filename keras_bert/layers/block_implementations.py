@@ -7,6 +7,11 @@ the block's own weights and returns `(outputs, attention_probabilities)`:
 - `streams`: inference as parallel chains of heads and feed-forward
   units (`keras_bert.layers.stream_layout`). Selected at inference when
   the block has `streams` and float weights.
+- `serving_graph`: inference in the forms TensorFlow's CPU remapper
+  fuses into oneDNN kernels (`keras_bert.layers.remapper_forms`), the
+  weights constants of the graph. Selected while a SavedModel export
+  traces the model (`remapper_forms.serving_trace`) with
+  `"remapper_serving_graph"` and float weights.
 - `fused_training`: 2-D `(tokens, hidden)` matmuls, the element-wise
   chains between them XLA-fused (`keras_bert.layers.fused_ops`).
   Selected in training with `"xla_fused_ops"`, a static shape large
@@ -19,16 +24,14 @@ The first row that can run the call (training or inference, int8
 weights) and applies to it runs: `select_implementation`, the only code
 that reads the block's `optimizations`, the training flag, the input's
 dtype and static shape, the weights' quantization and `streams`. With
-`query_positions`, `streams`, `fused_training` and `fast` compute only the
+`query_positions`, every implementation but `reference` computes only the
 query rows (keys and values still from every token) when
 `"query_positions_only"` is on; otherwise the implementation runs at every
 position and its outputs are gathered (`run_block`). The pieces they are
 made of (mask, softmax dtype, heads, q|k|v columns, add & norm,
 activation) are defined once, in `keras_bert.layers.block_pieces`.
 
-Adding an implementation (e.g. a serving one written for TensorFlow's
-oneDNN fusions: 2-D matmuls with `BiasAdd`, one q|k|v matmul, attention as
-BatchMatMulV2 → scale → masked add) takes four things: a name and its
+Adding an implementation takes four things: a name and its
 place in `IMPLEMENTATIONS` (first match wins: a serving implementation
 goes before `fast`); what it can run and a predicate over `Conditions`
 (`applies`; a new condition, e.g. a serving setting of the block, is read
@@ -51,6 +54,7 @@ from keras import ops
 
 from keras_bert.layers import block_pieces as pieces
 from keras_bert.layers import fused_ops
+from keras_bert.layers import remapper_forms as forms
 from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.stream_layout import stream_layout
@@ -63,6 +67,9 @@ class Conditions(NamedTuple):
     fusable: bool  # "xla_fused_ops" and `fused_ops.can_fuse(inputs)`
     split_qkv_first: bool
     query_rows: bool  # query positions, to compute at those rows only
+    # "remapper_serving_graph" and a serving trace
+    # (`remapper_forms.serving_trace`, entered by the SavedModel export)
+    serving_graph: bool
 
 
 class BlockCall(NamedTuple):
@@ -273,6 +280,91 @@ def stream_outputs(block, layout, call):
     return outputs, ops.concatenate(all_probs, axis=1)
 
 
+def serving_graph(block, call):
+    """Inference in the forms TensorFlow's CPU remapper fuses
+    (`keras_bert.layers.remapper_forms`): per block, one q|k|v matmul and
+    three more, each with its bias, GELU or residual fused in, two
+    `_MklLayerNorm`s and the scores' matmul with their scale and mask; the
+    weights constants of the graph in a frozen serving trace. Only the
+    query rows with `call.query_positions`."""
+    inputs, positions = call.inputs, call.query_positions
+    dtype, hidden = block.compute_dtype, block.hidden_dim
+    shape = (block.num_heads, block.head_dim)
+    batch_size, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+
+    def weight(dense, columns=None):
+        # (kernel, bias) of `dense`, or of its `columns` (a slice).
+        def kernel(read):
+            kernel = dense.merged_kernel(read=read)
+            return kernel if columns is None else kernel[:, columns]
+
+        def bias(read):
+            return (
+                read(dense.bias)
+                if columns is None
+                else read(dense.bias)[columns]
+            )
+
+        return forms.weight(kernel, dtype), forms.weight(bias, dtype)
+
+    def norm(x, layer_norm):
+        return forms.layer_norm(
+            x,
+            forms.weight(lambda read: read(layer_norm.gamma), "float32"),
+            forms.weight(lambda read: read(layer_norm.beta), "float32"),
+            layer_norm.epsilon,
+        )
+
+    x = ops.reshape(inputs, (-1, hidden))  # (tokens, hidden)
+    queries, query_length = x, length
+    if positions is None:
+        query, key, value = ops.split(
+            forms.dense(x, *weight(block.qkv_dense)), 3, axis=-1
+        )
+    else:
+        query_length = ops.shape(positions)[1]
+        queries = ops.reshape(
+            ops.take_along_axis(inputs, positions[:, :, None], axis=1),
+            (-1, hidden),
+        )  # (batch * queries, hidden)
+        query = forms.dense(
+            queries, *weight(block.qkv_dense, slice(None, hidden))
+        )
+        key, value = ops.split(
+            forms.dense(x, *weight(block.qkv_dense, slice(hidden, None))),
+            2,
+            axis=-1,
+        )
+    query = pieces.split_heads(query, batch_size, query_length, *shape)
+    key = pieces.split_heads(key, batch_size, length, *shape)
+    value = pieces.split_heads(value, batch_size, length, *shape)
+    scores = forms.attention_scores(
+        query,
+        key,
+        pieces.scale_of(block.head_dim),
+        forms.mask_bias(call.padding_mask),
+    )  # (batch, heads, queries, length), float32
+    probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
+    # Shaped as `queries`, so that grappler sees the residual's shape is
+    # the same and adds it in the matmul.
+    context = pieces.merge_heads(ops.matmul(probs, value), forms.shape(queries))
+    x = norm(
+        forms.dense(
+            context, *weight(block.attention_output_dense), residual=queries
+        ),
+        block.attention_layer_norm,
+    )
+    intermediate = forms.dense(
+        x, *weight(block.intermediate_dense), activation=block.activation
+    )
+    outputs = norm(
+        forms.dense(intermediate, *weight(block.output_dense), residual=x),
+        block.output_layer_norm,
+    )
+    outputs = ops.reshape(outputs, (batch_size, query_length, hidden))
+    return outputs, probs
+
+
 def _sum(tensors):
     total = tensors[0]
     for tensor in tensors[1:]:
@@ -292,7 +384,14 @@ IMPLEMENTATIONS = {
         int8=False,
         query_rows=True,
     ),
-    # A serving implementation written for oneDNN's fusions goes here.
+    "serving_graph": Implementation(
+        applies=lambda c: c.serving_graph,
+        function=serving_graph,
+        training=False,
+        inference=True,
+        int8=False,
+        query_rows=True,
+    ),
     "fused_training": Implementation(
         applies=lambda c: c.fusable,
         function=functools.partial(two_dimensional, fuse=True),
@@ -343,6 +442,8 @@ def select_implementation(
         and fused_ops.can_fuse(inputs),
         split_qkv_first="split_qkv_first" in optimizations,
         query_rows=query_rows,
+        serving_graph="remapper_serving_graph" in optimizations
+        and forms.in_serving_trace(),
     )
 
     def capable(implementation):

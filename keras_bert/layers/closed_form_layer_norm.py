@@ -69,7 +69,6 @@ class ClosedFormLayerNorm(keras.layers.LayerNormalization):
         return ops.cast(outputs, self.compute_dtype)
 
 
-
 def _layer_norm(x, gamma, beta, epsilon):
     """LayerNorm over the last axis with the closed-form gradient.
     TensorFlow only."""

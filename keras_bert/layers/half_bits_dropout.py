@@ -44,7 +44,6 @@ class HalfBitsDropout(keras.layers.Dropout):
         return _dropout(inputs, self.rate, self.seed_generator.next())
 
 
-
 def _dropout(x, rate, seed):
     import tensorflow as tf
 

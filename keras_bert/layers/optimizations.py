@@ -40,6 +40,13 @@ OPTIMIZATIONS = {
         "(`BertBackbone.outputs_at`'s last block) instead of every "
         "position, then gathered. Ablation row `full_last_block`."
     ),
+    "remapper_serving_graph": (
+        "In a SavedModel export, the blocks run the `serving_graph` "
+        "implementation, written in the forms TensorFlow's CPU remapper "
+        "fuses into oneDNN kernels (`layers.remapper_forms`), its weights "
+        "constants of the graph. Measured by `benchmarks/serving_ops.py` "
+        "(ops) and `benchmarks/serving_profile.py --threads` (time)."
+    ),
     "closed_form_layer_norm": (
         "`ClosedFormLayerNorm` instead of `keras.layers.LayerNormalization`."
         " Ablation row `keras_layers` (with the two below)."

@@ -44,6 +44,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
       work between the matmuls as XLA-fused ops (`layers.fused_ops`);
     - `streams`: inference as `streams` parallel chains of heads and units
       (`layers.stream_layout`), for serving on CPU.
+    - `serving_graph`: inference written for TensorFlow's CPU fusions
+      (`layers.remapper_forms`), what a SavedModel export serves.
 
     Args:
         num_heads: int. Number of attention heads.

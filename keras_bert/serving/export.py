@@ -6,6 +6,8 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
+from keras_bert.layers.block_implementations import select_implementation
+from keras_bert.layers.remapper_forms import serving_trace
 from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.models.serving_copy import serving_copy
@@ -65,6 +67,12 @@ def export_saved_model(
         - `serving_default`: `text` string `(batch,)` → `embedding`
           float32 `(batch, hidden)`, L2-normalised if the model normalises.
         - `embed_ids`: ids in → the same.
+
+    The encoder blocks are traced as `serving_graph`
+    (`keras_bert.layers.block_implementations`): in the forms TensorFlow's
+    CPU remapper fuses into oneDNN kernels when a server loads the graph,
+    their weights constants of the graph; still only stock ops
+    (`saved_models/README.md` says which servers load each export).
 
     Every raw-text endpoint runs the model only up to the longest row of
     each request, not on all `preprocessor.sequence_length` positions:
@@ -173,11 +181,11 @@ def export_saved_model(
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    if backbone_of(model).streams is None:
+    if _blocks_read_their_variables(model):
         archive.track(model)
-    # With streams, only what the endpoints read is saved (`add_endpoint`
-    # tracks it): the blocks' weights laid out per stream, not also the
-    # blocks' own kernels, which the streams do not read.
+    # Otherwise only what the endpoints read is saved (`add_endpoint` tracks
+    # it): the blocks' weights as constants of the graph (`serving_graph`)
+    # or laid out per stream, not also the blocks' variables.
     archive.track(preprocessor)
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, function, signature)
@@ -186,7 +194,10 @@ def export_saved_model(
     # half-written version (it ignores names that are not numbers).
     staging = files.join(export_dir, f".export-{uuid.uuid4().hex}")
     try:
-        archive.write_out(staging, verbose=False)
+        # The endpoints are traced here, their blocks as `serving_graph`
+        # (`keras_bert.layers.block_implementations`) where it applies.
+        with serving_trace():
+            archive.write_out(staging, verbose=False)
         if files.exists(version_dir):
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
@@ -201,6 +212,16 @@ def export_saved_model(
         if files.exists(staging):
             tf.io.gfile.rmtree(staging)
     return version_dir
+
+
+def _blocks_read_their_variables(model):
+    """Whether the served blocks read their own variables: unless the
+    implementation the export's trace chooses for them
+    (`select_implementation`) is `streams` or `serving_graph`."""
+    block = backbone_of(model).transformer_layers[0]
+    with serving_trace():
+        name, _ = select_implementation(block, None, None, None, False)
+    return name not in ("streams", "serving_graph")
 
 
 def _new_version_dir(export_dir, version):

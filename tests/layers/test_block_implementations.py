@@ -25,6 +25,8 @@ only, fewer elements draw other masks). Run with `-s` for the measured
 figures: the max-abs difference of each case (`FIGURES`).
 """
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -35,6 +37,7 @@ from keras_bert.layers import fused_ops
 from keras_bert.layers.block_implementations import IMPLEMENTATIONS
 from keras_bert.layers.block_implementations import run_block
 from keras_bert.layers.block_implementations import select_implementation
+from keras_bert.layers.remapper_forms import serving_trace
 from tests.layers.block_formula import block_weights
 from tests.layers.block_formula import numpy_block
 
@@ -287,6 +290,12 @@ def _numpy_block(block, padding_mask, positions):
         ({"streams": 2}, {"training": True}, "fast"),
         ({"streams": 2}, {"int8": True}, "fast"),
         ({}, {"training": True, "fuse_any_size": True, "int8": True}, "fast"),
+        ({}, {"serving": True}, "serving_graph"),
+        ({}, {"serving": True, "query": 1}, "serving_graph"),
+        ({"optimizations": ("split_qkv_first",)}, {"serving": True}, "fast"),
+        ({"streams": 2}, {"serving": True}, "streams"),
+        ({}, {"serving": True, "int8": True}, "fast"),
+        ({}, {"serving": True, "training": True}, "fast"),
     ],
 )
 def test_selection(monkeypatch, settings, call, expected):
@@ -302,9 +311,11 @@ def test_selection(monkeypatch, settings, call, expected):
         for dense in _dense_layers(block):
             dense.quantize("int8")
     positions = tf.constant(POSITIONS) if call.get("query") else None
-    name, block_call = select_implementation(
-        block, _inputs(), None, positions, call.get("training", False)
-    )
+    trace = serving_trace() if call.get("serving") else contextlib.nullcontext()
+    with trace:
+        name, block_call = select_implementation(
+            block, _inputs(), None, positions, call.get("training", False)
+        )
     assert name == expected
     assert (block_call.query_positions is None) == (positions is None)
 

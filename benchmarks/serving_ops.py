@@ -1,0 +1,368 @@
+"""What TensorFlow runs for each serving export: ops after grappler, outputs
+against the reference, and time on SST-2 dev, each variant side by side.
+
+The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head)
+exported as each serving variant (`VARIANTS`), every export loaded as TF
+Serving's loader does (`tf.compat.v1.saved_model.load` into a Session: its
+grappler config, TensorFlow's default thread pools unless the variant
+documents others), each in a fresh process:
+
+- ops: one batch-1 `predict_ids` request of SST-2 dev's mean trimmed width
+  (24 tokens), traced: the ops the executor ran (step stats; `Const`,
+  `_Arg`, `_Retval`, `NoOp` counted apart), the op kinds of the graph after
+  grappler (partition graphs) with the fused kernels' `fused_ops`, and the
+  op types the SavedModel stores (what a server must know);
+- outputs: `predict_ids` on SST-2 dev's first 64 sentences, against the
+  same classifier computed by the `reference` implementation
+  (`optimizations=()`) in Keras: max |probability difference|;
+- time (`--rounds`, paired: the variants alternate in each round, a fresh
+  process each): `serving_default` on SST-2 dev's sentences as requests of
+  1 (the first `--sentences`, sequential) and of 32 (all 872):
+  examples/s, and each variant's ratio to `fast` per round.
+
+Variants: `fast` (the export before `serving_graph`: the block's `fast`
+implementation, Keras' layers, variables), `streams_2`
+(`export_saved_model(streams=2)`, served with 1 intra-op and 2 inter-op
+threads), `int8` (`quantize="int8"`), `serving_graph` (the default export:
+the `serving_graph` implementation, weights frozen into constants) and
+`serving_graph_variables` (the same reading variables), the latter also with
+`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` (`..._assume_frozen`).
+
+    python benchmarks/serving_ops.py [--rounds=3] [--sentences=200]
+"""
+
+import collections
+import contextlib
+import functools
+import json
+import os
+import shutil
+import sys
+import time
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+
+flags.DEFINE_integer("rounds", 3, "Paired timing rounds (0: ops only).")
+flags.DEFINE_integer("sentences", 200, "Batch-1 requests timed per job.")
+flags.DEFINE_string("work_dir", "/tmp/keras_bert_serving_ops", "Exports.")
+flags.DEFINE_string("worker", None, "Internal: `ops|time,VARIANT`.")
+FLAGS = flags.FLAGS
+
+VARIANTS = (
+    "fast",
+    "streams_2",
+    "int8",
+    "serving_graph",
+    "serving_graph_variables",
+    "serving_graph_variables_assume_frozen",
+)
+# (intra-op, inter-op) threads; 0: TensorFlow's default (the cores).
+THREADS = {"streams_2": (1, 2)}
+ENV = {
+    "serving_graph_variables_assume_frozen": "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
+}
+EXPORT_OF = {"serving_graph_variables_assume_frozen": "serving_graph_variables"}
+OUTPUT_SENTENCES = 64
+BOOKKEEPING = ("Const", "_Arg", "_Retval", "NoOp")
+
+
+# === Exports (driver) ===
+
+
+def _classifier(optimizations=None):
+    import keras_bert
+
+    path = common.minilm_dir()
+    kwargs = {} if optimizations is None else {"optimizations": optimizations}
+    model = keras_bert.BertClassifier.from_checkpoint(
+        path, num_classes=2, **kwargs
+    )
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(path), sequence_length=128
+    )
+    return model, preprocessor
+
+
+def _export(name, model, preprocessor, directory):
+    from keras_bert.layers.optimizations import ALL
+    from keras_bert.layers.remapper_forms import serving_trace
+    from keras_bert.serving import export_saved_model
+
+    options, patch = {}, contextlib.nullcontext()
+    if name == "fast":
+        model = _with_optimizations(
+            model, [n for n in ALL if n != "remapper_serving_graph"]
+        )
+    elif name == "streams_2":
+        options = {"streams": 2}
+    elif name == "int8":
+        options = {"quantize": "int8"}
+    elif name == "serving_graph_variables":
+        patch = mock.patch(
+            "keras_bert.serving.export.serving_trace",
+            functools.partial(serving_trace, frozen=False),
+        )
+    with patch:
+        return export_saved_model(
+            model, preprocessor, os.path.join(directory, name), **options
+        )
+
+
+def _with_optimizations(model, optimizations):
+    """`model` rebuilt with its backbone's `optimizations`, same weights."""
+    config = model.get_config()
+    backbone = config["backbone"]
+    backbone.get("config", backbone)["optimizations"] = list(optimizations)
+    copy = type(model).from_config(config)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+def _reference_probabilities(model, inputs):
+    import numpy as np
+
+    reference = _with_optimizations(model, ())
+    logits = reference(inputs, training=False)
+    logits = np.asarray(logits, "float64")
+    logits = np.exp(logits - logits.max(-1, keepdims=True))
+    return logits / logits.sum(-1, keepdims=True)
+
+
+# === Workers ===
+
+
+def _session(path, threads):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the exports' tokenizer ops)
+
+    intra, inter = threads
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    )
+    session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
+    with session.graph.as_default():
+        meta_graph = tf.compat.v1.saved_model.load(session, ["serve"], path)
+    return session, meta_graph.signature_def
+
+
+def ops_worker(name, path, inputs_path):
+    """Ops run per request, kinds after grappler, stored op types, and the
+    probabilities of the saved inputs."""
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert.serving import saved_model_op_types
+
+    session, signatures = _session(path, THREADS.get(name, (0, 0)))
+    signature = signatures["predict_ids"]
+    output = signature.outputs["probabilities"].name
+    names = {k: v.name for k, v in signature.inputs.items()}
+    one = {
+        names[k]: np.full([1, 24], v, np.int32)
+        for k, v in (("token_ids", 1000), ("segment_ids", 0), ("padding_mask", 1))
+    }  # fmt: skip
+    for _ in range(3):
+        session.run(output, one)
+    options = tf.compat.v1.RunOptions(
+        trace_level=tf.compat.v1.RunOptions.FULL_TRACE,
+        output_partition_graphs=True,
+    )
+    metadata = tf.compat.v1.RunMetadata()
+    session.run(output, one, options=options, run_metadata=metadata)
+    run = collections.Counter()
+    for device in metadata.step_stats.dev_stats:
+        for node in device.node_stats:
+            label = node.timeline_label.split("(")[0].split("=")
+            run[label[-1].strip().split(" ")[0] if len(label) > 1 else "?"] += 1
+    kinds, fused = collections.Counter(), collections.Counter()
+    for graph in metadata.partition_graphs:
+        for node in graph.node:
+            kinds[node.op] += 1
+            if node.op.startswith("_"):
+                extra = list(node.attr["fused_ops"].list.s)
+                fused[node.op + "".join(f"+{s.decode()}" for s in extra)] += 1
+    saved = np.load(inputs_path)
+    probabilities = session.run(output, {names[k]: saved[k] for k in names})
+    return {
+        "ops_run": sum(run.values()),
+        "ops_run_compute": sum(
+            n for op, n in run.items() if op not in BOOKKEEPING
+        ),
+        "ops_run_kinds": dict(run),
+        "graph_kinds": dict(kinds),
+        "fused": dict(fused),
+        "saved_op_types": saved_model_op_types(path),
+        "probabilities": probabilities.tolist(),
+    }
+
+
+def time_worker(name, path):
+    """examples/s of `serving_default` on SST-2 dev, batch 1 and 32."""
+    session, signatures = _session(path, THREADS.get(name, (0, 0)))
+    signature = signatures["serving_default"]
+    output = signature.outputs["label_id"].name
+    text = signature.inputs["text"].name
+    sentences = common.read_sst2("dev")[0]
+    result = {}
+    for size, chosen in ((1, sentences[: FLAGS.sentences]), (32, sentences)):
+        requests = [chosen[i : i + size] for i in range(0, len(chosen), size)]
+        for request in requests[:5]:
+            session.run(output, {text: request})
+        start = time.perf_counter()
+        for request in requests:
+            session.run(output, {text: request})
+        result[f"batch{size}_examples_per_second"] = len(chosen) / (
+            time.perf_counter() - start
+        )
+    return result
+
+
+# === Driver ===
+
+
+def _run(mode, name, paths):
+    env = dict(os.environ)
+    if name in ENV:
+        env[ENV[name]] = "1"
+    command = common.script_command(
+        __file__, f"--worker={mode},{name}", *common.flag_values(
+            "work_dir", "sentences"
+        )
+    )  # fmt: skip
+    return common.run_worker(command, env=env)[0]
+
+
+def _fused_list(fused):
+    return ", ".join(f"{op} ×{n}" for op, n in sorted(fused.items())) or "none"
+
+
+def main(argv):
+    del argv
+    if FLAGS.worker:
+        mode, name = FLAGS.worker.split(",")
+        with open(os.path.join(FLAGS.work_dir, "paths.json")) as f:
+            paths = json.load(f)
+        path = paths[EXPORT_OF.get(name, name)]
+        if mode == "ops":
+            inputs = os.path.join(FLAGS.work_dir, "inputs.npz")
+            return common.print_result(ops_worker(name, path, inputs))
+        return common.print_result(time_worker(name, path))
+
+    import numpy as np
+
+    shutil.rmtree(FLAGS.work_dir, ignore_errors=True)
+    os.makedirs(FLAGS.work_dir)
+    model, preprocessor = _classifier()
+    paths = {}
+    for name in VARIANTS:
+        if name not in EXPORT_OF:
+            paths[name] = _export(name, model, preprocessor, FLAGS.work_dir)
+    with open(os.path.join(FLAGS.work_dir, "paths.json"), "w") as f:
+        json.dump(paths, f)
+    from keras_bert.data.trim_batch import trim_batch
+
+    inputs = trim_batch(
+        preprocessor(common.read_sst2("dev")[0][:OUTPUT_SENTENCES]), 1
+    )
+    inputs = {k: np.asarray(v) for k, v in inputs.items()}
+    np.savez(os.path.join(FLAGS.work_dir, "inputs.npz"), **inputs)
+    expected = _reference_probabilities(model, inputs)
+
+    machine = common.machine_description()
+    ops = {name: _run("ops", name, paths) for name in VARIANTS}
+    rows = []
+    for name in VARIANTS:
+        result = ops[name]
+        error = np.abs(np.asarray(result["probabilities"]) - expected).max()
+        rows.append(
+            f"| `{name}` | {result['ops_run']} | {result['ops_run_compute']} "
+            f"| {sum(result['graph_kinds'].values())} | "
+            f"{_fused_list(result['fused'])} | {error:.1e} |"
+        )
+    lines = [
+        "## Serving exports: the ops TensorFlow runs, outputs, time",
+        "",
+        "MiniLM-L6-H384 `BertClassifier` exports loaded in a TF1 Session "
+        "(as TF Serving's loader does); one batch-1 `predict_ids` request "
+        "of 24 tokens traced. Ops run: every op the executor ran (step "
+        f"stats), and without {', '.join(f'`{b}`' for b in BOOKKEEPING)}. "
+        "Graph nodes: the partition graph after grappler. Error: max "
+        f"|probability - reference| on SST-2 dev's first {OUTPUT_SENTENCES} "
+        "sentences, the reference being the same classifier with "
+        "`optimizations=()` in Keras.",
+        "",
+        "| variant | ops run | ops run, without bookkeeping | graph nodes "
+        "| fused kernels after grappler | error |",
+        "|---|---:|---:|---:|---|---:|",
+        *rows,
+        "",
+        "Op types each SavedModel stores (what a server must know):",
+        "",
+    ]
+    stored = {name: set(ops[name]["saved_op_types"]) for name in VARIANTS}
+    common_ops = set.intersection(*stored.values())
+    lines.append(f"- every variant: {', '.join(sorted(common_ops))}")
+    for name in VARIANTS:
+        if name in EXPORT_OF:
+            continue
+        extra = sorted(stored[name] - common_ops)
+        lines.append(f"- `{name}` also: {', '.join(extra) or 'nothing'}")
+
+    if FLAGS.rounds:
+        records = {}
+        loads = []
+        for k in range(FLAGS.rounds):
+            shift = k % len(VARIANTS)
+            for name in VARIANTS[shift:] + VARIANTS[:shift]:
+                loads.append(os.getloadavg()[0])
+                records[(name, k)] = _run("time", name, paths)
+                print(name, k, records[(name, k)], flush=True)
+        lines += [
+            "",
+            "`serving_default` on SST-2 dev's sentences (batch 1: the first "
+            f"{FLAGS.sentences}, one request after the other; batch 32: all "
+            f"872), {FLAGS.rounds} paired rounds, a fresh process per job: "
+            "median examples/s, and the median over rounds of each "
+            "variant's ratio to `fast` in the same round.",
+            "",
+            "| variant | batch 1 ex/s | / `fast` | batch 32 ex/s | / `fast` |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name in VARIANTS:
+            cells = []
+            for size in (1, 32):
+                key = f"batch{size}_examples_per_second"
+                ours = {k: records[(name, k)][key] for k in range(FLAGS.rounds)}
+                fast = {
+                    k: records[("fast", k)][key] for k in range(FLAGS.rounds)
+                }
+                ratio = common.paired_ratio(ours, fast)[0]
+                cells += [
+                    f"{np.median(list(ours.values())):.1f}",
+                    f"{ratio:.2f}",
+                ]
+            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+        lines.append("")
+        lines.append(
+            "Load average (1 min) as each job started: "
+            + common.listed(loads, "{:.1f}")
+            + "; "
+            + common.load_note(loads, common.cores(machine))
+        )
+    command = "python benchmarks/serving_ops.py " + " ".join(
+        common.flag_values("rounds", "sentences")
+    )
+    lines += ["", f"Command: `{command}`. Machine: {machine}."]
+    for name in VARIANTS:
+        print(name, json.dumps(ops[name]["ops_run_kinds"]))
+    common.publish("serving_ops", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    app.run(main)

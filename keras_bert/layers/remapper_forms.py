@@ -1,0 +1,165 @@
+"""The encoder block's ops in the forms TensorFlow's CPU remapper fuses.
+
+At load time TensorFlow's graph optimizer (grappler's remapper, in the
+oneDNN builds: x86-64 Linux and Windows, on by default) replaces chains of
+ops by one fused oneDNN kernel, but only chains written in the forms it
+matches (`tensorflow/core/grappler/optimizers/remapper.cc`):
+
+- `MatMul` → `BiasAdd` [→ `tf.nn.gelu`'s ops, exact or tanh] [→ `AddV2`
+  of a residual] on 2-D `(rows, in)` inputs: one `_FusedMatMul`. Keras'
+  `Dense` adds its bias with `AddV2`, which the remapper does not read as
+  a bias.
+- `Reshape` to `(1, rows, hidden, 1)` → `FusedBatchNormV3` (training
+  mode, unit scale and zero offset from `Fill`, empty mean and variance)
+  → `Reshape` → `Mul` by gamma → `AddV2` of beta, the form of Keras 2's
+  `LayerNormalization`: one `_MklLayerNorm`. The epsilon is the
+  `FusedBatchNormV3`'s attribute, passed on as it is (BERT's `1e-12`;
+  `tf.nn.fused_batch_norm` would raise it to `1.001e-5`, so the raw op is
+  used). It matches only when the number of rows is unknown when the graph
+  is optimized (else the `Fill`s are folded into constants), as in a
+  serving graph.
+- `BatchMatMulV2` → `Mul` by a scalar → `AddV2` of a broadcast mask: one
+  `_MklFusedBatchMatMulV2` (the attention scores).
+
+Without oneDNN (`TF_ENABLE_ONEDNN_OPTS=0`, other CPUs, GPUs) the same
+graph runs as the stock ops it is made of, and computes the same function.
+
+A serving trace (`serving_trace`, which `keras_bert.serving`'s export
+enters) is what `keras_bert.layers.block_implementations` reads to choose
+its `serving_graph` implementation. In a frozen one, `weight` reads each
+weight once, while the graph is traced, into a constant of the graph:
+oneDNN then reorders a weight into its blocked layout once instead of on
+every call (as it does for a variable unless
+`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` is set), and a request reads no
+variables.
+"""
+
+import contextlib
+import threading
+
+from keras import ops
+
+from keras_bert.keras_workarounds import backend_variable
+
+# The additive mask of padding keys: large enough that exp() underflows to
+# exactly 0 in float32 (as `block_pieces.MASK_SCORE`).
+MASK_BIAS = -1e9
+
+_TRACE = threading.local()
+
+
+@contextlib.contextmanager
+def serving_trace(frozen=True):
+    """Within it (in this thread), the blocks traced run `serving_graph`,
+    reading their weights as constants of the graph if `frozen`.
+
+    Args:
+        frozen: bool. Whether `weight` freezes weights into constants.
+            Defaults to `True`.
+    """
+    previous = getattr(_TRACE, "state", None)
+    _TRACE.state = {"frozen": frozen}
+    try:
+        yield
+    finally:
+        _TRACE.state = previous
+
+
+def in_serving_trace():
+    """Whether a `serving_trace` is open in this thread."""
+    return getattr(_TRACE, "state", None) is not None
+
+
+def weight(compute, dtype):
+    """`compute(read)` in `dtype`: a tensor computed from variables, each
+    read with `read` (variable → tensor), e.g. a kernel with its LoRA update
+    added. In a frozen serving trace, computed now into a constant of the
+    graph being traced (read so that the graph does not record the
+    variables: an export saves only what its graph reads); else read by the
+    graph."""
+    import tensorflow as tf
+
+    state = getattr(_TRACE, "state", None)
+    if state and state["frozen"] and not tf.executing_eagerly():
+        with tf.init_scope():
+            value = ops.convert_to_numpy(compute(_read_now))
+        return tf.constant(value, dtype=dtype)
+    return ops.cast(compute(ops.convert_to_tensor), dtype)
+
+
+def _read_now(variable):
+    import tensorflow as tf
+
+    variable = backend_variable(variable)  # not cast to a compute dtype
+    return tf.raw_ops.ReadVariableOp(
+        resource=variable.handle, dtype=variable.dtype
+    )
+
+
+def dense(x, kernel, bias, activation=None, residual=None):
+    """`x @ kernel + bias`, then the activation (`"gelu"` exact,
+    `"gelu_approximate"` tanh, or `None`), then `+ residual`, on 2-D `x`:
+    one `_FusedMatMul`."""
+    import tensorflow as tf
+
+    x = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    if activation is not None:
+        x = tf.nn.gelu(x, approximate=activation == "gelu_approximate")
+    if residual is not None:
+        x = x + residual
+    return x
+
+
+def layer_norm(x, gamma, beta, epsilon):
+    """LayerNorm over the last axis of 2-D `(rows, hidden)` `x`, in float32
+    whatever `x`'s dtype, returned in it: one `_MklLayerNorm`."""
+    import tensorflow as tf
+
+    dtype, shape = x.dtype, tf.shape(x)
+    rows = shape[:1]
+    # (1, rows, hidden, 1) in NCHW: rows are channels, each normalized over
+    # its hidden values.
+    x = tf.reshape(tf.cast(x, tf.float32), tf.concat([[1], shape, [1]], 0))
+    empty = tf.constant([], tf.float32)
+    x = tf.raw_ops.FusedBatchNormV3(
+        x=x,
+        scale=tf.fill(rows, 1.0),
+        offset=tf.fill(rows, 0.0),
+        mean=empty,
+        variance=empty,
+        epsilon=epsilon,
+        data_format="NCHW",
+        is_training=True,
+    )[0]
+    x = tf.reshape(x, shape) * gamma + beta
+    return tf.cast(x, dtype)
+
+
+def shape(x):
+    """`x`'s shape as a tensor (`tf.shape`): a reshape to it has a shape
+    grappler knows to be `x`'s, where one to its dimensions has not."""
+    import tensorflow as tf
+
+    return tf.shape(x)
+
+
+def mask_bias(padding_mask):
+    """`(batch, 1, 1, length)` float32: 0 for real keys, `MASK_BIAS` for
+    padding ones; or `None`."""
+    if padding_mask is None:
+        return None
+    # Reshaped last: an addend that ends in a `Mul` is not matched, nor
+    # one whose rank grappler cannot infer.
+    bias = (1.0 - ops.cast(padding_mask, "float32")) * MASK_BIAS
+    batch_size, length = ops.shape(padding_mask)[0], ops.shape(padding_mask)[1]
+    return ops.reshape(bias, (batch_size, 1, 1, length))
+
+
+def attention_scores(query, key, scale, bias):
+    """`query @ key^T * scale + bias` in float32: one
+    `_MklFusedBatchMatMulV2` (float32 inputs)."""
+    import tensorflow as tf
+
+    scores = tf.matmul(query, key, transpose_b=True)
+    scores = tf.cast(scores, tf.float32) * scale
+    return scores if bias is None else scores + bias

@@ -1,0 +1,121 @@
+"""`serving_graph` as a served graph runs it: frozen, optimized by grappler.
+
+tests/layers/test_block_implementations.py compares `serving_graph` with
+`reference` eagerly (stock kernels, weights read from variables). Here the
+block is traced in a frozen serving trace into a TF1 graph and run in a
+Session, as TF Serving runs an export: its weights are constants of the
+graph, grappler's remapper fuses it (on TensorFlow's oneDNN builds) and the
+outputs stay within 1e-5 of `reference` (the tolerance of
+test_block_implementations).
+"""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert.layers import TransformerEncoderBlock
+from keras_bert.layers.block_implementations import run_block
+from keras_bert.layers.remapper_forms import in_serving_trace
+from keras_bert.layers.remapper_forms import serving_trace
+
+HIDDEN, HEADS, INTERMEDIATE = 16, 4, 32
+MASK = [[1] * 7, [1] * 4 + [0] * 3, [0] * 7]
+TOLERANCE = 1e-5
+
+
+def _block(activation):
+    block = TransformerEncoderBlock(
+        num_heads=HEADS, intermediate_dim=INTERMEDIATE, activation=activation
+    )
+    block(np.zeros((1, 2, HIDDEN), "float32"))
+    rng = np.random.default_rng(1)
+    block.set_weights(
+        [
+            rng.normal(0, 0.3, w.shape).astype("float32")
+            for w in block.get_weights()
+        ]
+    )
+    return block
+
+
+def _inputs():
+    return (
+        np.random.default_rng(2).normal(size=(3, 7, HIDDEN)).astype("float32")
+    )
+
+
+def _onednn_enabled():
+    from tensorflow.python.util import _pywrap_util_port
+
+    return _pywrap_util_port.IsMklEnabled()
+
+
+def _session_run(block):
+    """The block's outputs from a TF1 Session (unknown batch and length, as
+    a served graph has), and the op kinds of the graph it ran after
+    grappler, with the fused ops' `fused_ops`."""
+    traced = tf.function(
+        lambda x, mask: run_block(
+            block, x, mask, None, False, False, "serving_graph"
+        )[0],
+        input_signature=[
+            tf.TensorSpec((None, None, HIDDEN), tf.float32),
+            tf.TensorSpec((None, None), tf.int32),
+        ],
+    )
+    with serving_trace():
+        concrete = traced.get_concrete_function()
+    graph_def = concrete.graph.as_graph_def()
+    stored = {node.op for node in graph_def.node}
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(graph_def, name="")
+    session = tf.compat.v1.Session(graph=graph)
+    metadata = tf.compat.v1.RunMetadata()
+    x, mask = (tensor.name for tensor in concrete.inputs)
+    result = session.run(
+        concrete.outputs[0].name,
+        {x: _inputs(), mask: np.asarray(MASK, "int32")},
+        options=tf.compat.v1.RunOptions(output_partition_graphs=True),
+        run_metadata=metadata,
+    )
+    kinds = collections.Counter()
+    for partition in metadata.partition_graphs:
+        for node in partition.node:
+            fused = [s.decode() for s in node.attr["fused_ops"].list.s]
+            kinds["+".join([node.op] + fused)] += 1
+    return result, kinds, stored
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
+def test_the_served_graph_computes_the_reference(activation):
+    block = _block(activation)
+    expected, _ = run_block(
+        block, _inputs(), np.asarray(MASK), None, False, False, "reference"
+    )
+    outputs, _, stored = _session_run(block)
+    assert np.abs(outputs - np.asarray(expected)).max() <= TOLERANCE
+    # Frozen: the graph reads no variable.
+    assert not stored & {"ReadVariableOp", "VarHandleOp"}, stored
+    assert "FusedBatchNormV3" in stored and "BiasAdd" in stored
+    assert not in_serving_trace()
+
+
+@pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
+def test_the_remapper_fuses_the_block(activation):
+    if not _onednn_enabled():
+        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
+    gelu = {"gelu": "GeluExact", "gelu_approximate": "GeluApproximate"}
+    _, kinds, _ = _session_run(_block(activation))
+    assert kinds["_MklLayerNorm"] == 2, kinds
+    # The scores: their scale and mask in the matmul.
+    assert kinds["_MklFusedBatchMatMulV2+Mul+Add"] == 1, kinds
+    assert kinds[f"_MklNativeFusedMatMul+BiasAdd+{gelu[activation]}"] == 1
+    # q|k|v, and the two with their residual added.
+    assert kinds["_MklNativeFusedMatMul+BiasAdd"] == 1, kinds
+    assert kinds["_MklNativeFusedMatMul+BiasAdd+Add"] == 2, kinds
+    # What is left of the block: heads split and merged, softmax, the
+    # context's matmul, the mask; no LayerNorm or GELU pieces.
+    assert not {"Mean", "Rsqrt", "Erf", "Erfc", "Tanh"} & set(kinds), kinds

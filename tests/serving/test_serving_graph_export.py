@@ -1,0 +1,117 @@
+"""The default export serves `serving_graph`: stock ops, frozen weights.
+
+Its blocks are written for TensorFlow's CPU remapper
+(`keras_bert.layers.remapper_forms`), yet the SavedModel stores only ops a
+bare TensorFlow knows (the fused kernels are made at load time) and runs,
+in a process with nothing but tensorflow and tensorflow-text, with or
+without oneDNN, within 1e-5 of the `reference` implementation.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.layers.optimizations import ALL
+from keras_bert.serving import export_saved_model
+from keras_bert.serving import saved_model_op_types
+from tests.helpers import run_saved_model_outside_python
+
+VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
+]  # fmt: skip
+SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+TOLERANCE = 1e-5
+
+
+def _classifier(optimizations=None):
+    keras_bert_backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+        optimizations=optimizations,
+    )
+    return keras_bert.BertClassifier(keras_bert_backbone, num_classes=3)
+
+
+def _preprocessor():
+    return keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    classifier = _classifier()
+    path = export_saved_model(
+        classifier,
+        _preprocessor(),
+        str(tmp_path_factory.mktemp("serving_graph") / "clf"),
+    )
+    return classifier, path
+
+
+def _reference_probabilities(classifier):
+    reference = _classifier(optimizations=())
+    reference.set_weights(classifier.get_weights())
+    logits = np.asarray(
+        reference(_preprocessor()(SENTENCES), training=False), "float64"
+    )
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.slow  # exports a SavedModel, then runs it in another process
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_served_outside_python_as_the_reference(export, tmp_path, onednn):
+    """With oneDNN (the remapper's fused kernels) and without (the stock
+    ops the graph is made of: `FusedBatchNormV3` keeps BERT's epsilon)."""
+    classifier, path = export
+    outputs = run_saved_model_outside_python(
+        tmp_path,
+        path,
+        [{"signature": "serving_default", "inputs": {"text": SENTENCES}}],
+        env={"TF_ENABLE_ONEDNN_OPTS": onednn},
+    )
+    expected = _reference_probabilities(classifier)
+    assert np.abs(outputs["0/probabilities"] - expected).max() <= TOLERANCE
+
+
+def _saved_floats(path):
+    reader = tf.train.load_checkpoint(
+        os.path.join(path, "variables", "variables")
+    )
+    dtypes = reader.get_variable_to_dtype_map()
+    return sum(
+        int(np.prod(shape))
+        for key, shape in reader.get_variable_to_shape_map().items()
+        if dtypes[key] == tf.float32 and key.endswith("VARIABLE_VALUE")
+    )
+
+
+@pytest.mark.slow  # the module's export fixture takes 4-10 s
+def test_stores_stock_ops_and_the_blocks_as_constants(export):
+    classifier, path = export
+    ops = saved_model_op_types(path)
+    assert "FusedBatchNormV3" in ops and "BiasAdd" in ops
+    assert not [op for op in ops if op.startswith("_")], ops
+    blocks = sum(
+        block.count_params() for block in classifier.backbone.transformer_layers
+    )
+    # The blocks' weights are constants of the graph; the rest variables.
+    assert _saved_floats(path) == classifier.count_params() - blocks
+
+
+@pytest.mark.slow  # exports a SavedModel
+def test_without_the_optimization_the_blocks_stay_variables(tmp_path):
+    names = [name for name in ALL if name != "remapper_serving_graph"]
+    classifier = _classifier(optimizations=names)
+    path = export_saved_model(classifier, _preprocessor(), str(tmp_path / "c"))
+    assert "FusedBatchNormV3" not in saved_model_op_types(path)
+    assert _saved_floats(path) >= classifier.count_params()
