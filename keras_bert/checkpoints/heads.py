@@ -193,10 +193,21 @@ def _classifier_config(
     dropout=None,
     pair=None,
     label_names=None,
+    multi_label=None,
+    thresholds=None,
     **reading,
 ):
-    # `reading`: how texts are read (`doc_stride`, `aggregation`,
-    # `max_windows`), which no checkpoint holds; passed on as given.
+    """Classes from `classifier.weight`; from a Hugging Face
+    `config.json`, `multi_label` from `problem_type`
+    (`"multi_label_classification"`) and the label names from `id2label`
+    (not `transformers`' placeholders `LABEL_<i>`), unless given.
+    `reading`: how texts are read (`doc_stride`, `aggregation`,
+    `max_windows`), which no checkpoint holds; passed on as given."""
+    config = _huggingface_config(checkpoint)
+    if multi_label is None:
+        multi_label = (
+            config.get("problem_type") == "multi_label_classification"
+        )
     if num_classes is None:
         if "classifier.weight" not in checkpoint.tensors:
             raise ValueError(
@@ -207,13 +218,25 @@ def _classifier_config(
         num_classes = int(checkpoint.tensors["classifier.weight"].shape[0])
     if dropout is None:
         dropout = backbone_config["dropout"]
+    if label_names is None and "classifier.weight" in checkpoint.tensors:
+        label_names = labels_from_config(config, num_classes)
     return {
         "num_classes": num_classes,
         "dropout": dropout,
         "pair": pair,
         "label_names": label_names,
+        "multi_label": multi_label,
+        "thresholds": thresholds,
         **reading,
     }
+
+
+def _huggingface_config(checkpoint):
+    """A Hugging Face checkpoint's parsed `config.json`, else `{}`."""
+    if checkpoint.format != "huggingface" or not checkpoint.config_path:
+        return {}
+    with tf.io.gfile.GFile(checkpoint.config_path) as file:
+        return json.load(file)
 
 
 def _classifier_huggingface_config(model):
@@ -226,7 +249,9 @@ def _classifier_huggingface_config(model):
         "label2id": {label: int(i) for i, label in labels.items()},
         "classifier_dropout": model.dropout,
     }
-    if model.num_classes == 1:
+    if getattr(model, "multi_label", False):
+        config["problem_type"] = "multi_label_classification"
+    elif model.num_classes == 1:
         config["problem_type"] = "regression"
     return config
 

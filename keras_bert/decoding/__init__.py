@@ -11,6 +11,8 @@ calls the model and decodes its outputs, all in graph ops.
   and scores (`entity_text_function`, `entities_from_windows`).
 - `fill_mask`: texts with `[MASK]` → the likeliest tokens at each mask
   (`fill_mask_text_function`, `fill_mask_outputs`).
+- `multi_labels`: a multi-label classifier's probabilities → the names
+  over each label's threshold (`labels_over_thresholds`).
 - `text_functions`: what they share (`packed_text_function`,
   `trim_to_longest_row`, `same_batch_size`).
 - `run_text`: a text function run in Python batch by batch, its outputs
@@ -27,6 +29,7 @@ model answers raw text exactly as its export does.
 from keras_bert.decoding.answers import answer_text_function
 from keras_bert.decoding.entities import entity_text_function
 from keras_bert.decoding.fill_mask import fill_mask_text_function
+from keras_bert.decoding.multi_labels import labels_over_thresholds
 from keras_bert.decoding.run_text import run_text_function
 from keras_bert.decoding.text_functions import packed_text_function
 from keras_bert.decoding.text_functions import trim_to_longest_row
@@ -35,6 +38,7 @@ __all__ = [
     "answer_text_function",
     "entity_text_function",
     "fill_mask_text_function",
+    "labels_over_thresholds",
     "packed_text_function",
     "run_text_function",
     "trim_to_longest_row",

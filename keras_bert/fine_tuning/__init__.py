@@ -7,6 +7,7 @@ new job is a new folder and a thin recipe; nothing lists the jobs.
 `load_task_model` builds the task model a run starts from.
 """
 
+from keras_bert.fine_tuning import classify
 from keras_bert.fine_tuning import embeddings
 from keras_bert.fine_tuning import glue
 from keras_bert.fine_tuning import multiple_choice
@@ -20,6 +21,7 @@ from keras_bert.fine_tuning.starting_model import load_task_model
 __all__ = [
     "FineTuningJob",
     "FineTuningResult",
+    "classify",
     "embeddings",
     "glue",
     "load_task_model",

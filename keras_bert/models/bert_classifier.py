@@ -1,19 +1,26 @@
 """BERT with a classification (or regression) head on `[CLS]`."""
 
 import keras
+import numpy as np
 
+from keras_bert.decoding.multi_labels import labels_over_thresholds
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.window_aggregation import WindowAggregation
 from keras_bert.layers.window_aggregation import check_aggregation
 from keras_bert.layers.window_rows import WindowRows
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.labels import check_label_names
+from keras_bert.models.labels import checked_labels
 from keras_bert.models.labels import class_labels
+from keras_bert.models.labels import multi_hot_labels
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.models.text_inputs import pair_layout
 from keras_bert.text.document_windows import DocumentWindows
 from keras_bert.text.document_windows import check_max_windows
+from keras_bert.training.multi_label_metrics import MultiLabelF1
+from keras_bert.training.multi_label_metrics import SubsetAccuracy
+from keras_bert.training.multi_label_metrics import tune_thresholds
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 
@@ -28,10 +35,22 @@ class BertClassifier(Task):
     last block runs on `[CLS]` only, the one position the head reads
     (`BertBackbone.outputs_at`: the same logits, less work).
 
+    With `multi_label=True` each class is a label of its own, any number
+    of which apply to a text (topics, tags, toxicity types;
+    `transformers`' `problem_type="multi_label_classification"`): one
+    sigmoid per label, binary cross-entropy, micro and macro F1 and
+    subset accuracy. A label is predicted where its probability is over
+    its threshold (`thresholds`, `0.5` each until `tune_thresholds` fits
+    them to a dev set; saved with the model and the export). `predict`
+    then returns probabilities, `predicted_labels` the names over
+    threshold, and `fit` takes a list of names per text (or multi-hot
+    rows).
+
     The model is compiled on construction: sparse categorical
     cross-entropy on logits and `accuracy` for classification, mean
-    squared error for regression, AdamW with learning rate 2e-5. Call
-    `compile()` to change it.
+    squared error for regression, binary cross-entropy on logits with
+    `micro_f1`, `macro_f1` and `subset_accuracy` for multi-label, AdamW
+    with learning rate 2e-5. Call `compile()` to change it.
 
     With a `preprocessor`, `fit`, `evaluate` and `predict` also take raw
     strings: a list, array or `tf.data.Dataset` of `str`, or a tuple
@@ -49,7 +68,8 @@ class BertClassifier(Task):
 
     Args:
         backbone: `keras_bert.BertBackbone`.
-        num_classes: int. Number of classes; `1` for regression.
+        num_classes: int. Number of classes (labels, with
+            `multi_label`); `1` for regression.
         dropout: float. Dropout on the pooled output. Defaults to `0.1`.
         pair: bool or `None`. Whether the model reads sentence pairs
             (`True`) or single texts (`False`). `None` (the default):
@@ -75,6 +95,13 @@ class BertClassifier(Task):
         max_windows: int or `None`. With `doc_stride`, the windows read
             per document, the first ones (bounds the cost of the longest
             documents); `None` (the default): all.
+        multi_label: bool. Whether several classes may apply to one text
+            (a sigmoid and a decision per label) rather than exactly one.
+            Defaults to `False`.
+        thresholds: list of float or `None`. With `multi_label`, each
+            label's decision threshold on its probability, in `(0, 1)`;
+            `None` (the default): `0.5` each. Set by `tune_thresholds`;
+            saved in the config.
         preprocessor: `keras_bert.BertPreprocessor` or `None`. Turns raw
             text into the backbone's inputs; `None` (the default): the
             model takes ids only.
@@ -86,6 +113,8 @@ class BertClassifier(Task):
         document's windows first, then windows of padding only (all 0).
 
     Outputs: float32 logits (or scores) `(batch_size, num_classes)`.
+        `predict` of a multi-label model returns their sigmoid, the
+        probabilities.
 
     Example:
     ```python
@@ -118,6 +147,17 @@ class BertClassifier(Task):
     )
     reader.fit(["a good film " * 20, "a dull book " * 9], [1, 0], verbose=0)
     reader.predict(["a good book " * 30], verbose=0)  # (1, 2)
+    # Several labels per text: names in, probabilities out.
+    tagger = keras_bert.BertClassifier(
+        backbone, 3, preprocessor=preprocessor, multi_label=True,
+        label_names=["film", "book", "opinion"],
+    )
+    tagger.fit(["a good film", "a dull book", "film"],
+               [["film", "opinion"], ["book", "opinion"], ["film"]],
+               verbose=0)
+    probabilities = tagger.predict(["a bad book"], verbose=0)  # (1, 3)
+    tagger.tune_thresholds(["a good book"], [["book", "opinion"]])
+    tagger.predicted_labels(probabilities)  # e.g. [["book", "opinion"]]
     # Without a preprocessor, ids in.
     features = {
         "token_ids": np.array([[2, 9, 3]] * 4),
@@ -141,12 +181,24 @@ class BertClassifier(Task):
         doc_stride=None,
         aggregation="mean",
         max_windows=None,
+        multi_label=False,
+        thresholds=None,
         **kwargs,
     ):
         check_positive_int("num_classes", num_classes, hint="1 for regression")
         check_document_windows(doc_stride, aggregation, max_windows, pair)
         check_rate("dropout", dropout)
-        label_names = check_label_names(label_names, num_classes)
+        if multi_label not in (True, False):
+            raise ValueError(
+                "Received an invalid value for argument `multi_label`, "
+                f"expected True or False. Received: multi_label={multi_label!r}"
+            )
+        label_names = check_label_names(
+            label_names,
+            num_classes,
+            regression=num_classes == 1 and not multi_label,
+        )
+        thresholds = _check_thresholds(thresholds, num_classes, multi_label)
         if pair not in (None, True, False):
             raise ValueError(
                 "Received an invalid value for argument `pair`, expected "
@@ -190,13 +242,98 @@ class BertClassifier(Task):
         self.max_windows = max_windows
         if self.preprocessor is not None:
             self._text_packer()  # checks doc_stride against its length
+        self.multi_label = multi_label
+        self.thresholds = thresholds
 
         self.compile()
 
     def _head_labels(self, labels, argument):
+        if self.multi_label:
+            return multi_hot_labels(
+                labels, self.num_classes, self.label_names, argument
+            )
         return class_labels(
             labels, self.num_classes, self.label_names, argument
         )
+
+    def predict(self, x, *args, **kwargs):
+        """Logits `(batch, num_classes)`; a multi-label model's
+        probabilities (their sigmoid). See `RawTextMethods.predict`."""
+        outputs = super().predict(x, *args, **kwargs)
+        if not self.multi_label:
+            return outputs
+        return (1.0 / (1.0 + np.exp(-np.asarray(outputs, "float64")))).astype(
+            "float32"
+        )
+
+    def tune_thresholds(self, x, y, batch_size=None):
+        """Sets each label's threshold to the one of best F1 on `(x, y)`.
+
+        A multi-label model only. Predicts `x` (a dev set: raw text or
+        ids), then for each label picks the threshold on its probability,
+        among `0.05, 0.10, ..., 0.95`, that maximises its F1 on `y`
+        (`keras_bert.training.tune_thresholds`). The thresholds are saved
+        with the model and decide `predicted_labels` and the export's
+        `labels`.
+
+        Args:
+            x: the dev set's inputs, as `evaluate` takes them.
+            y: its labels: a list of names per example, or multi-hot rows.
+            batch_size: int or `None`. Batch size to predict with.
+
+        Returns:
+            list of float: the thresholds, one per label.
+        """
+        self._check_multi_label("tune_thresholds")
+        labels = checked_labels(x, y, "evaluate", self._head_labels)
+        probabilities = self.predict(x, batch_size=batch_size, verbose=0)
+        self.thresholds = tune_thresholds(labels, probabilities)
+        return self.thresholds
+
+    def predicted_labels(self, probabilities):
+        """The names of the labels over threshold, per example.
+
+        A multi-label model only; what its export's `labels` output gives
+        (without the `""` padding).
+
+        Args:
+            probabilities: float array `(batch, num_classes)`, as
+                `predict` returns.
+
+        Returns:
+            list of lists of str, in label order (`label_names`, else
+            `"0"`, `"1"`, ...).
+        """
+        self._check_multi_label("predicted_labels")
+        probabilities = np.asarray(probabilities, "float32")
+        if (
+            probabilities.ndim != 2
+            or probabilities.shape[1] != self.num_classes
+        ):
+            raise ValueError(
+                "Received an invalid value for argument `probabilities`: "
+                f"shape {probabilities.shape}. Pass `predict`'s output, "
+                f"shape (batch, {self.num_classes})."
+            )
+        names = labels_over_thresholds(
+            probabilities, self.thresholds, self.class_names()
+        ).numpy()
+        return [[name.decode("utf-8") for name in row if name] for row in names]
+
+    def class_names(self):
+        """`label_names`, else `"0"`, `"1"`, ...: what exports give."""
+        if self.label_names is not None:
+            return list(self.label_names)
+        return [str(i) for i in range(self.num_classes)]
+
+    def _check_multi_label(self, method):
+        if not self.multi_label:
+            raise ValueError(
+                f"`{method}` is for a multi-label classifier; this one "
+                "gives each example one class (argmax of the logits). "
+                "Build it with `multi_label=True` for labels that apply "
+                "independently."
+            )
 
     def _note_text_layout(self, x):
         pair = pair_layout(x, self.pair)
@@ -228,30 +365,41 @@ class BertClassifier(Task):
                 `keras_bert.training.TRAINING_DEFAULTS["classifier"]`
                 (2e-5, weight decay 0.01 except LayerNorm and biases,
                 global-norm clipping 1.0).
-            loss: `"auto"` for cross-entropy on logits, or mean squared
-                error when `num_classes == 1`.
-            metrics: `"auto"` for accuracy, or mean squared error for
-                regression.
+            loss: `"auto"` for cross-entropy on logits, binary
+                cross-entropy on logits with `multi_label`, or mean
+                squared error for regression.
+            metrics: `"auto"` for accuracy; `micro_f1`, `macro_f1` and
+                `subset_accuracy` (threshold 0.5) with `multi_label`; mean
+                squared error for regression.
             **kwargs: passed to `keras.Model.compile`, and
                 `gradient_accumulation_steps` (see `Task.compile`).
         """
-        regression = self.num_classes == 1
+        multi_label = getattr(self, "multi_label", False)
+        regression = self.num_classes == 1 and not multi_label
         if optimizer == "auto":
             optimizer = self.auto_optimizer()
         if loss == "auto":
-            loss = (
-                keras.losses.MeanSquaredError()
-                if regression
-                else keras.losses.SparseCategoricalCrossentropy(
+            if multi_label:
+                loss = keras.losses.BinaryCrossentropy(from_logits=True)
+            elif regression:
+                loss = keras.losses.MeanSquaredError()
+            else:
+                loss = keras.losses.SparseCategoricalCrossentropy(
                     from_logits=True
                 )
-            )
         if metrics == "auto":
-            metrics = (
-                [keras.metrics.MeanSquaredError(name="mse")]
-                if regression
-                else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-            )
+            if multi_label:
+                metrics = [
+                    MultiLabelF1("micro"),
+                    MultiLabelF1("macro"),
+                    SubsetAccuracy(),
+                ]
+            elif regression:
+                metrics = [keras.metrics.MeanSquaredError(name="mse")]
+            else:
+                metrics = [
+                    keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+                ]
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
@@ -266,6 +414,8 @@ class BertClassifier(Task):
             "doc_stride": self.doc_stride,
             "aggregation": self.aggregation,
             "max_windows": self.max_windows,
+            "multi_label": self.multi_label,
+            "thresholds": self.thresholds,
         }
 
 
@@ -293,3 +443,36 @@ def check_document_windows(doc_stride, aggregation, max_windows, pair):
             "read single documents. Pass single texts, or doc_stride=None "
             "to read pairs truncated."
         )
+
+
+def _check_thresholds(thresholds, num_classes, multi_label):
+    """`thresholds` as a list of floats (0.5 each for `None`) for a
+    multi-label model; `None` for any other."""
+    if not multi_label:
+        if thresholds is not None:
+            raise ValueError(
+                "Received thresholds for a classifier that is not "
+                f"multi-label: thresholds={thresholds!r}. Pass "
+                "multi_label=True, or thresholds=None."
+            )
+        return None
+    if thresholds is None:
+        return [0.5] * num_classes
+    values = (
+        np.asarray(thresholds, "float64").ravel()
+        if not isinstance(thresholds, (str, bytes))
+        else np.array([np.nan])
+    )
+    if (
+        len(values) != num_classes
+        or not np.all(np.isfinite(values))
+        or np.any(values <= 0)
+        or np.any(values >= 1)
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `thresholds`: "
+            f"{thresholds!r} for num_classes={num_classes}. Pass "
+            f"{num_classes} numbers in (0, 1), one per label, or None "
+            "(0.5 each)."
+        )
+    return [float(value) for value in values]

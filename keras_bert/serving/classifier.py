@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from keras_bert.decoding.multi_labels import labels_over_thresholds
 from keras_bert.serving.signatures import text_and_ids_endpoints
 from keras_bert.text.document_windows import DocumentWindows
 
@@ -19,7 +20,11 @@ def classifier_endpoints(
     (`keras_bert.text.document_windows`; an empty text fails the request
     with an `InvalidArgumentError` naming its row) and returns the same
     outputs, one row per text; `predict_ids` takes the windows,
-    `(batch, windows, sequence)`.
+    `(batch, windows, sequence)`. A multi-label model
+    (`multi_label=True`) returns `probabilities` float32
+    `(batch, labels)` (sigmoids) and `labels` string `(batch, labels)`:
+    in each row the names over their threshold (`model.thresholds`), in
+    label order, then `""` (`keras_bert.decoding.labels_over_thresholds`).
 
     Args:
         model: `keras_bert.BertClassifier`.
@@ -74,6 +79,23 @@ def classifier_endpoints(
             f"labels were given ({labels}). Pass one label per class."
         )
     label_table = tf.constant(labels)
+
+    if getattr(model, "multi_label", False):
+        thresholds = tf.constant(model.thresholds, tf.float32)
+
+        def multi_label(inputs, text):
+            logits = tf.cast(model(inputs, training=False), tf.float32)
+            probabilities = tf.sigmoid(logits)
+            return {
+                "probabilities": probabilities,
+                "labels": labels_over_thresholds(
+                    probabilities, thresholds, label_table
+                ),
+            }
+
+        return text_and_ids_endpoints(
+            preprocessor, multi_label, "predict_ids", pair, trim
+        )
 
     def classification(inputs, text):
         logits = tf.cast(model(inputs, training=False), tf.float32)

@@ -41,7 +41,10 @@ def export_saved_model(
           model's `pair`: what it was built for or `fit` on), string
           `(batch,)` → `probabilities` float32 `(batch, classes)`,
           `label_id` int32 `(batch,)`, `label` string `(batch,)`; for a
-          regressor (`num_classes=1`) → `score` float32 `(batch,)`.
+          regressor (`num_classes=1`) → `score` float32 `(batch,)`; for
+          a multi-label model → `probabilities` float32 `(batch, labels)`
+          and `labels` string `(batch, labels)` (the names over their
+          threshold first, in label order, then `""`).
         - `predict_ids`: `token_ids`, `segment_ids`, `padding_mask`, int32
           `(batch, sequence)` → the same outputs.
 

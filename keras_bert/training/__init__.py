@@ -15,6 +15,10 @@ from keras_bert.training.gradient_accumulation import (
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.losses import pretraining_losses
 from keras_bert.training.metrics import MaskedLMAccuracy
+from keras_bert.training.multi_label_metrics import MultiLabelF1
+from keras_bert.training.multi_label_metrics import SubsetAccuracy
+from keras_bert.training.multi_label_metrics import multi_label_scores
+from keras_bert.training.multi_label_metrics import tune_thresholds
 from keras_bert.training.multiple_negatives_ranking_loss import (
     MultipleNegativesRankingLoss,
 )
@@ -42,8 +46,10 @@ __all__ = [
     "FitWarmupLinearDecay",
     "GlobalBatchCrossEntropy",
     "MaskedLMAccuracy",
+    "MultiLabelF1",
     "MultipleNegativesRankingLoss",
     "PreemptionCheckpoint",
+    "SubsetAccuracy",
     "ProgressLogger",
     "WarmupLinearDecay",
     "check_fit_support",
@@ -54,6 +60,7 @@ __all__ = [
     "create_strategy",
     "file_shard_policy",
     "is_chief",
+    "multi_label_scores",
     "num_workers",
     "pretrain",
     "pretraining_losses",
@@ -62,6 +69,7 @@ __all__ = [
     "support_distributed_fit",
     "trace_per_shape",
     "training_defaults",
+    "tune_thresholds",
     "with_auto_shard_policy",
     "write_directory",
 ]

@@ -1,0 +1,141 @@
+r"""Fine-tunes BERT to classify your own texts: one label each, or several.
+
+    python recipes/classify.py --train_file=train.jsonl --eval_file=dev.jsonl \
+        --init_checkpoint=/ckpt/bert-base-uncased --model_dir=runs/topics \
+        [--multi_label] [--export_dir=saved_models/topics]
+
+Data (`keras_bert.fine_tuning.classify.read_classification_examples`):
+JSONL, one `{"text": ..., "label": ...}` per line, or with `--multi_label`
+`{"text": ..., "labels": [...]}` (`[]` for none); or a TSV with a header
+and `text` and `label`/`labels` columns, several labels comma-separated.
+Sentence pairs: `text_a` and `text_b` instead of `text`. The classes are
+the train file's labels, sorted.
+
+What it does: fine-tunes `keras_bert.BertClassifier` (`multi_label=True`
+with `--multi_label`: a sigmoid per label) with AdamW and BERT's warmup +
+linear decay (the job is
+`keras_bert.fine_tuning.classify.ClassificationFineTuning`, trained by the
+runner every task shares); after every epoch predicts the whole eval file
+and scores it (accuracy; multi-label: micro F1, which picks the best epoch,
+macro F1 and subset accuracy at threshold 0.5), keeping the best epoch's
+weights; a multi-label model's per-label thresholds are then tuned on the
+eval file (`--notune_thresholds` keeps 0.5). Writes, under `--model_dir`:
+
+    results.json                metrics of the best epoch (and, multi-label,
+                                `tuned_metrics` and `thresholds`), every
+                                epoch's metrics, label names, config
+    best.weights.h5             the best epoch's weights
+    eval_history.json           per-epoch metrics, updated as training goes
+    predictions_validation.jsonl  text, gold, predicted, probabilities
+
+and, with `--export_dir`, a SavedModel taking raw strings (`text`, or
+`text_a` and `text_b`): single-label → `probabilities`, `label_id`,
+`label`; multi-label → `probabilities` and `labels` (the names over
+threshold first, then `""`). A crashed run resumes from its last finished
+epoch when started again with the same `--model_dir`.
+"""
+
+from absl import app
+from absl import flags
+from absl import logging
+
+import keras_bert
+from keras_bert.cli import recipe_flags
+from keras_bert.fine_tuning import load_task_model
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.classify import ClassificationFineTuning
+
+# === Flags ===
+_FLAGS_BEFORE = set(flags.FLAGS)
+flags.DEFINE_string(
+    "train_file", None, "JSONL or TSV file of texts and labels to train on."
+)
+flags.DEFINE_string(
+    "eval_file", None, "JSONL or TSV file scored every epoch (a dev set)."
+)
+flags.DEFINE_bool(
+    "multi_label",
+    False,
+    "Several labels per text (`labels` lists): a sigmoid per label.",
+)
+flags.DEFINE_bool(
+    "tune_thresholds",
+    True,
+    "With --multi_label: tune each label's threshold on --eval_file after "
+    "training (saved with the export); else 0.5 each.",
+)
+recipe_flags.define_model_source_flags()
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per text (or pair).")
+flags.DEFINE_alias("sequence_length", "max_seq_length")
+flags.DEFINE_bool(
+    "group_by_length",
+    True,
+    "Batch texts of like length together (far less padding).",
+)
+# Defaults: keras_bert.training.TRAINING_DEFAULTS["classifier"].
+recipe_flags.define_training_flags("classifier")
+flags.mark_flags_as_required(["train_file", "eval_file", "model_dir"])
+FLAGS = flags.FLAGS
+# The recipe's flags, in definition order: logged and saved as the config.
+RECIPE_FLAGS = [
+    name
+    for name in FLAGS
+    if name not in _FLAGS_BEFORE and name != "sequence_length"
+]
+
+
+def main(argv):
+    del argv
+    config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
+    recipe_flags.check_flags(
+        config,
+        positive=("max_seq_length", "batch_size", "eval_batch_size", "epochs"),
+    )
+    job = ClassificationFineTuning(
+        FLAGS.train_file,
+        FLAGS.eval_file,
+        _build_model,
+        multi_label=FLAGS.multi_label,
+        tune_thresholds=FLAGS.tune_thresholds,
+        eval_batch_size=FLAGS.eval_batch_size,
+        group_by_length=FLAGS.group_by_length,
+    )
+    result = run_fine_tuning(
+        job,
+        FLAGS.model_dir,
+        config=config,
+        **recipe_flags.training_arguments(FLAGS),
+    )
+    if result.is_chief:
+        _print_metrics(result.results)
+
+
+def _build_model(job):
+    """The classifier for the job's labels, and its preprocessor."""
+    model, tokenizer = load_task_model(
+        keras_bert.BertClassifier,
+        sequence_length=FLAGS.max_seq_length,
+        num_classes=len(job.label_names),
+        label_names=job.label_names,
+        multi_label=job.multi_label,
+        **recipe_flags.model_source_arguments(FLAGS),
+    )
+    preprocessor = keras_bert.BertPreprocessor(
+        tokenizer, sequence_length=FLAGS.max_seq_length
+    )
+    return model, preprocessor
+
+
+def _print_metrics(results):
+    lines = [f"classify: best epoch {results['best_epoch']}"]
+    for key in ("metrics", "tuned_metrics"):
+        for split, metrics in results.get(key, {}).items():
+            scores = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+            tuned = " (tuned thresholds)" if key == "tuned_metrics" else ""
+            lines.append(f"  {split}{tuned}: {scores}")
+    print("\n".join(lines))
+    logging.info("Results: %s", results.get("metrics"))
+
+
+if __name__ == "__main__":
+    app.run(main)
