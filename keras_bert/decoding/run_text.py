@@ -6,8 +6,10 @@ SavedModel's `serving_default` returns, because both run the same text
 function (`keras_bert.decoding.answers`, `entities`, `fill_mask`): here
 built for the model and its attached `preprocessor` with the export's
 options, traced once and called batch by batch. So long contexts and
-texts are cut into windows exactly as in serving, and answers, offsets
-and scores are the export's. `keras_bert.serving.predict_text` runs any
+texts are cut into windows exactly as in serving, and answers and
+offsets are the export's; scores agree to float rounding (~1e-6: the
+export runs the encoder in the serving graph's fused forms,
+`keras_bert.layers.remapper_forms`). `keras_bert.serving.predict_text` runs any
 registered model's `serving_default` the same way.
 """
 
