@@ -423,8 +423,16 @@ def _run_in_fresh_process(document, sources, directory, variables):
 # Documents whose blocks train for longer than the default suite affords
 # (distributed and pre-training each pre-train `bert_tiny`, 30,522-token
 # vocabulary; fine_tuning's LoRA, accumulation and raw-text blocks take
-# ~15 s together): `-m slow`.
-SLOW = {"docs/distributed.md", "docs/pretraining.md", "docs/fine_tuning.md"}
+# ~15 s together; classify, long_documents and multiple_choice each
+# fine-tune MiniLM on real data): `-m slow`.
+SLOW = {
+    "docs/distributed.md",
+    "docs/pretraining.md",
+    "docs/fine_tuning.md",
+    "docs/classify.md",
+    "docs/long_documents.md",
+    "docs/multiple_choice.md",
+}
 
 RUNNABLE = [
     pytest.param(d, marks=[pytest.mark.slow] if d in SLOW else [])
