@@ -24,6 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import tensorflow as tf  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
@@ -57,12 +58,12 @@ def sentence_rows(path):
 
 def build(output_dir, conll_dir=CONLL):
     """Writes `train.jsonl` and `dev.jsonl`; returns `{split: path}`."""
-    os.makedirs(output_dir, exist_ok=True)
+    tf.io.gfile.makedirs(output_dir)
     paths = {}
     for split, name in SPLITS.items():
         rows = sentence_rows(os.path.join(conll_dir, name))
         paths[split] = os.path.join(output_dir, f"{split}.jsonl")
-        with open(paths[split], "w", encoding="utf-8") as file:
+        with tf.io.gfile.GFile(paths[split], "w") as file:
             for row in rows:
                 file.write(json.dumps(row, ensure_ascii=False) + "\n")
     return paths
@@ -71,7 +72,7 @@ def build(output_dir, conll_dir=CONLL):
 def describe(path):
     """`(sentences, {label: sentences with it}, sentences with none)`."""
     counts, none, total = collections.Counter(), 0, 0
-    with open(path, encoding="utf-8") as file:
+    with tf.io.gfile.GFile(path) as file:
         for line in file:
             labels = json.loads(line)["labels"]
             counts.update(labels)
