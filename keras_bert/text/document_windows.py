@@ -70,20 +70,9 @@ class DocumentWindows:
         self.preprocessor = preprocessor
         self.tokenizer = preprocessor.tokenizer
         self.sequence_length = preprocessor.sequence_length
-        room = self.sequence_length - 2
-        if isinstance(stride, bool) or not (
-            isinstance(stride, (int, np.integer)) and 1 <= stride <= room
-        ):
-            raise ValueError(
-                "Received an invalid value for argument `doc_stride` "
-                "(tokens between window starts), expected an integer in "
-                f"[1, sequence_length - 2 = {room}] for the preprocessor's "
-                f"sequence_length={self.sequence_length}, so that windows "
-                f"overlap or touch. Received: doc_stride={stride!r}"
-            )
-        stride = int(stride)
+        check_doc_stride(stride, self.sequence_length)
         check_max_windows(max_windows)
-        self.stride = stride
+        self.stride = int(stride)
         self.max_windows = max_windows
         self._functions = {}
 
@@ -172,6 +161,23 @@ def stack_windows(windows, num_documents):
         ).to_tensor()
         for name in BACKBONE_INPUTS
     }
+
+
+def check_doc_stride(stride, sequence_length):
+    """Raises a `ValueError` unless `stride` is an int in `[1,
+    sequence_length - 2]`: windows of `sequence_length - 2` tokens that
+    overlap or touch."""
+    room = sequence_length - 2
+    if isinstance(stride, bool) or not (
+        isinstance(stride, (int, np.integer)) and 1 <= stride <= room
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `doc_stride` "
+            "(tokens between window starts), expected an integer in "
+            f"[1, sequence_length - 2 = {room}] for the preprocessor's "
+            f"sequence_length={sequence_length}, so that windows "
+            f"overlap or touch. Received: doc_stride={stride!r}"
+        )
 
 
 def check_max_windows(max_windows):
