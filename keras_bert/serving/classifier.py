@@ -94,7 +94,7 @@ def classifier_endpoints(
             }
 
         return text_and_ids_endpoints(
-            preprocessor, multi_label, "predict_ids", pair, trim
+            preprocessor, multi_label, "predict_ids", pair, trim, windows
         )
 
     def classification(inputs, text):

@@ -64,3 +64,25 @@ def test_rest_rows_hold_names_and_padding(exported):
     for row, names in zip(rows, expected):
         assert row["labels"] == names + [""] * (3 - len(names))
         assert len(row["probabilities"]) == 3
+
+
+def test_a_tagger_reading_windows_serves_documents(tmp_path):
+    """With `doc_stride`, `serving_default` cuts the windows in the graph
+    and `predict_ids` takes them `(batch, windows, sequence)`: both give
+    `predict`'s probabilities, one row per document."""
+    model = tagger(doc_stride=5)
+    documents = [" ".join(TEXTS * 3), TEXTS[0]]
+    expected = model.predict(documents, verbose=0)
+    saved = tf.saved_model.load(
+        export_saved_model(model, export_dir=str(tmp_path))
+    )
+    outputs = saved.signatures["serving_default"](text=tf.constant(documents))
+    np.testing.assert_allclose(
+        outputs["probabilities"].numpy(), expected, rtol=0, atol=1e-6
+    )
+    windows = model._text_packer()(tf.constant(documents))
+    assert windows["token_ids"].shape[1] > 10
+    by_ids = saved.signatures["predict_ids"](**windows)
+    np.testing.assert_allclose(
+        by_ids["probabilities"].numpy(), expected, rtol=0, atol=1e-6
+    )
