@@ -9,12 +9,16 @@ from absl import logging
 from keras_bert import files
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
+from keras_bert.data.window_batches import pack_windows
+from keras_bert.data.window_batches import window_batches
 from keras_bert.fine_tuning.classify.examples import (
     read_classification_examples,
 )
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.models.labels import class_labels
 from keras_bert.models.labels import multi_hot_labels
+from keras_bert.text.document_windows import DocumentWindows
+from keras_bert.text.document_windows import check_documents
 from keras_bert.training.multi_label_metrics import multi_label_scores
 from keras_bert.training.multi_label_metrics import tune_thresholds
 
@@ -38,20 +42,35 @@ class ClassificationFineTuning(FineTuningJob):
     optimistic: tuned and scored on the same file). Writes
     `predictions_<split>.jsonl` (text, gold, predicted, probabilities).
 
+    Long documents: a model built with `doc_stride`
+    (`BertClassifier(..., doc_stride=N)`) reads every text whole, in
+    windows. The job then cuts each file's texts into the model's windows
+    once (`keras_bert.data.pack_windows`) and trains on batches of
+    `batch_size` documents with all their windows
+    (`keras_bert.data.window_batches`, shuffled and length-grouped per
+    epoch as texts are, so a resumed run replays the same batches); the
+    labels, metrics, predictions and the export are per document, as the
+    model's `fit`, `predict` and export are. Single texts only, none
+    empty: sentence pairs or an empty text are refused by `build_model`,
+    naming the file.
+
     Args:
         train_file: str. The training examples.
         eval_file: str. The examples scored every epoch.
         model_fn: callable `(job) -> (model, preprocessor)`: a
             `keras_bert.BertClassifier` with `len(job.label_names)`
             classes, `label_names=job.label_names` and
-            `multi_label=job.multi_label`, and the
-            `keras_bert.BertPreprocessor` it reads text with.
+            `multi_label=job.multi_label` (and `doc_stride` to read long
+            texts in windows), and the `keras_bert.BertPreprocessor` it
+            reads text with (its `sequence_length` is the window's).
         multi_label: bool. Several labels per text. Defaults to `False`.
         tune_thresholds: bool. With `multi_label`, tune each label's
             threshold on the eval file at the end. Defaults to `True`.
         eval_batch_size: int. Batch size to predict with.
         group_by_length: bool. Train on batches of like-length texts
-            (each cut to its longest row). Defaults to `True`.
+            (each cut to its longest row; documents read in windows: of
+            like token counts, cut to their most windows). Defaults to
+            `True`.
 
     Example:
     ```python
@@ -91,6 +110,7 @@ class ClassificationFineTuning(FineTuningJob):
         self.group_by_length = group_by_length
         self.preprocessor = None
         self.label_names = None
+        self._windows = None
         self._features = None
 
     @property
@@ -153,6 +173,7 @@ class ClassificationFineTuning(FineTuningJob):
 
     def build_model(self):
         model, self.preprocessor = self.model_fn(self)
+        self._windows = self._document_windows(model)
         self._features = None
         return model, self.preprocessor
 
@@ -161,7 +182,7 @@ class ClassificationFineTuning(FineTuningJob):
         return len(self.train)
 
     def train_dataset(self, batch_size, seed, first_epoch, num_epochs):
-        return packed_batches(
+        return self._batches(
             self._packed()["train"],
             self.train_labels,
             batch_size,
@@ -185,9 +206,10 @@ class ClassificationFineTuning(FineTuningJob):
 
     def probabilities(self, model, split):
         """Class probabilities `(examples, classes)` of an eval split:
-        softmax of the logits, or a multi-label model's sigmoids."""
+        softmax of the logits, or a multi-label model's sigmoids (one row
+        per document, with windows)."""
         outputs = model.predict(
-            packed_batches(
+            self._batches(
                 self._packed()["eval"][split], None, self.eval_batch_size
             ),
             verbose=0,
@@ -291,14 +313,51 @@ class ClassificationFineTuning(FineTuningJob):
         logging.info("Wrote %s", path)
         return path
 
+    @property
+    def _batches(self):
+        """`packed_batches`, or `window_batches` for documents read in
+        windows (the same arguments)."""
+        return packed_batches if self._windows is None else window_batches
+
+    def _document_windows(self, model):
+        """The `DocumentWindows` of a model built with `doc_stride`, after
+        checking the files hold what windows read; else `None`."""
+        doc_stride = getattr(model, "doc_stride", None)
+        if doc_stride is None:
+            return None
+        if self.pair:
+            raise ValueError(
+                f"{self.train_file} holds sentence pairs (`text_a`, "
+                f"`text_b`), but the model reads documents in windows "
+                f"(doc_stride={doc_stride}): single texts only. Give "
+                "`text` fields, or build the model without doc_stride "
+                "(truncation)."
+            )
+        for examples in (self.train, *self.eval_sets.values()):
+            check_documents(examples.texts[0], argument=examples.path)
+        return DocumentWindows(
+            self.preprocessor, doc_stride, getattr(model, "max_windows", None)
+        )
+
     def _packed(self):
-        """Every split's model inputs, packed in one tokenizer pass."""
+        """Every split's model inputs: texts packed in one tokenizer
+        pass, or documents cut into windows (`pack_windows`' dicts)."""
         if self._features is None:
             if self.preprocessor is None:
                 raise ValueError(
                     "ClassificationFineTuning has no preprocessor yet: call "
                     "`build_model()` (run_fine_tuning does) first."
                 )
+            if self._windows is not None:
+                cut = self._windows.flat_function()
+                self._features = {
+                    "train": pack_windows(self.train.texts[0], cut),
+                    "eval": {
+                        split: pack_windows(examples.texts[0], cut)
+                        for split, examples in self.eval_sets.items()
+                    },
+                }
+                return self._features
             splits = [self.train, *self.eval_sets.values()]
             texts = tuple(
                 np.concatenate([s.texts[i] for s in splits])
