@@ -2,7 +2,8 @@ r"""Fine-tunes BERT to classify your own texts: one label each, or several.
 
     python recipes/classify.py --train_file=train.jsonl --eval_file=dev.jsonl \
         --init_checkpoint=/ckpt/bert-base-uncased --model_dir=runs/topics \
-        [--multi_label] [--export_dir=saved_models/topics]
+        [--multi_label] [--doc_stride=63 [--max_windows=8]] \
+        [--export_dir=saved_models/topics]
 
 Data (`keras_bert.fine_tuning.classify.read_classification_examples`):
 JSONL, one `{"text": ..., "label": ...}` per line, or with `--multi_label`
@@ -19,7 +20,18 @@ runner every task shares); after every epoch predicts the whole eval file
 and scores it (accuracy; multi-label: micro F1, which picks the best epoch,
 macro F1 and subset accuracy at threshold 0.5), keeping the best epoch's
 weights; a multi-label model's per-label thresholds are then tuned on the
-eval file (`--notune_thresholds` keeps 0.5). Writes, under `--model_dir`:
+eval file (`--notune_thresholds` keeps 0.5).
+
+Long texts: by default a text longer than `--max_seq_length` is
+truncated. `--doc_stride=N` reads each text whole instead, in windows of
+`max_seq_length - 2` tokens starting every `N` tokens (`N <=
+max_seq_length - 2`), and combines the windows' logits per text
+(`--aggregation`: `mean`, the default, or `max`); `--max_windows=K` reads
+the first `K` windows of a text only. Texts, not windows, stay the unit:
+a batch holds `--batch_size` texts with all their windows, and the
+metrics, predictions and export are per text (docs/long_documents.md).
+Single texts only (no `text_a`/`text_b`), none empty. Writes, under
+`--model_dir`:
 
     results.json                metrics of the best epoch (and, multi-label,
                                 `tuned_metrics` and `thresholds`), every
@@ -31,9 +43,12 @@ eval file (`--notune_thresholds` keeps 0.5). Writes, under `--model_dir`:
 and, with `--export_dir`, a SavedModel taking raw strings (`text`, or
 `text_a` and `text_b`): single-label → `probabilities`, `label_id`,
 `label`; multi-label → `probabilities` and `labels` (the names over
-threshold first, then `""`). A crashed run resumes from its last finished
-epoch when started again with the same `--model_dir`.
+threshold first, then `""`); with `--doc_stride` it cuts each text into
+the same windows in its graph. A crashed run resumes from its last
+finished epoch when started again with the same `--model_dir`.
 """
+
+import functools
 
 from absl import app
 from absl import flags
@@ -67,6 +82,7 @@ flags.DEFINE_bool(
 recipe_flags.define_model_source_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per text (or pair).")
 flags.DEFINE_alias("sequence_length", "max_seq_length")
+recipe_flags.define_document_window_flags()
 flags.DEFINE_bool(
     "group_by_length",
     True,
@@ -91,10 +107,13 @@ def main(argv):
         config,
         positive=("max_seq_length", "batch_size", "eval_batch_size", "epochs"),
     )
+    windows = recipe_flags.document_window_arguments(
+        FLAGS, FLAGS.max_seq_length
+    )
     job = ClassificationFineTuning(
         FLAGS.train_file,
         FLAGS.eval_file,
-        _build_model,
+        functools.partial(_build_model, windows=windows),
         multi_label=FLAGS.multi_label,
         tune_thresholds=FLAGS.tune_thresholds,
         eval_batch_size=FLAGS.eval_batch_size,
@@ -110,14 +129,16 @@ def main(argv):
         _print_metrics(result.results)
 
 
-def _build_model(job):
-    """The classifier for the job's labels, and its preprocessor."""
+def _build_model(job, windows):
+    """The classifier for the job's labels (reading `windows`: its
+    `doc_stride`, `max_windows`, `aggregation`), and its preprocessor."""
     model, tokenizer = load_task_model(
         keras_bert.BertClassifier,
         sequence_length=FLAGS.max_seq_length,
         num_classes=len(job.label_names),
         label_names=job.label_names,
         multi_label=job.multi_label,
+        **windows,
         **recipe_flags.model_source_arguments(FLAGS),
     )
     preprocessor = keras_bert.BertPreprocessor(

@@ -25,10 +25,13 @@ def main(argv):
 from absl import app
 from absl import flags
 
+from keras_bert.layers.window_aggregation import AGGREGATIONS
+from keras_bert.models.bert_classifier import check_document_windows
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
 from keras_bert.models.presets import suggest_preset
 from keras_bert.text.bert_tokenizer import BertTokenizer
+from keras_bert.text.document_windows import check_doc_stride
 from keras_bert.training.gradient_accumulation import (
     check_gradient_accumulation_steps,
 )
@@ -133,6 +136,77 @@ def define_training_flags(task_name, batch_unit="examples"):
         "the head. LoRA usually wants a higher --learning_rate than full "
         "fine-tuning (e.g. 1e-3; docs/fine_tuning.md). 0 = off.",
     )
+
+
+def define_document_window_flags():
+    """`--doc_stride`, `--max_windows`, `--aggregation`: long texts read
+    whole in overlapping windows (`keras_bert.BertClassifier`'s
+    arguments; docs/long_documents.md). Unset, texts are truncated."""
+    flags.DEFINE_integer(
+        "doc_stride",
+        None,
+        "Read each text whole, in windows of max_seq_length - 2 tokens "
+        "that start every N tokens (N at most max_seq_length - 2), the "
+        "windows' logits combined per text (--aggregation). Unset or 0: "
+        "texts longer than --max_seq_length are truncated.",
+    )
+    flags.DEFINE_integer(
+        "max_windows",
+        None,
+        "With --doc_stride: read at most this many windows of each text, "
+        "the first ones (bounds the cost of the longest). Unset: all.",
+    )
+    flags.DEFINE_enum(
+        "aggregation",
+        "mean",
+        list(AGGREGATIONS),
+        "With --doc_stride: how a text's window logits combine.",
+    )
+
+
+def document_window_arguments(values, sequence_length):
+    """`BertClassifier`'s window arguments from the window flags, checked.
+
+    Args:
+        values: `flags.FLAGS`, or a dict of flag values.
+        sequence_length: int. Tokens per window (`--max_seq_length`).
+
+    Returns:
+        A dict `doc_stride` (`None` for an unset or 0 `--doc_stride`:
+        truncation), `max_windows`, `aggregation`.
+
+    Raises:
+        app.UsageError: a bad value, or `--max_windows` or
+            `--aggregation=max` without `--doc_stride`, named with the
+            library's reason (`check_document_windows`,
+            `check_doc_stride`).
+    """
+    get = values.get if isinstance(values, dict) else values.__getattr__
+    arguments = {
+        "doc_stride": get("doc_stride") or None,
+        "max_windows": get("max_windows"),
+        "aggregation": get("aggregation"),
+    }
+    try:
+        check_document_windows(**arguments, pair=None)
+        if arguments["doc_stride"] is None:
+            if arguments["aggregation"] != "mean":
+                raise ValueError(
+                    f"Received aggregation={arguments['aggregation']!r} "
+                    "without doc_stride: `aggregation` combines the logits "
+                    "of a text's windows. Pass --doc_stride=N too, or leave "
+                    "out --aggregation."
+                )
+        else:
+            check_doc_stride(arguments["doc_stride"], sequence_length)
+    except ValueError as error:
+        raise app.UsageError(
+            f"{error} (flags --doc_stride={get('doc_stride')}, "
+            f"--max_windows={get('max_windows')}, "
+            f"--aggregation={get('aggregation')}, "
+            f"--max_seq_length={sequence_length})"
+        ) from None
+    return arguments
 
 
 def check_architecture_preset(name):
