@@ -9,13 +9,22 @@ GROUP_BATCHES = 50
 
 
 def length_grouped_order(lengths, batch_size, seed, epoch):
-    """One epoch's row order: shuffled, then sorted within groups.
+    """One epoch's row order: like-length batches, in a shuffled order.
 
     The rows are shuffled with a generator seeded by `(seed, epoch)` alone,
     cut into groups of `GROUP_BATCHES * batch_size` rows, and each group is
-    sorted by length, longest first (stable). Consecutive `batch_size`
-    rows of the result are a batch: its rows have like lengths, so little
-    of it is padding, and every epoch still mixes the data.
+    sorted by length, longest first (stable), as Hugging Face's
+    `LengthGroupedSampler` does. Consecutive `batch_size` rows of a group
+    are a batch: its rows have like lengths, so little of it is padding.
+    Unlike the sampler, the full batches are then put in a shuffled order
+    (the batch holding the longest row first, so that a batch too large
+    for memory fails at once), and the last, partial batch stays last:
+    read in sorted order, 50 updates in a row go from the longest rows to
+    the shortest, and where length goes with the label (headlines, score
+    lines, short reviews) that sweep slows learning — on 4,000 CoNLL-2003
+    sentences, multi-label micro F1 after one epoch was 0.65 against 0.85
+    for a plain shuffle (`tests/data/test_length_grouped_epochs.py`
+    checks the order; `benchmarks/multi_label.py` measures it).
 
     Args:
         lengths: int array `(num_rows,)`: each row's length.
@@ -24,25 +33,34 @@ def length_grouped_order(lengths, batch_size, seed, epoch):
         epoch: int. The epoch (0-based).
 
     Returns:
-        An int64 array `(num_rows,)`, a permutation of the rows.
+        An int64 array `(num_rows,)`, a permutation of the rows; its
+        consecutive `batch_size` rows are the batches.
 
     Example:
     ```python
     length_grouped_order(np.array([3, 9, 1, 7]), 2, seed=0, epoch=0)
-    # e.g. [1, 3, 0, 2]: [9, 7] and [3, 1] are the batches
+    # [1, 3, 0, 2]: the batches [9, 7] (the longest row's, first), [3, 1]
     ```
     """
     lengths = np.asarray(lengths)
     rng = np.random.default_rng([int(seed), int(epoch)])
     order = rng.permutation(len(lengths))
     group = GROUP_BATCHES * batch_size
-    return np.concatenate(
+    order = np.concatenate(
         [
             part[np.argsort(-lengths[part], kind="stable")]
             for part in np.split(order, range(group, len(order), group))
         ]
         or [np.zeros(0, np.int64)]
     ).astype(np.int64)
+    full = len(order) // batch_size * batch_size
+    batches = order[:full].reshape(-1, batch_size)
+    if len(batches) < 2:
+        return order
+    batches = batches[rng.permutation(len(batches))]
+    longest = int(np.argmax(lengths[batches].max(axis=1)))
+    batches[[0, longest]] = batches[[longest, 0]]
+    return np.concatenate([batches.reshape(-1), order[full:]])
 
 
 def length_grouped_epochs(

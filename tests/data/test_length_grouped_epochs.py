@@ -18,45 +18,75 @@ def random_lengths(num_rows=NUM_ROWS, seed=0):
     return np.random.default_rng(seed).integers(1, 129, num_rows)
 
 
-def test_order_is_a_permutation_sorted_within_groups():
+def group_sorted(order, lengths, batch_size=BATCH_SIZE):
+    """`order` cut into groups, each sorted longest first (stable)."""
+    group = GROUP_BATCHES * batch_size
+    return np.concatenate(
+        [
+            order[start : start + group][
+                np.argsort(-lengths[order[start : start + group]], kind="stable")
+            ]
+            for start in range(0, len(order), group)
+        ]
+    )
+
+
+def full_batches(order, batch_size=BATCH_SIZE):
+    full = len(order) // batch_size * batch_size
+    return order[:full].reshape(-1, batch_size)
+
+
+def test_order_is_like_length_batches_in_a_shuffled_order():
     lengths = random_lengths()
     order = length_grouped_order(lengths, BATCH_SIZE, seed=5, epoch=2)
     assert order.dtype == np.int64
     np.testing.assert_array_equal(np.sort(order), np.arange(NUM_ROWS))
-    group = GROUP_BATCHES * BATCH_SIZE
-    assert group == 200
-    sorted_lengths = lengths[order]
-    for start in range(0, NUM_ROWS, group):
-        part = sorted_lengths[start : start + group]
-        assert (np.diff(part) <= 0).all(), start  # longest first
-    # Sorted within groups only: the whole epoch is not.
-    assert (np.diff(sorted_lengths) > 0).any()
+    assert GROUP_BATCHES * BATCH_SIZE == 200
 
     # Batches of like length: far less padding than a plain shuffle.
     def padding(rows):
-        batches = lengths[rows][: NUM_ROWS // BATCH_SIZE * BATCH_SIZE]
-        batches = batches.reshape(-1, BATCH_SIZE)
+        batches = lengths[full_batches(rows)]
         return (batches.max(axis=1)[:, None] - batches).sum()
 
     shuffled = np.random.default_rng(0).permutation(NUM_ROWS)
     assert padding(order) * 10 < padding(shuffled)
+    # Rows within a batch longest first; the batch holding the longest
+    # row comes first.
+    batches = full_batches(order)
+    assert (np.diff(lengths[batches], axis=1) <= 0).all()
+    assert lengths[batches[0]].max() == lengths.max()
+    # No sweep from long to short over the epoch (Hugging Face's sampler
+    # runs each group's batches longest first): the batches' lengths are
+    # uncorrelated with their place.
+    longest = lengths[batches].max(axis=1)
+    place = np.arange(len(longest))
+    assert abs(np.corrcoef(place, longest)[0, 1]) < 0.2
+    for start in range(0, len(longest), GROUP_BATCHES):
+        run = longest[start : start + GROUP_BATCHES]
+        assert (np.diff(run) > 0).any() and (np.diff(run) < 0).any()
+    # The partial batch (1234 = 308 * 4 + 2) stays last.
+    assert len(order) - batches.size == 2
 
 
-def test_groups_are_the_rows_of_a_shuffle_seeded_by_seed_and_epoch():
+def test_batches_are_those_of_a_seeded_shuffle_sorted_within_groups():
     lengths = random_lengths()
-    # Equal lengths and a stable sort: the shuffle itself.
+    # Equal lengths and a stable sort: the shuffle's own batches.
     shuffle = length_grouped_order(np.zeros(NUM_ROWS, int), BATCH_SIZE, 5, 2)
+    rng = np.random.default_rng([5, 2])
+    expected_shuffle = rng.permutation(NUM_ROWS)
+    assert sorted(map(tuple, full_batches(shuffle))) == sorted(
+        map(tuple, full_batches(expected_shuffle))
+    )
+    # With lengths: the batches of that shuffle sorted within groups of
+    # GROUP_BATCHES batches, in another order; the last partial batch
+    # (the last group's shortest rows) last.
     order = length_grouped_order(lengths, BATCH_SIZE, 5, 2)
-    group = GROUP_BATCHES * BATCH_SIZE
-    for start in range(0, NUM_ROWS, group):
-        rows = shuffle[start : start + group]
-        np.testing.assert_array_equal(
-            np.sort(order[start : start + group]), np.sort(rows)
-        )
-        # Stable: rows of equal length keep the shuffle's order.
-        expected = rows[np.argsort(-lengths[rows], kind="stable")]
-        np.testing.assert_array_equal(order[start : start + group], expected)
-    assert (shuffle != np.arange(NUM_ROWS)).any()
+    expected = group_sorted(expected_shuffle, lengths)
+    assert sorted(map(tuple, full_batches(order))) == sorted(
+        map(tuple, full_batches(expected))
+    )
+    np.testing.assert_array_equal(order[-2:], expected[-2:])
+    assert (full_batches(order) != full_batches(expected)).any()
 
 
 def test_order_depends_only_on_seed_and_epoch():
