@@ -27,6 +27,11 @@ same split).
     python benchmarks/multi_label.py                  # both, then the table
     python benchmarks/multi_label.py --contestant=torch
     python benchmarks/multi_label.py --summarize      # the table from records
+    python benchmarks/multi_label.py --contestant=keras_bert --nogroup_by_length
+
+The last is the ablation of the recipe's length-grouped batches (rows of
+like length, the batches in a shuffled order: see
+`keras_bert.data.length_grouped_epochs.length_grouped_order`).
 
 Records: one JSON per contestant and seed in `--records_dir` (default
 benchmarks/multi_label/).
@@ -66,6 +71,12 @@ flags.DEFINE_string("data_dir", "/tmp/entity_types", "Built data goes here.")
 flags.DEFINE_string("runs_dir", "/tmp/multi_label_runs", "Run outputs.")
 flags.DEFINE_string("records_dir", RECORDS, "One JSON per contestant.")
 flags.DEFINE_bool("summarize", False, "Print the table from the records.")
+flags.DEFINE_bool(
+    "group_by_length",
+    True,
+    "keras_bert: batches of like-length sentences (the recipe's default); "
+    "--nogroup_by_length records `keras_bert_ungrouped_seed<N>.json`.",
+)
 
 
 def data_files():
@@ -96,6 +107,12 @@ def read_jsonl(path):
     return [row["text"] for row in rows], [row["labels"] for row in rows]
 
 
+def record_name(contestant):
+    """`<contestant>[_ungrouped]_seed<N>`: the record's and run's name."""
+    ungrouped = contestant == "keras_bert" and not FLAGS.group_by_length
+    return f"{contestant}{'_ungrouped' * ungrouped}_seed{FLAGS.seed}"
+
+
 def run_keras_bert(train_file, dev_file):
     import keras_bert
     from keras_bert.fine_tuning import load_task_model
@@ -117,12 +134,13 @@ def run_keras_bert(train_file, dev_file):
         )
 
     job = ClassificationFineTuning(
-        train_file, dev_file, model_fn, multi_label=True
-    )
+        train_file, dev_file, model_fn, multi_label=True,
+        group_by_length=FLAGS.group_by_length,
+    )  # fmt: skip
     start = time.perf_counter()
     result = run_fine_tuning(
         job,
-        os.path.join(FLAGS.runs_dir, f"keras_bert_seed{FLAGS.seed}"),
+        os.path.join(FLAGS.runs_dir, f"{record_name('keras_bert')}"),
         epochs=SETTINGS["epochs"],
         batch_size=SETTINGS["batch_size"],
         learning_rate=SETTINGS["learning_rate"],
@@ -220,10 +238,11 @@ def run_contestant(contestant):
     best = max(record["epochs"], key=lambda e: e["micro_f1"])
     record.update(
         contestant=contestant, seed=FLAGS.seed, settings=SETTINGS,
+        group_by_length=FLAGS.group_by_length,
         best_epoch=best, last_epoch=record["epochs"][-1],
         train_file=train_file, dev_file=dev_file, **common.job_context(),
     )  # fmt: skip
-    path = os.path.join(FLAGS.records_dir, f"{contestant}_seed{FLAGS.seed}.json")
+    path = os.path.join(FLAGS.records_dir, f"{record_name(contestant)}.json")
     common.write_record(path, record)
     print(f"{contestant}: best epoch {best}; record {path}")
 
@@ -235,6 +254,14 @@ def summarize():
         )
         for c in CONTESTANTS
     }
+    # The ablation of the recipe's length-grouped batches, when recorded.
+    ungrouped = os.path.join(
+        FLAGS.records_dir, f"keras_bert_ungrouped_seed{FLAGS.seed}.json"
+    )
+    if os.path.exists(ungrouped):
+        records["keras_bert (--nogroup_by_length)"] = common.read_record(
+            ungrouped
+        )
     print(
         f"Settings: {SETTINGS}, seed {FLAGS.seed}; dev: the whole CoNLL-2003 "
         "valid split.\n"
