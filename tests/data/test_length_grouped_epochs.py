@@ -21,13 +21,9 @@ def random_lengths(num_rows=NUM_ROWS, seed=0):
 def group_sorted(order, lengths, batch_size=BATCH_SIZE):
     """`order` cut into groups, each sorted longest first (stable)."""
     group = GROUP_BATCHES * batch_size
+    parts = np.split(order, range(group, len(order), group))
     return np.concatenate(
-        [
-            order[start : start + group][
-                np.argsort(-lengths[order[start : start + group]], kind="stable")
-            ]
-            for start in range(0, len(order), group)
-        ]
+        [part[np.argsort(-lengths[part], kind="stable")] for part in parts]
     )
 
 
