@@ -21,6 +21,7 @@ of pages longer than 512 WordPiece tokens (MiniLM's uncased vocabulary,
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import statistics
@@ -51,22 +52,29 @@ flags.DEFINE_integer("min_words", 50, "Pages with fewer words are left out.")
 def read_pages(root=ROOT, folders=FOLDERS, min_words=50):
     """`[(path, folder, text)]` of the reST pages under `root/<folder>`,
     sorted by path (relative to `root`)."""
-    if not os.path.isdir(root):
+    import tensorflow as tf
+
+    from keras_bert import files
+
+    if not files.isdir(root):
         raise FileNotFoundError(
             f"{root} is missing: `apt-get install linux-doc-6.1` first."
         )
     pages = []
     for folder in folders:
-        for directory, _, names in os.walk(os.path.join(root, folder)):
+        top = files.join(root, folder)
+        for directory, _, names in tf.io.gfile.walk(top):
             for name in names:
                 if not name.endswith((".rst", ".rst.gz")):
                     continue
-                path = os.path.join(directory, name)
-                opener = gzip.open if name.endswith(".gz") else open
-                with opener(
-                    path, "rt", encoding="utf-8", errors="replace"
-                ) as f:
-                    text = f.read()
+                path = files.join(directory, name)
+                data = files.read_bytes(path)
+                if name.endswith(".gz"):
+                    data = gzip.decompress(data)
+                # Decoded as a text-mode file reads: universal newlines.
+                text = io.TextIOWrapper(
+                    io.BytesIO(data), encoding="utf-8", errors="replace"
+                ).read()
                 if len(text.split()) >= min_words:
                     pages.append((os.path.relpath(path, root), folder, text))
     return sorted(pages)
@@ -94,18 +102,24 @@ def token_counts(texts):
 
 
 def main(argv):
+    from keras_bert import files
+
     del argv
     if not FLAGS.output_dir:
         raise app.UsageError("Pass --output_dir (outside the repository).")
     pages = read_pages(FLAGS.root, FOLDERS, FLAGS.min_words)
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    files.makedirs(FLAGS.output_dir)
     for split in ("train", "dev"):
         rows = [page for page in pages if split_of(page[0]) == split]
-        path = os.path.join(FLAGS.output_dir, f"{split}.jsonl")
-        with open(path, "w", encoding="utf-8") as file:
-            for page_path, folder, text in rows:
-                record = {"text": text, "label": folder, "path": page_path}
-                file.write(json.dumps(record) + "\n")
+        path = files.join(FLAGS.output_dir, f"{split}.jsonl")
+        files.write_text(
+            path,
+            "".join(
+                json.dumps({"text": text, "label": folder, "path": page_path})
+                + "\n"
+                for page_path, folder, text in rows
+            ),
+        )
         words = [len(text.split()) for _, _, text in rows]
         tokens = token_counts([text for _, _, text in rows])
         labels = {f: sum(row[1] == f for row in rows) for f in FOLDERS}

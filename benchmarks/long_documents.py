@@ -101,7 +101,10 @@ def settings():
 def read_split(split, limit):
     """`(texts, labels)` of `<data_dir>/<split>.jsonl`, every k-th page
     when `limit` asks for about that many."""
-    with open(os.path.join(FLAGS.data_dir, f"{split}.jsonl")) as file:
+    import tensorflow as tf
+
+    path = os.path.join(FLAGS.data_dir, f"{split}.jsonl")
+    with tf.io.gfile.GFile(path) as file:
         rows = [json.loads(line) for line in file]
     if limit and limit < len(rows):
         step = len(rows) / limit

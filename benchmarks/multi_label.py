@@ -45,6 +45,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
@@ -86,23 +87,23 @@ def data_files():
         split: os.path.join(FLAGS.data_dir, f"{split}.jsonl")
         for split in entity_types_data.SPLITS
     }
-    if not all(os.path.exists(path) for path in paths.values()):
+    if not all(tf.io.gfile.exists(path) for path in paths.values()):
         paths = entity_types_data.build(FLAGS.data_dir)
     count = SETTINGS["train_sentences"]
     sample = os.path.join(
         FLAGS.data_dir, f"train_{count}_seed{FLAGS.seed}.jsonl"
     )
-    if not os.path.exists(sample):
-        with open(paths["train"], encoding="utf-8") as file:
+    if not tf.io.gfile.exists(sample):
+        with tf.io.gfile.GFile(paths["train"]) as file:
             lines = file.readlines()
         rows = np.random.default_rng(FLAGS.seed).permutation(len(lines))
-        with open(sample, "w", encoding="utf-8") as file:
-            file.writelines(lines[i] for i in sorted(rows[:count]))
+        with tf.io.gfile.GFile(sample, "w") as file:
+            file.write("".join(lines[i] for i in sorted(rows[:count])))
     return sample, paths["dev"]
 
 
 def read_jsonl(path):
-    with open(path, encoding="utf-8") as file:
+    with tf.io.gfile.GFile(path) as file:
         rows = [json.loads(line) for line in file]
     return [row["text"] for row in rows], [row["labels"] for row in rows]
 
@@ -258,7 +259,7 @@ def summarize():
     ungrouped = os.path.join(
         FLAGS.records_dir, f"keras_bert_ungrouped_seed{FLAGS.seed}.json"
     )
-    if os.path.exists(ungrouped):
+    if tf.io.gfile.exists(ungrouped):
         records["keras_bert (--nogroup_by_length)"] = common.read_record(
             ungrouped
         )

@@ -40,6 +40,7 @@ prints both and their difference.
 """
 
 import csv
+import io
 import os
 import re
 import sys
@@ -151,7 +152,9 @@ def build_answer_selection(squad_file, csv_file, limit=None, seed=0):
 
 def data_files():
     """The train and dev CSV files, built once into `--work_dir`."""
-    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    from keras_bert import files
+
+    files.makedirs(FLAGS.work_dir)
     paths = {}
     for split, source, limit in (
         ("train", "train.json", FLAGS.train_questions),
@@ -160,7 +163,7 @@ def data_files():
         path = os.path.join(
             FLAGS.work_dir, f"{split}_{limit or 'all'}_seed{FLAGS.seed}.csv"
         )
-        if not os.path.exists(path):
+        if not files.exists(path):
             written, skipped = build_answer_selection(
                 os.path.join(FLAGS.squad_dir, source), path, limit, FLAGS.seed
             )
@@ -170,8 +173,11 @@ def data_files():
 
 
 def read_csv(path):
-    with open(path, encoding="utf-8") as file:
-        rows = list(csv.DictReader(file))
+    from keras_bert import files
+
+    # newline=None: universal newlines, as a text-mode file reads.
+    text = io.StringIO(files.read_text(path), newline=None)
+    rows = list(csv.DictReader(text))
     return (
         [row["sent1"] for row in rows],
         [[row[f"ending{i}"] for i in range(NUM_CHOICES)] for row in rows],
@@ -316,10 +322,12 @@ def record_path(contestant):
 
 
 def summarize():
+    from keras_bert import files
+
     records = {}
     for contestant in ("keras_bert", "torch"):
         path = record_path(contestant)
-        if os.path.exists(path):
+        if files.exists(path):
             records[contestant] = common.read_record(path)
     for contestant, record in records.items():
         print(

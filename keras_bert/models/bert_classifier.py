@@ -340,16 +340,64 @@ class BertClassifier(Task):
         check_document_windows(self.doc_stride, self.aggregation, None, pair)
         self.pair = pair
 
+    def document_windows(self, preprocessor=None):
+        """How this model cuts raw texts into windows, or `None`.
+
+        The one place a `doc_stride` model's windows are defined: `fit`,
+        `evaluate`, `predict`, the export's text endpoint
+        (`keras_bert.serving`) and `ClassificationFineTuning` all cut
+        documents with what it returns.
+
+        Args:
+            preprocessor: `keras_bert.BertPreprocessor` or `None`. The
+                tokenizer and window length (`sequence_length`) to cut
+                with; `None` (the default): the model's own.
+
+        Returns:
+            A new `keras_bert.text.document_windows.DocumentWindows` over
+            `preprocessor` with the model's `doc_stride` and
+            `max_windows`, or `None` for a model built without
+            `doc_stride` (it truncates long texts).
+
+        Raises:
+            ValueError: `doc_stride` is set but there is no preprocessor
+                to cut with (neither passed nor the model's), or the
+                preprocessor's `sequence_length` leaves no room for
+                windows `doc_stride` apart.
+
+        Example:
+        ```python
+        reader = keras_bert.BertClassifier(
+            backbone, 2, preprocessor=preprocessor, doc_stride=7
+        )  # the class example's backbone and preprocessor (length 16)
+        windows = reader.document_windows()
+        windows(tf.constant(["a good film " * 20]))["token_ids"].shape
+        # (1, 8, 16): 60 tokens in windows of 14 every 7
+        keras_bert.BertClassifier(backbone, 2).document_windows()  # None
+        ```
+        """
+        if self.doc_stride is None:
+            return None
+        if preprocessor is None:
+            preprocessor = self.preprocessor
+        if preprocessor is None:
+            raise ValueError(
+                f"This classifier reads documents in windows (doc_stride="
+                f"{self.doc_stride}) but has no preprocessor to cut them "
+                "with. Pass `preprocessor=` to `document_windows`, or "
+                "build the model with one."
+            )
+        return DocumentWindows(preprocessor, self.doc_stride, self.max_windows)
+
     def _text_packer(self):
         """The preprocessor, or with `doc_stride` the `DocumentWindows`
-        over it that cut raw text into this model's inputs."""
+        over it that cut raw text into this model's inputs (made once per
+        preprocessor: they keep their traced functions)."""
         if self.doc_stride is None:
             return self.preprocessor
         cached = getattr(self, "_windows", None)
         if cached is None or cached.preprocessor is not self.preprocessor:
-            cached = DocumentWindows(
-                self.preprocessor, self.doc_stride, self.max_windows
-            )
+            cached = self.document_windows(self.preprocessor)
             # A plain attribute: neither Keras nor a SavedModel tracks it.
             self._windows = cached
         return cached

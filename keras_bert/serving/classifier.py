@@ -4,7 +4,6 @@ import tensorflow as tf
 
 from keras_bert.decoding.multi_labels import labels_over_thresholds
 from keras_bert.serving.signatures import text_and_ids_endpoints
-from keras_bert.text.document_windows import DocumentWindows
 
 
 def classifier_endpoints(
@@ -51,9 +50,7 @@ def classifier_endpoints(
                 f"in windows (doc_stride={model.doc_stride}), single texts "
                 "only. Leave out `pair`."
             )
-        preprocessor = DocumentWindows(
-            preprocessor, model.doc_stride, model.max_windows
-        )
+        preprocessor = model.document_windows(preprocessor)
     if model.num_classes == 1:
         if labels is not None:
             raise ValueError(

@@ -76,6 +76,32 @@ def test_a_document_within_one_window_scores_as_truncation(model):
     )
 
 
+def test_document_windows_are_the_models_cut(model):
+    windows = model.document_windows()
+    assert windows.preprocessor is model.preprocessor
+    assert (windows.stride, windows.max_windows) == (7, None)
+    # What fit and predict cut with (kept once per preprocessor).
+    assert model._text_packer() is model._text_packer()
+    np.testing.assert_array_equal(
+        windows(tf.constant(TEXTS))["token_ids"],
+        model._text_packer()(tf.constant(TEXTS))["token_ids"],
+    )
+    shorter = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=10
+    )
+    bounded = keras_bert.BertClassifier(
+        model.backbone, 3, doc_stride=5, max_windows=2
+    ).document_windows(shorter)
+    assert (bounded.sequence_length, bounded.stride) == (10, 5)
+    assert bounded.max_windows == 2
+    truncating = keras_bert.BertClassifier(model.backbone, 3)
+    assert truncating.document_windows(shorter) is None
+    with pytest.raises(ValueError, match="no preprocessor"):
+        keras_bert.BertClassifier(
+            model.backbone, 3, doc_stride=7
+        ).document_windows()
+
+
 def test_the_batched_path_gives_the_small_calls_logits(model):
     texts = TEXTS * 9  # more than one batch: `keras.Model.predict`
     batched = model.predict(texts, batch_size=16, verbose=0)

@@ -17,7 +17,6 @@ from keras_bert.fine_tuning.classify.examples import (
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.models.labels import class_labels
 from keras_bert.models.labels import multi_hot_labels
-from keras_bert.text.document_windows import DocumentWindows
 from keras_bert.text.document_windows import check_documents
 from keras_bert.training.multi_label_metrics import multi_label_scores
 from keras_bert.training.multi_label_metrics import tune_thresholds
@@ -335,9 +334,7 @@ class ClassificationFineTuning(FineTuningJob):
             )
         for examples in (self.train, *self.eval_sets.values()):
             check_documents(examples.texts[0], argument=examples.path)
-        return DocumentWindows(
-            self.preprocessor, doc_stride, getattr(model, "max_windows", None)
-        )
+        return model.document_windows(self.preprocessor)
 
     def _packed(self):
         """Every split's model inputs: texts packed in one tokenizer
