@@ -13,8 +13,13 @@ the dev accuracy of the last epoch:
 - `keras_bert_windows`: `BertClassifier(..., doc_stride=, max_windows=)`:
   each page read in windows of `sequence_length - 2` tokens every
   `doc_stride` tokens (at most `max_windows`), the mean of the windows'
-  logits scored against the page's label in `fit` (a batch is
-  `batch_size` pages) and in `evaluate`.
+  logits scored against the page's label in `fit` and in `evaluate`. A
+  batch is `batch_size // max_windows` pages (`--window_batch_pages`
+  overrides), so that it holds about as many windows as torch_windows'
+  batch of `batch_size` windows and both make about as many updates:
+  the same compute per update and per epoch. (With `batch_size` pages it
+  would make half the updates of torch_windows on twice the windows
+  each.)
 - `keras_bert_truncation`: `BertClassifier` as it comes: each page's
   first `sequence_length - 2` tokens.
 - `torch_windows`: transformers' `BertForSequenceClassification` with
@@ -81,6 +86,12 @@ flags.DEFINE_integer("threads", 2, "torch and TensorFlow threads.")
 flags.DEFINE_integer("epochs", SETTINGS["epochs"], "Fine-tuning epochs.")
 flags.DEFINE_integer("max_windows", SETTINGS["max_windows"], "Per page.")
 flags.DEFINE_float("learning_rate", SETTINGS["learning_rate"], "Peak rate.")
+flags.DEFINE_integer(
+    "window_batch_pages",
+    None,
+    "Pages per batch of keras_bert_windows; default batch_size // "
+    "max_windows (about batch_size windows, as torch_windows' batches).",
+)
 flags.DEFINE_bool("summarize", False, "Print the table of --records_dir.")
 flags.DEFINE_string(
     "records_dir",
@@ -95,6 +106,8 @@ def settings():
         epochs=FLAGS.epochs,
         max_windows=FLAGS.max_windows,
         learning_rate=FLAGS.learning_rate,
+        window_batch_pages=FLAGS.window_batch_pages
+        or max(1, SETTINGS["batch_size"] // FLAGS.max_windows),
     )
 
 
@@ -163,13 +176,14 @@ def run_keras_bert(windows):
     targets = np.array([index[label] for label in train_labels])
     orders = [page_order(len(texts), s, e) for e in range(s["epochs"])]
     order = np.concatenate(orders)
+    batch_size = s["window_batch_pages"] if windows else s["batch_size"]
     dataset = tf.data.Dataset.from_tensor_slices(
         (list(texts[order]), targets[order])
-    ).batch(s["batch_size"])
+    ).batch(batch_size)
     start = time.perf_counter()
     model.fit(
         dataset, epochs=s["epochs"], verbose=2,
-        steps_per_epoch=-(-len(texts) // s["batch_size"]),
+        steps_per_epoch=-(-len(texts) // batch_size),
     )  # fmt: skip
     train_seconds = time.perf_counter() - start
     logits = model.predict(dev_texts, batch_size=32, verbose=0)
@@ -321,7 +335,7 @@ def driver():
             __file__, f"--contestant={name}",
             *common.flag_values(
                 "data_dir", "limit_train", "limit_dev", "threads", "epochs",
-                "max_windows", "learning_rate",
+                "max_windows", "learning_rate", "window_batch_pages",
             ),
         )  # fmt: skip
         context = common.job_context()
