@@ -32,9 +32,9 @@ def cpu_flags():
     ```
     """
     try:
-        # gfile-exempt: a kernel file of this machine, which tf.io.gfile
-        # reads as empty (its size is 0).
-        with open(CPUINFO, encoding="utf-8", errors="replace") as file:
+        # A kernel file of this machine, which tf.io.gfile reads as empty
+        # (its size is 0).
+        with open(CPUINFO, errors="replace") as file:  # gfile-exempt: procfs
             for line in file:
                 name, _, value = line.partition(":")
                 if name.strip() == "flags":
