@@ -59,20 +59,17 @@ def check_bfloat16_cpu(check_cpu=True):
     related = sorted(
         flag for flag in flags if flag.startswith(("avx512", "amx"))
     )
-    found = (
-        f"lists {', '.join(related)}"
-        if related
-        else (
-            "lists no avx512 or amx flag"
-            if flags
-            else f"could not be read from {CPUINFO}"
-        )
-    )
+    if related:
+        found = f"{CPUINFO} lists {', '.join(related)}"
+    elif flags:
+        found = f"{CPUINFO} lists no avx512 or amx flag"
+    else:
+        found = f"{CPUINFO} could not be read"
     message = (
         f"precision='bfloat16' needs a CPU with {' or '.join(BFLOAT16_FLAGS)} "
-        "(AVX512-BF16 or AMX) to run bfloat16 matmuls in hardware, and "
-        f"this CPU's flags ({CPUINFO}) {found}: here a bfloat16 export "
-        "could serve slower than float32."
+        "(AVX512-BF16 or AMX) to run bfloat16 matmuls in hardware, and for "
+        f"this one {found}: here a bfloat16 export could serve slower than "
+        "float32."
     )
     if not check_cpu:
         logging.warning(
@@ -82,7 +79,7 @@ def check_bfloat16_cpu(check_cpu=True):
         )
         return
     raise ValueError(
-        f"{message} Export with precision='float32' (the default) or "
-        "quantize='int8' for this CPU; or, to serve the export on another "
-        "CPU that has them, pass check_cpu=False."
+        f"{message} Export with precision='float32' (the default) for "
+        "this CPU; or, to serve the export on another CPU that has them, "
+        "pass check_cpu=False."
     )
