@@ -24,9 +24,15 @@ Variants: `fast` (the export before `serving_graph`: the block's `fast`
 implementation, Keras' layers, variables), `streams_2`
 (`export_saved_model(streams=2)`, served with 1 intra-op and 2 inter-op
 threads), `int8` (`quantize="int8"`), `serving_graph` (the default export:
-the `serving_graph` implementation, weights frozen into constants) and
+the `serving_graph` implementation, weights frozen into constants),
+`bfloat16` (`precision="bfloat16"`: `serving_graph_bfloat16`, its dense
+matmuls in bfloat16; needs a CPU with AVX512-BF16 or AMX) and
 `serving_graph_variables` (the same reading variables), the latter also with
-`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` (`..._assume_frozen`).
+`TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` (`..._assume_frozen`). Fused kernels
+that run in bfloat16 (`T`) are listed as `...[bfloat16]`, and every op
+the graph runs in bfloat16 after grappler is counted, with the casts to
+and from it: a bfloat16 matmul that grappler cast back to float32 would
+show as a float32 kernel.
 
     python benchmarks/serving_ops.py [--rounds=3] [--sentences=200]
 """
@@ -59,6 +65,7 @@ VARIANTS = (
     "streams_2",
     "int8",
     "serving_graph",
+    "bfloat16",
     "serving_graph_variables",
     "serving_graph_variables_assume_frozen",
 )
@@ -103,6 +110,8 @@ def _export(name, model, preprocessor, directory):
         options = {"streams": 2}
     elif name == "int8":
         options = {"quantize": "int8"}
+    elif name == "bfloat16":
+        options = {"precision": "bfloat16"}
     elif name == "serving_graph_variables":
         patch = mock.patch(
             "keras_bert.serving.export.serving_trace",
@@ -181,12 +190,22 @@ def ops_worker(name, path, inputs_path):
             label = node.timeline_label.split("(")[0].split("=")
             run[label[-1].strip().split(" ")[0] if len(label) > 1 else "?"] += 1
     kinds, fused = collections.Counter(), collections.Counter()
+    bfloat16, casts = collections.Counter(), collections.Counter()
     for graph in metadata.partition_graphs:
         for node in graph.node:
             kinds[node.op] += 1
+            dtype = _dtype(node, "T")
             if node.op.startswith("_"):
                 extra = list(node.attr["fused_ops"].list.s)
-                fused[node.op + "".join(f"+{s.decode()}" for s in extra)] += 1
+                kind = node.op + "".join(f"+{s.decode()}" for s in extra)
+                fused[kind + ("[bfloat16]" if dtype == "bfloat16" else "")] += 1
+            if dtype == "bfloat16":
+                bfloat16[node.op] += 1
+            if node.op == "Cast" and "bfloat16" in (
+                _dtype(node, "SrcT"),
+                _dtype(node, "DstT"),
+            ):
+                casts[f"{_dtype(node, 'SrcT')}->{_dtype(node, 'DstT')}"] += 1
     saved = np.load(inputs_path)
     probabilities = session.run(output, {names[k]: saved[k] for k in names})
     return {
@@ -197,9 +216,19 @@ def ops_worker(name, path, inputs_path):
         "ops_run_kinds": dict(run),
         "graph_kinds": dict(kinds),
         "fused": dict(fused),
+        "bfloat16_kinds": dict(bfloat16),
+        "bfloat16_casts": dict(casts),
         "saved_op_types": saved_model_op_types(path),
         "probabilities": probabilities.tolist(),
     }
+
+
+def _dtype(node, attribute):
+    """The dtype name of a node's type attribute, or `""`."""
+    import tensorflow as tf
+
+    value = node.attr[attribute].type
+    return tf.as_dtype(value).name if value else ""
 
 
 def time_worker(name, path):
@@ -302,6 +331,24 @@ def main(argv):
         "|---|---:|---:|---:|---|---:|",
         *rows,
         "",
+    ]
+    for name in VARIANTS:
+        if ops[name]["bfloat16_kinds"]:
+            lines += [
+                f"Ops `{name}` runs in bfloat16 after grappler: "
+                + ", ".join(
+                    f"{op} ×{n}"
+                    for op, n in sorted(ops[name]["bfloat16_kinds"].items())
+                )
+                + "; casts: "
+                + ", ".join(
+                    f"{cast} ×{n}"
+                    for cast, n in sorted(ops[name]["bfloat16_casts"].items())
+                )
+                + ".",
+                "",
+            ]
+    lines += [
         "Op types each SavedModel stores (what a server must know):",
         "",
     ]

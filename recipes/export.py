@@ -13,6 +13,11 @@ TensorFlow and tensorflow-text at serving time.
     python recipes/export.py --model=clf.keras --quantize=int8 \
         --labels=negative,positive --export_dir=saved_models/sst2_int8
 
+    # bfloat16 matmuls in the encoder, for a CPU with AVX512-BF16 or AMX
+    # (refused on another, unless --nocheck_cpu; saved_models/README.md):
+    python recipes/export.py --model=clf.keras --precision=bfloat16 \
+        --labels=negative,positive --export_dir=saved_models/sst2_bf16
+
     # For a CPU server of 2 cores: each block in 2 parallel streams (serve
     # with --tensorflow_intra_op_parallelism=1
     # --tensorflow_inter_op_parallelism=2; README "Serve"):
@@ -56,6 +61,7 @@ from absl import flags
 from absl import logging
 
 import keras_bert
+from keras_bert.models.serving_copy import PRECISIONS
 from keras_bert.serving import servable_task_names
 
 FLAGS = flags.FLAGS
@@ -122,6 +128,21 @@ flags.DEFINE_enum(
     "Export int8 weights (keras_bert.models.quantized_copy; see "
     "keras_bert.serving.export_saved_model's `quantize`). Default: float.",
 )
+flags.DEFINE_enum(
+    "precision",
+    "float32",
+    list(PRECISIONS),
+    "bfloat16: the encoder's dense matmuls in bfloat16, for a CPU with "
+    "AVX512-BF16 or AMX (see keras_bert.serving.export_saved_model's "
+    "`precision`). Default: float32.",
+)
+flags.DEFINE_bool(
+    "check_cpu",
+    True,
+    "With --precision=bfloat16, refuse on a CPU without AVX512-BF16 or "
+    "AMX; --nocheck_cpu exports anyway, with a warning, for a server "
+    "with another CPU.",
+)
 flags.DEFINE_integer(
     "streams",
     None,
@@ -166,6 +187,8 @@ def main(argv):
                 "labels",
                 "pair",
                 "quantize",
+                "precision",
+                "streams",
                 "export_options",
             )
         },
@@ -201,6 +224,8 @@ def main(argv):
         version=FLAGS.version,
         quantize=FLAGS.quantize,
         streams=FLAGS.streams,
+        precision=FLAGS.precision,
+        check_cpu=FLAGS.check_cpu,
         **options,
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
@@ -325,12 +350,30 @@ def _check_flags():
             f"--num_classes applies to heads built from --checkpoint; the "
             f"head of --model={FLAGS.model} is saved with it."
         )
+    _check_serving_flags()
     if FLAGS.sequence_length < 3:
         raise app.UsageError(
             "--sequence_length must be at least 3 ([CLS], a token, [SEP]). "
             f"Received: {FLAGS.sequence_length}"
         )
     _export_options()
+
+
+def _check_serving_flags():
+    """--quantize, --streams and --precision together, and the CPU for
+    --precision=bfloat16: before the model is loaded."""
+    from keras_bert.models.serving_copy import check_serving_options
+    from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
+
+    try:
+        check_serving_options(FLAGS.quantize, FLAGS.streams, FLAGS.precision)
+        if FLAGS.precision == "bfloat16":
+            check_bfloat16_cpu(FLAGS.check_cpu)
+    except ValueError as error:
+        raise app.UsageError(
+            f"{error} (The arguments named are this recipe's flags: "
+            "--quantize, --streams, --precision, --nocheck_cpu.)"
+        ) from None
 
 
 def _export_options():

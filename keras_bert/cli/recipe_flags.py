@@ -30,6 +30,8 @@ from keras_bert.models.bert_classifier import check_document_windows
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
 from keras_bert.models.presets import suggest_preset
+from keras_bert.models.serving_copy import PRECISIONS
+from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.text.document_windows import check_doc_stride
 from keras_bert.training.gradient_accumulation import (
@@ -110,6 +112,21 @@ def define_training_flags(task_name, batch_unit="examples"):
         "export_dir",
         None,
         "If set, export the best model with its preprocessor for serving.",
+    )
+    flags.DEFINE_enum(
+        "export_precision",
+        "float32",
+        list(PRECISIONS),
+        "With --export_dir: bfloat16 runs the encoder's dense matmuls in "
+        "bfloat16 (a CPU with AVX512-BF16 or AMX; see "
+        "keras_bert.serving.export_saved_model's `precision`).",
+    )
+    flags.DEFINE_bool(
+        "export_check_cpu",
+        True,
+        "With --export_precision=bfloat16: refuse, before training, on a "
+        "CPU without AVX512-BF16 or AMX; --noexport_check_cpu exports "
+        "anyway with a warning (for a server with another CPU).",
     )
     flags.DEFINE_bool(
         "adam_epsilon_hat",
@@ -282,6 +299,14 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             name="--gradient_accumulation_steps",
             error=app.UsageError,
         )
+    if get("export_dir") and get("export_precision") == "bfloat16":
+        try:
+            check_bfloat16_cpu(get("export_check_cpu") is not False)
+        except ValueError as error:
+            raise app.UsageError(
+                f"--export_precision=bfloat16: {error} (Flags: "
+                "--export_precision=float32, --noexport_check_cpu.)"
+            ) from None
 
 
 def tokenizer_from_flags(values):
@@ -305,6 +330,8 @@ def training_arguments(values):
             "tpu",
             "mixed_precision",
             "export_dir",
+            "export_precision",
+            "export_check_cpu",
             "adam_epsilon_hat",
             "lora_rank",
             "gradient_accumulation_steps",

@@ -14,7 +14,9 @@ from absl import logging
 
 from keras_bert import files
 from keras_bert.keras_workarounds import global_random_state_restored
+from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.serving import export_saved_model
+from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.distribution import write_directory
@@ -99,6 +101,8 @@ def run_fine_tuning(
     tpu=None,
     mixed_precision=None,
     export_dir=None,
+    export_precision="float32",
+    export_check_cpu=True,
     config=None,
     adam_epsilon_hat=True,
     lora_rank=0,
@@ -162,6 +166,13 @@ def run_fine_tuning(
             `"mixed_bfloat16"`; `None` or `"none"` trains in float32.
         export_dir: str or `None`. If set, the best model is exported
             with its preprocessor to `export_dir/<version>/`.
+        export_precision: `"float32"` or `"bfloat16"`: the export's
+            `precision` (`keras_bert.serving.export_saved_model`),
+            checked, with the CPU, before training. Defaults to
+            `"float32"`.
+        export_check_cpu: bool. The export's `check_cpu`: `False` exports
+            bfloat16 on a CPU without AVX512-BF16 or AMX, with a warning.
+            Defaults to `True`.
         config: dict or `None`. The run's configuration (e.g. a recipe's
             flags), logged and written to `results.json`. Defaults to
             this function's arguments.
@@ -198,6 +209,11 @@ def run_fine_tuning(
     start = time.time()
     _check_arguments(task, epochs, batch_size, warmup_fraction)
     check_gradient_accumulation_steps(gradient_accumulation_steps)
+    if export_dir:
+        # Before training: an export refused after hours of it is lost.
+        check_serving_options(precision=export_precision)
+        if export_precision == "bfloat16":
+            check_bfloat16_cpu(export_check_cpu)
     # The strategy comes before any other TensorFlow work: a multi-worker
     # strategy must configure collective ops at program start.
     if isinstance(strategy, str):
@@ -213,6 +229,7 @@ def run_fine_tuning(
             "seed": seed,
             "mixed_precision": mixed_precision,
             "export_dir": export_dir,
+            "export_precision": export_precision,
             "adam_epsilon_hat": adam_epsilon_hat,
             "lora_rank": lora_rank,
             "gradient_accumulation_steps": gradient_accumulation_steps,
@@ -331,6 +348,8 @@ def run_fine_tuning(
                 task.serving_model(model),
                 preprocessor,
                 export_dir if chief else os.path.join(run_dir, "export"),
+                precision=export_precision,
+                check_cpu=export_check_cpu,
                 **task.export_options(),
             )
         )

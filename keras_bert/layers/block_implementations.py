@@ -7,6 +7,10 @@ the block's own weights and returns `(outputs, attention_probabilities)`:
 - `streams`: inference as parallel chains of heads and feed-forward
   units (`keras_bert.layers.stream_layout`). Selected at inference when
   the block has `streams` and float weights.
+- `serving_graph_bfloat16`: `serving_graph` with its four dense matmuls
+  in bfloat16 (attention, softmax, LayerNorms and outputs in the compute
+  dtype). Selected where `serving_graph` is, in a serving trace with
+  `matmul_dtype="bfloat16"` (`export_saved_model(precision="bfloat16")`).
 - `serving_graph`: inference in the forms TensorFlow's CPU remapper
   fuses into oneDNN kernels (`keras_bert.layers.remapper_forms`), the
   weights constants of the graph. Selected while a SavedModel export
@@ -23,7 +27,8 @@ the block's own weights and returns `(outputs, attention_probabilities)`:
 The first row that can run the call (training or inference, int8
 weights) and applies to it runs: `select_implementation`, the only code
 that reads the block's `optimizations`, the training flag, the input's
-dtype and static shape, the weights' quantization and `streams`. With
+dtype and static shape, the weights' quantization, `streams` and the
+serving trace (`remapper_forms.serving_trace`, its `matmul_dtype`). With
 `query_positions`, every implementation but `reference` computes only the
 query rows (keys and values still from every token) when
 `"query_positions_only"` is on; otherwise the implementation runs at every
@@ -70,6 +75,8 @@ class Conditions(NamedTuple):
     # "remapper_serving_graph" and a serving trace
     # (`remapper_forms.serving_trace`, entered by the SavedModel export)
     serving_graph: bool
+    # a serving trace for bfloat16 matmuls (its `matmul_dtype`)
+    bfloat16_matmuls: bool
 
 
 class BlockCall(NamedTuple):
@@ -280,32 +287,47 @@ def stream_outputs(block, layout, call):
     return outputs, ops.concatenate(all_probs, axis=1)
 
 
-def serving_graph(block, call):
+def serving_graph(block, call, matmul_dtype=None):
     """Inference in the forms TensorFlow's CPU remapper fuses
     (`keras_bert.layers.remapper_forms`): per block, one q|k|v matmul and
     three more, each with its bias, GELU or residual fused in, two
     `_MklLayerNorm`s and the scores' matmul with their scale and mask; the
     weights constants of the graph in a frozen serving trace. Only the
-    query rows with `call.query_positions`."""
+    query rows with `call.query_positions`.
+
+    With `matmul_dtype` (`"bfloat16"`), the four dense matmuls run in it,
+    on weights in it, with their bias and GELU; their inputs are cast to
+    it and their outputs back. The attention (scores, softmax, context),
+    the residual adds, the LayerNorms and the outputs stay in the block's
+    compute dtype."""
     inputs, positions = call.inputs, call.query_positions
     dtype, hidden = block.compute_dtype, block.hidden_dim
+    matmul_dtype = matmul_dtype or dtype
     shape = (block.num_heads, block.head_dim)
     batch_size, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
 
-    def weight(dense, columns=None):
-        # (kernel, bias) of `dense`, or of its `columns` (a slice).
+    def dense(x, layer, columns=None, activation=None, residual=None):
+        # `layer`'s matmul (of its `columns`, a slice) in `matmul_dtype`,
+        # then `+ residual` in `dtype`: in the matmul when they are one.
         def kernel(read):
-            kernel = dense.merged_kernel(read=read)
+            kernel = layer.merged_kernel(read=read)
             return kernel if columns is None else kernel[:, columns]
 
         def bias(read):
-            return (
-                read(dense.bias)
-                if columns is None
-                else read(dense.bias)[columns]
-            )
+            bias = read(layer.bias)
+            return bias if columns is None else bias[columns]
 
-        return forms.weight(kernel, dtype), forms.weight(bias, dtype)
+        fused = matmul_dtype == dtype
+        x = forms.dense(
+            ops.cast(x, matmul_dtype),
+            forms.weight(kernel, matmul_dtype),
+            forms.weight(bias, matmul_dtype),
+            activation=activation,
+            residual=residual if fused else None,
+        )
+        if residual is None or fused:
+            return x  # in `matmul_dtype`
+        return ops.cast(x, dtype) + residual
 
     def norm(x, layer_norm):
         return forms.layer_norm(
@@ -318,23 +340,21 @@ def serving_graph(block, call):
     x = ops.reshape(inputs, (-1, hidden))  # (tokens, hidden)
     queries, query_length = x, length
     if positions is None:
-        query, key, value = ops.split(
-            forms.dense(x, *weight(block.qkv_dense)), 3, axis=-1
-        )
+        qkv = ops.cast(dense(x, block.qkv_dense), dtype)
+        query, key, value = ops.split(qkv, 3, axis=-1)
     else:
         query_length = ops.shape(positions)[1]
         queries = ops.reshape(
             ops.take_along_axis(inputs, positions[:, :, None], axis=1),
             (-1, hidden),
         )  # (batch * queries, hidden)
-        query = forms.dense(
-            queries, *weight(block.qkv_dense, slice(None, hidden))
+        query = ops.cast(
+            dense(queries, block.qkv_dense, slice(None, hidden)), dtype
         )
-        key, value = ops.split(
-            forms.dense(x, *weight(block.qkv_dense, slice(hidden, None))),
-            2,
-            axis=-1,
+        key_value = ops.cast(
+            dense(x, block.qkv_dense, slice(hidden, None)), dtype
         )
+        key, value = ops.split(key_value, 2, axis=-1)
     query = pieces.split_heads(query, batch_size, query_length, *shape)
     key = pieces.split_heads(key, batch_size, length, *shape)
     value = pieces.split_heads(value, batch_size, length, *shape)
@@ -349,16 +369,14 @@ def serving_graph(block, call):
     # the same and adds it in the matmul.
     context = pieces.merge_heads(ops.matmul(probs, value), forms.shape(queries))
     x = norm(
-        forms.dense(
-            context, *weight(block.attention_output_dense), residual=queries
-        ),
+        dense(context, block.attention_output_dense, residual=queries),
         block.attention_layer_norm,
     )
-    intermediate = forms.dense(
-        x, *weight(block.intermediate_dense), activation=block.activation
+    intermediate = dense(
+        x, block.intermediate_dense, activation=block.activation
     )
     outputs = norm(
-        forms.dense(intermediate, *weight(block.output_dense), residual=x),
+        dense(intermediate, block.output_dense, residual=x),
         block.output_layer_norm,
     )
     outputs = ops.reshape(outputs, (batch_size, query_length, hidden))
@@ -379,6 +397,14 @@ IMPLEMENTATIONS = {
     "streams": Implementation(
         applies=lambda c: c.streams,
         function=streams,
+        training=False,
+        inference=True,
+        int8=False,
+        query_rows=True,
+    ),
+    "serving_graph_bfloat16": Implementation(
+        applies=lambda c: c.serving_graph and c.bfloat16_matmuls,
+        function=functools.partial(serving_graph, matmul_dtype="bfloat16"),
         training=False,
         inference=True,
         int8=False,
@@ -444,6 +470,7 @@ def select_implementation(
         query_rows=query_rows,
         serving_graph="remapper_serving_graph" in optimizations
         and forms.in_serving_trace(),
+        bfloat16_matmuls=forms.serving_matmul_dtype() == "bfloat16",
     )
 
     def capable(implementation):

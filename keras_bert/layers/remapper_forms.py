@@ -26,7 +26,10 @@ graph runs as the stock ops it is made of, and computes the same function.
 
 A serving trace (`serving_trace`, which `keras_bert.serving`'s export
 enters) is what `keras_bert.layers.block_implementations` reads to choose
-its `serving_graph` implementation. In a frozen one, `weight` reads each
+its `serving_graph` implementation, or with `matmul_dtype="bfloat16"` its
+`serving_graph_bfloat16` one: the same forms, whose dense matmuls the
+remapper fuses in bfloat16 (oneDNN runs them on AVX512-BF16 or AMX
+instructions where the CPU has them). In a frozen one, `weight` reads each
 weight once, while the graph is traced, into a constant of the graph:
 oneDNN then reorders a weight into its blocked layout once instead of on
 every call (as it does for a variable unless
@@ -49,16 +52,20 @@ _TRACE = threading.local()
 
 
 @contextlib.contextmanager
-def serving_trace(frozen=True):
-    """Within it (in this thread), the blocks traced run `serving_graph`,
-    reading their weights as constants of the graph if `frozen`.
+def serving_trace(frozen=True, matmul_dtype=None):
+    """Within it (in this thread), the blocks traced run `serving_graph`
+    (or `serving_graph_bfloat16`), reading their weights as constants of
+    the graph if `frozen`.
 
     Args:
         frozen: bool. Whether `weight` freezes weights into constants.
             Defaults to `True`.
+        matmul_dtype: `None` or `"bfloat16"`. The dtype of the blocks'
+            dense matmuls (q|k|v, attention output, feed-forward) and of
+            their weights. Defaults to `None`: the blocks' compute dtype.
     """
     previous = getattr(_TRACE, "state", None)
-    _TRACE.state = {"frozen": frozen}
+    _TRACE.state = {"frozen": frozen, "matmul_dtype": matmul_dtype}
     try:
         yield
     finally:
@@ -68,6 +75,12 @@ def serving_trace(frozen=True):
 def in_serving_trace():
     """Whether a `serving_trace` is open in this thread."""
     return getattr(_TRACE, "state", None) is not None
+
+
+def serving_matmul_dtype():
+    """The `matmul_dtype` of the `serving_trace` open in this thread, or
+    `None`."""
+    return (getattr(_TRACE, "state", None) or {}).get("matmul_dtype")
 
 
 def weight(compute, dtype):

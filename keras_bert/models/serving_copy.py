@@ -8,6 +8,12 @@ combinations that cannot be served (`INCOMPATIBLE`), makes one copy
 (`from_config`, then the weights), and changes the copy only, never the
 model it was given. `merge_lora`, `quantized_copy` and
 `head_parallel_copy` are this function with one option each.
+
+The export's `precision` (`PRECISIONS`) needs no copy: bfloat16 matmuls
+are how the blocks are traced (`serving_graph_bfloat16` in
+`keras_bert.layers.block_implementations`), their weights cast to
+bfloat16 as they are frozen into the graph; `check_serving_options`
+checks it against the other options all the same.
 """
 
 import keras
@@ -20,6 +26,9 @@ from keras_bert.validation import check_positive_int
 
 # The values `serving_copy(quantize=...)` accepts.
 QUANTIZATION_MODES = ("int8",)
+# The values an export's `precision` accepts: the dtype of the encoder
+# blocks' dense matmuls (`check_serving_options`).
+PRECISIONS = ("float32", "bfloat16")
 
 # Options that cannot be served together: (option, option) → why, and
 # what to pass instead.
@@ -28,6 +37,16 @@ INCOMPATIBLE = {
         "the streams lay out float weights, and int8 weights run as one chain",
         "Pass one of them: quantize without streams for int8 weights, or "
         "streams without quantize for float weights in parallel streams.",
+    ),
+    ("quantize", "precision"): (
+        "int8 weights run int8 matmuls, bfloat16 ones bfloat16 matmuls",
+        "Pass one of them.",
+    ),
+    ("streams", "precision"): (
+        "bfloat16 matmuls run in the blocks' serving graph, which is one "
+        "chain, not streams",
+        "Pass one of them: precision='bfloat16' without streams, or "
+        "streams with float32 matmuls.",
     ),
 }
 
@@ -77,13 +96,29 @@ def is_quantized_layer(layer):
     )
 
 
-def check_serving_options(quantize=None, streams=None):
+def check_precision(precision):
+    """Raises a `ValueError` unless `precision` is in `PRECISIONS`."""
+    if precision not in PRECISIONS:
+        raise ValueError(
+            "Received an invalid value for argument `precision`, expected "
+            f"one of {list(PRECISIONS)}. Received: precision={precision!r}. "
+            "Pass precision='bfloat16' for bfloat16 matmuls in the encoder."
+        )
+
+
+def check_serving_options(quantize=None, streams=None, precision="float32"):
     """Raises a `ValueError` naming the values and the fix unless each
-    option is valid and `INCOMPATIBLE` allows them together."""
+    option is valid and `INCOMPATIBLE` allows them together (`precision`
+    counts as given when it is not `"float32"`)."""
     check_quantization_mode(quantize)
     if streams is not None:
         check_positive_int("streams", streams)
-    given = {"quantize": quantize, "streams": streams}
+    check_precision(precision)
+    given = {
+        "quantize": quantize,
+        "streams": streams,
+        "precision": None if precision == "float32" else precision,
+    }
     for (first, second), (why, fix) in INCOMPATIBLE.items():
         if given[first] is not None and given[second] is not None:
             raise ValueError(

@@ -11,6 +11,7 @@ from keras_bert.layers.remapper_forms import serving_trace
 from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.models.serving_copy import serving_copy
+from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
 from keras_bert.serving.endpoints import serving_endpoints
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
@@ -22,6 +23,8 @@ def export_saved_model(
     version=None,
     quantize=None,
     streams=None,
+    precision="float32",
+    check_cpu=True,
     **options,
 ):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
@@ -126,6 +129,22 @@ def export_saved_model(
             The same outputs, to float rounding; float weights only
             (`serving_copy` says which options combine).
             Defaults to `None`: the blocks as they are.
+        precision: `"float32"` or `"bfloat16"`. With `"bfloat16"`, the
+            encoder blocks' dense matmuls (q|k|v, attention output,
+            feed-forward) run in bfloat16 on bfloat16 constants
+            (`serving_graph_bfloat16` in
+            `keras_bert.layers.block_implementations`); the attention's
+            scores, softmax and context, the residual adds, the
+            LayerNorms, the embeddings, the pooler, the head and every
+            output stay float32. On a CPU with AVX512-BF16 or AMX,
+            oneDNN runs those matmuls on them (README, "Serve":
+            accuracy; `saved_models/README.md`: which servers load it).
+            Refused on a CPU without either (`check_cpu`), and with
+            `quantize` or `streams`. Defaults to `"float32"`.
+        check_cpu: bool. With `precision="bfloat16"`, `False` exports on
+            a CPU without AVX512-BF16 or AMX (for a server that has them)
+            with a warning instead of a `ValueError`
+            (`keras_bert.serving.bfloat16_cpu`). Defaults to `True`.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
             output; defaults to the model's `label_names`, else `"0"`,
@@ -154,7 +173,9 @@ def export_saved_model(
     )
     ```
     """
-    check_serving_options(quantize, streams)
+    check_serving_options(quantize, streams, precision)
+    if precision == "bfloat16":
+        check_bfloat16_cpu(check_cpu)
     if isinstance(preprocessor, str) and export_dir is None:
         # export_saved_model(model, export_dir): the model's preprocessor.
         preprocessor, export_dir = None, preprocessor
@@ -180,11 +201,13 @@ def export_saved_model(
             f"preprocessor={preprocessor!r}"
         )
     model = serving_copy(model, quantize=quantize, streams=streams)
+    matmul_dtype = None if precision == "float32" else precision
+    implementation = _served_implementation(model, matmul_dtype)
     endpoints = serving_endpoints(model, preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    if _blocks_read_their_variables(model):
+    if implementation not in _FROZEN_IMPLEMENTATIONS:
         archive.track(model)
     # Otherwise only what the endpoints read is saved (`add_endpoint` tracks
     # it): the blocks' weights as constants of the graph (`serving_graph`)
@@ -199,7 +222,7 @@ def export_saved_model(
     try:
         # The endpoints are traced here, their blocks as `serving_graph`
         # (`keras_bert.layers.block_implementations`) where it applies.
-        with serving_trace():
+        with serving_trace(matmul_dtype=matmul_dtype):
             archive.write_out(staging, verbose=False)
         if files.exists(version_dir):
             raise FileExistsError(
@@ -217,14 +240,29 @@ def export_saved_model(
     return version_dir
 
 
-def _blocks_read_their_variables(model):
-    """Whether the served blocks read their own variables: unless the
-    implementation the export's trace chooses for them
-    (`select_implementation`) is `streams` or `serving_graph`."""
+# The implementations whose blocks do not read their own variables: their
+# weights are constants of the graph or laid out per stream.
+_FROZEN_IMPLEMENTATIONS = ("streams", "serving_graph", "serving_graph_bfloat16")
+
+
+def _served_implementation(model, matmul_dtype):
+    """The implementation the export's trace chooses for the served blocks
+    (`select_implementation`); a `ValueError` if bfloat16 matmuls are
+    asked for and it does not run them."""
     block = backbone_of(model).transformer_layers[0]
-    with serving_trace():
+    with serving_trace(matmul_dtype=matmul_dtype):
         name, _ = select_implementation(block, None, None, None, False)
-    return name not in ("streams", "serving_graph")
+    if matmul_dtype == "bfloat16" and name != "serving_graph_bfloat16":
+        raise ValueError(
+            "precision='bfloat16' runs in the blocks' "
+            "`serving_graph_bfloat16` implementation, but this model's "
+            f"blocks serve as {name!r} (their optimizations: "
+            f"{list(block.optimizations)}; streams: {block.streams}). Build "
+            "the model with the default optimizations (they include "
+            "'remapper_serving_graph') and no streams, or export with "
+            "precision='float32'."
+        )
+    return name
 
 
 def _new_version_dir(export_dir, version):

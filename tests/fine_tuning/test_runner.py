@@ -15,6 +15,7 @@ from keras_bert.data import shuffled_epochs
 from keras_bert.fine_tuning import FineTuningJob
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning import runner
+from keras_bert.serving import bfloat16_cpu
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
 VOCABULARY += ["film", "plot", "very", "not"]
@@ -149,7 +150,11 @@ def test_evaluates_each_epoch_keeps_the_best_and_writes_results(tmp_path):
     (model, preprocessor, export_dir), options = export.call_args
     assert model is result.model and preprocessor is task.preprocessor
     assert export_dir == str(tmp_path / "export")
-    assert options == {"labels": ["negative", "positive"]}
+    assert options == {
+        "labels": ["negative", "positive"],
+        "precision": "float32",
+        "check_cpu": True,
+    }
     assert result.is_chief
 
     # results.json: the shared fields, then the task's extras and outputs.
@@ -304,6 +309,30 @@ def test_a_task_without_name_or_monitor_is_refused_at_once(tmp_path):
     assert task.calls == []
     with pytest.raises(ValueError, match="batch_size=0"):
         run_fine_tuning(TinySentiment(), str(tmp_path), batch_size=0)
+
+
+def test_a_bfloat16_export_is_refused_before_training_without_the_cpu(
+    tmp_path,
+):
+    task = TinySentiment()
+    with (
+        mock.patch.object(bfloat16_cpu, "cpu_flags", return_value={"avx2"}),
+        pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"),
+    ):
+        run_fine_tuning(
+            task,
+            str(tmp_path / "run"),
+            export_dir=str(tmp_path / "export"),
+            export_precision="bfloat16",
+        )
+    assert task.calls == []
+    with pytest.raises(ValueError, match="precision='float16'"):
+        run_fine_tuning(
+            task,
+            str(tmp_path / "run"),
+            export_dir=str(tmp_path / "export"),
+            export_precision="float16",
+        )
 
 
 def test_extras_may_not_replace_the_shared_fields(tmp_path):

