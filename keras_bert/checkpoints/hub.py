@@ -12,9 +12,9 @@ the Hugging Face Hub:
   `keras_bert.models.presets`).
 
 A repo may hold a `transformers` model (`config.json` with
-`model.safetensors`, `vocab.txt`) or a keras-hub preset, as keras-hub's
-own `from_preset("hf://keras/bert_base_en_uncased")` reads them
-(`config.json` that is a Keras config, `model.weights.h5`,
+`model.safetensors`, `vocab.txt` or `tokenizer.json`) or a keras-hub
+preset, as keras-hub's own `from_preset("hf://keras/bert_base_en_uncased")`
+reads them (`config.json` that is a Keras config, `model.weights.h5`,
 `tokenizer.json`, `assets/tokenizer/vocabulary.txt`; see
 `keras_bert.checkpoints.keras_hub_files`): `config.json` tells which.
 
@@ -75,7 +75,9 @@ WEIGHT_FILES = (
     "pytorch_model.bin.index.json",
 )
 VOCABULARY_FILE = "vocab.txt"
-# Where `vocabulary.read_casing` finds the casing, in repos that have them.
+# Where `vocabulary.read_casing` finds the casing, in repos that have them;
+# the last, tokenizer.json, also holds the vocabulary when vocab.txt is
+# missing.
 CASING_FILES = ("tokenizer_config.json", "tokenizer.json")
 # A keras-hub preset's files (required, optional): its weights, with a
 # task's head where it has one, and its tokenizer.
@@ -158,8 +160,11 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
     (a keras-hub preset: `model.weights.h5`, and `task.json`,
     `task.weights.h5`, `metadata.json` where it has them); with
     `tokenizer`, `vocab.txt` and, where the repo has them,
-    `tokenizer_config.json` and `tokenizer.json` (the casing; a keras-hub
-    preset: `tokenizer.json` and `assets/tokenizer/vocabulary.txt`). With
+    `tokenizer_config.json` and `tokenizer.json` (the casing, and the
+    vocabulary of a repo without `vocab.txt`, as `transformers` 5 saves
+    it; a keras-hub preset: `tokenizer.json` and
+    `assets/tokenizer/vocabulary.txt`); `vocab.txt` is required only of a
+    repo without `tokenizer.json`. With
     `weights` or `config`, a sentence-transformers repo's `modules.json`,
     `sentence_bert_config.json` and the modules' own `config.json` files
     (e.g. `1_Pooling/config.json`), where it has them: how
@@ -223,8 +228,13 @@ def resolve_checkpoint(path, weights=True, tokenizer=True, config=False):
         if weights:
             fetched += hub.fetch_weights()
         if tokenizer:
-            fetched.append(hub.fetch(VOCABULARY_FILE))
-            fetched += [hub.fetch(n, optional=True) for n in CASING_FILES]
+            vocabulary = hub.fetch(VOCABULARY_FILE, optional=True)
+            casing = [hub.fetch(n, optional=True) for n in CASING_FILES]
+            if vocabulary is None and casing[-1] is None:
+                # No tokenizer.json to read the vocabulary from either: the
+                # required fetch says why vocab.txt is missing.
+                vocabulary = hub.fetch(VOCABULARY_FILE)
+            fetched += [vocabulary] + casing
     local = [f for f in fetched if f]
     # The first file is config.json, vocab.txt or tokenizer.json: each at
     # the top of the snapshot.
@@ -329,7 +339,8 @@ class _HubModel:
                 "checkpoint. keras_bert loads BERT models saved by "
                 "transformers (config.json and model.safetensors).",
                 VOCABULARY_FILE: "BertTokenizer reads the WordPiece "
-                "vocabulary from vocab.txt; pass a vocabulary yourself "
+                "vocabulary from vocab.txt, or else from tokenizer.json, "
+                "and the repo has neither; pass a vocabulary yourself "
                 "(`BertTokenizer(vocabulary=...)`).",
             }.get(filename, "the repo is incomplete.")
         )

@@ -18,6 +18,7 @@ from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.task import Task
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 from keras_bert.text.bert_tokenizer import BertTokenizer
+from keras_bert.text.tokenizer_json import NotWordPieceError
 
 # Tied copies PyTorch may save beside the tensors they duplicate.
 _TIED = {
@@ -72,7 +73,8 @@ def load_checkpoint(
     `BertTokenizer.from_checkpoint(path)` (vocabulary and casing from the
     checkpoint) with `model_class.DEFAULT_SEQUENCE_LENGTH` tokens, unless
     `sequence_length` or `preprocessor` is given. A checkpoint without a
-    vocabulary gets none, with a logged warning saying why.
+    vocabulary, or whose `tokenizer.json` is no WordPiece one (BPE,
+    Unigram), gets none, with a logged warning saying why.
 
     Args:
         path: str. A Hugging Face or Google BERT checkpoint directory.
@@ -259,7 +261,7 @@ def checkpoint_preprocessor(
         sequence_length: int or `None`. Tokens per example.
 
     Returns a `keras_bert.BertPreprocessor`, or `None` where `source` has
-    no vocabulary (a logged warning says so).
+    no vocabulary `BertTokenizer` reads (a logged warning says so).
     """
     if preprocessor is not _DEFAULT:
         if sequence_length is not None:
@@ -285,7 +287,7 @@ def checkpoint_preprocessor(
     path = source
     try:
         tokenizer = BertTokenizer.from_checkpoint(path)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, NotWordPieceError) as error:
         logging.warning(
             "%s: no preprocessor attached, because the checkpoint's "
             "vocabulary cannot be read (%s). The model takes token ids; "

@@ -38,7 +38,8 @@ class CheckpointLoading:
         `BertQuestionAnswerer`), saved with the model; `sequence_length=`
         sets another length, `preprocessor=` gives your own,
         `preprocessor=None` attaches none. A checkpoint without a
-        vocabulary gets none, and a logged warning says why. A backbone
+        vocabulary (`vocab.txt`, or the WordPiece model of a
+        `tokenizer.json`) gets none, and a logged warning says why. A backbone
         takes token ids and has no preprocessor.
 
         Args:

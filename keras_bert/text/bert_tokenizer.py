@@ -12,6 +12,7 @@ from absl import logging
 
 from keras_bert import files
 from keras_bert.keras_workarounds import keep_string_inputs
+from keras_bert.text import tokenizer_json
 from keras_bert.text import vocabulary as vocabulary_lib
 from keras_bert.text.basic_tokenizer import BasicTokenizer
 from keras_bert.validation import check_positive_int
@@ -431,29 +432,37 @@ class BertTokenizer(keras.layers.Layer):
     def from_checkpoint(cls, path, lowercase=None, **kwargs):
         """Builds the tokenizer of a Hugging Face or Google BERT checkpoint.
 
-        Reads `path/vocab.txt`. The casing comes from, in order: the
-        `lowercase` argument; Hugging Face's `tokenizer.json` normaliser or
-        `tokenizer_config.json` `do_lower_case`; for an original Google
-        directory (`bert_config.json`), "uncased"/"cased" in the directory
-        name (the repo name for a Hub id); else the vocabulary (cased when
-        many tokens hold capitals). Without a tokenizer config, a
-        vocabulary whose letters are upper case only (AntiBERTy's amino
-        acids) is cased before any name is read: lowercased text would
-        match none of its letters. One log line says what was decided and
-        why. A keras-hub preset directory (or
-        `kaggle://` handle) gives its `assets/tokenizer/vocabulary.txt` and
-        the settings of its `tokenizer.json` (`lowercase`, `strip_accents`,
+        Reads the WordPiece vocabulary from `path/vocab.txt`, or, where
+        there is none (`transformers` 5's `save_pretrained` writes none),
+        from Hugging Face's `path/tokenizer.json`: its `model` (of type
+        `WordPiece`) gives the tokens by id, `unk_token` and
+        `max_input_chars_per_word`; another model type (BPE, Unigram) or a
+        subword prefix other than `##` is refused with a `ValueError`.
+        The casing comes from, in order: the `lowercase` argument; Hugging
+        Face's `tokenizer.json` normaliser or `tokenizer_config.json`
+        `do_lower_case`; for an original Google directory
+        (`bert_config.json`), "uncased"/"cased" in the directory name (the
+        repo name for a Hub id); else the vocabulary (cased when many
+        tokens hold capitals). Without a tokenizer config, a vocabulary
+        whose letters are upper case only (AntiBERTy's amino acids) is
+        cased before any name is read: lowercased text would match none of
+        its letters. One log line says what was read, what was decided and
+        why. A keras-hub preset directory (or `kaggle://` handle) gives its
+        `assets/tokenizer/vocabulary.txt` and the settings of its
+        `tokenizer.json` (`lowercase`, `strip_accents`,
         `special_tokens_in_strings`), so the ids are keras-hub's.
 
         Args:
-            path: str. The checkpoint directory (or its `vocab.txt`), or a
-                Hugging Face Hub id (`google-bert/bert-base-uncased`,
+            path: str. The checkpoint directory (or a file in it, such
+                as its `vocab.txt` or `tokenizer.json`), or a Hugging Face
+                Hub id (`google-bert/bert-base-uncased`,
                 `hf://org/name@revision`) or trained preset name
                 (`bert_base_en_uncased`), whose vocabulary and tokenizer
                 config are fetched into `huggingface_hub`'s cache; see
                 `keras_bert.checkpoints.hub`.
             lowercase: bool or None. Overrides the casing found in `path`.
-            **kwargs: other `BertTokenizer` arguments.
+            **kwargs: other `BertTokenizer` arguments; they override what
+                `path` sets.
 
         Example:
         ```python
@@ -486,27 +495,36 @@ class BertTokenizer(keras.layers.Layer):
         path = os.fspath(path)
         directory = path if files.isdir(path) else os.path.dirname(path)
         vocab_path = files.join(directory, "vocab.txt")
-        if not files.exists(vocab_path):
+        json_path = files.join(directory, "tokenizer.json")
+        if files.exists(vocab_path):
+            vocabulary = vocabulary_lib.load_vocabulary(vocab_path)
+            arguments, read = {}, "vocab.txt"
+        elif files.exists(json_path):
+            # What transformers 5 saves: no vocab.txt.
+            vocabulary, arguments = tokenizer_json.read_wordpiece(json_path)
+            read = "tokenizer.json"
+        else:
             raise FileNotFoundError(
-                f"No vocab.txt in {directory!r}. Pass the directory of a "
-                "Hugging Face or Google BERT checkpoint, which holds the "
-                "WordPiece vocabulary as vocab.txt."
+                f"No vocab.txt or tokenizer.json in {directory!r}. Pass the "
+                "directory of a Hugging Face or Google BERT checkpoint, "
+                "which holds the WordPiece vocabulary as vocab.txt or "
+                "tokenizer.json."
             )
-        vocabulary = vocabulary_lib.load_vocabulary(vocab_path)
         casing, source = vocabulary_lib.read_casing(
             directory, vocabulary, name=name
         )
         if lowercase is not None:
             casing["lowercase"] = bool(lowercase)
             source = "the lowercase argument"
-        casing.update(kwargs)
+        arguments = {**arguments, **casing, **kwargs}
         logging.info(
-            "Tokenizer of %s: lowercase=%s (%s).",
+            "Tokenizer of %s (%s): lowercase=%s (%s).",
             directory,
-            casing["lowercase"],
+            read,
+            arguments["lowercase"],
             source,
         )
-        return cls(vocabulary, **casing)
+        return cls(vocabulary, **arguments)
 
 
 class EagerFunctions:

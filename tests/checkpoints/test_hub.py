@@ -215,6 +215,46 @@ def test_tokenizer_only_fetches_no_weights(monkeypatch, offline_warm):
     assert fetched == ["config.json", "modules.json"]
 
 
+def test_a_repo_without_vocab_txt_reads_tokenizer_json(
+    monkeypatch, tmp_path, minilm_dir
+):
+    """What transformers 5 pushes: tokenizer.json, no vocab.txt (the Hub
+    answered 404 for it: a .no_exist marker)."""
+    names = ("config.json", "tokenizer_config.json", "tokenizer.json")
+    add_to_hub_cache(
+        tmp_path,
+        "someone/minilm-v5",
+        {name: os.path.join(minilm_dir, name) for name in names},
+        COMMIT,
+        absent=("vocab.txt",),
+    )
+    use_hub_cache(monkeypatch, tmp_path)
+    by_id = keras_bert.BertTokenizer.from_checkpoint("someone/minilm-v5")
+    local = keras_bert.BertTokenizer.from_checkpoint(minilm_dir)
+    assert by_id.get_vocabulary() == local.get_vocabulary()
+    assert by_id(SINGLES).to_list() == local(SINGLES).to_list()
+
+
+def test_a_repo_with_neither_vocabulary_file_says_so(
+    monkeypatch, tmp_path, minilm_dir
+):
+    add_to_hub_cache(
+        tmp_path,
+        "someone/no-vocabulary",
+        {"config.json": os.path.join(minilm_dir, "config.json")},
+        COMMIT,
+        absent=("vocab.txt", "tokenizer_config.json", "tokenizer.json"),
+    )
+    use_hub_cache(monkeypatch, tmp_path)
+    with pytest.raises(
+        FileNotFoundError,
+        match="'someone/no-vocabulary' has no vocab.txt, which keras_bert "
+        "reads: BertTokenizer reads the WordPiece vocabulary from "
+        "vocab.txt, or else from tokenizer.json, and the repo has neither",
+    ):
+        keras_bert.BertTokenizer.from_checkpoint("someone/no-vocabulary")
+
+
 def test_cold_cache_offline_names_the_id_the_file_and_the_fix(
     offline_cold,
 ):

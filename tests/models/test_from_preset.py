@@ -258,6 +258,22 @@ def test_a_checkpoint_without_a_vocabulary_gets_no_preprocessor(
     assert "vocab.txt" in caplog.text
 
 
+def test_a_checkpoint_with_a_bpe_tokenizer_json_gets_no_preprocessor(
+    saved, tmp_path, caplog
+):
+    """Its weights still load: only the tokenizer is not BERT's."""
+    save_huggingface(saved["backbone"], None, str(tmp_path))  # no vocab.txt
+    keras_bert.files.write_json(
+        str(tmp_path / "tokenizer.json"),
+        {"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}},
+    )
+    with caplog.at_level(logging.WARNING):
+        model = BertClassifier.from_checkpoint(str(tmp_path), num_classes=2)
+    assert model.preprocessor is None
+    assert "no preprocessor attached" in caplog.text
+    assert "holds a BPE tokenizer, not a WordPiece one" in caplog.text
+
+
 def test_the_attached_preprocessor_survives_keras_saving(offline, tmp_path):
     model = BertTokenClassifier.from_preset(
         PRESET, num_classes=3, sequence_length=10
