@@ -152,6 +152,7 @@ def _outputs(backbone, tokenizer):
     return {k: np.asarray(v) for k, v in backbone(inputs).items()}
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_loaded_by_id_outputs_equal_the_local_directory_exactly(
     offline_warm, minilm_dir, minilm_backbone
 ):

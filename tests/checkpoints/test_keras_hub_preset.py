@@ -422,6 +422,7 @@ def _real_diffs(a, b, inputs):
     )
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_minilm_preset_from_keras_hub_matches_keras_hub(
     minilm_presets, minilm_inputs
 ):
@@ -444,6 +445,7 @@ def test_minilm_preset_from_keras_bert_matches_in_keras_hub(
     assert sequence <= TOLERANCE and pooled <= TOLERANCE
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_minilm_gelu_change_is_what_the_refusal_says(
     minilm_presets, minilm_backbone, minilm_inputs
 ):

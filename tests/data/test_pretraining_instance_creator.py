@@ -49,6 +49,7 @@ def maskable_count(instance):
     return len(instance.token_ids) - 3  # all but [CLS] and two [SEP]s
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_at_least_ten_thousand_instances():
     instances, _ = helpers.real_instances()
     assert len(instances) >= 10_000

@@ -96,6 +96,7 @@ def test_no_examples_say_so(models, method, x):
     assert model.train_function is None and model.test_function is None
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_label_names_take_strings_and_survive_saving(tmp_path):
     model = classifier()
     named = keras_bert.BertClassifier(

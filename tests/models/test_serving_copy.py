@@ -24,6 +24,7 @@ def test_nothing_to_change_returns_the_model():
     assert serving_copy(classifier) is classifier
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_every_option_and_lora_in_one_copy():
     classifier = _classifier()
     classifier.backbone.enable_lora(2)

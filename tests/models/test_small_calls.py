@@ -143,6 +143,7 @@ def test_more_than_batch_size_examples_take_the_batched_path():
     np.testing.assert_allclose(outputs[:2], expected, atol=1e-6)
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_structure_changes_rebuild_the_function_and_values_need_not():
     model = keras_bert.BertClassifier(
         backbone(), num_classes=2, preprocessor=preprocessor()
@@ -174,6 +175,7 @@ def test_structure_changes_rebuild_the_function_and_values_need_not():
     )
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_text_functions_of_the_heads_see_lora_too():
     questions = {"question": ["a good film ?"], "context": [TEXTS[1]]}
 
@@ -204,6 +206,7 @@ def test_text_functions_of_the_heads_see_lora_too():
     np.testing.assert_allclose(after["score"], fresh["score"], atol=1e-5)
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_xla_pads_to_buckets_to_the_same_outputs():
     model = keras_bert.BertTextEmbedder(backbone(), preprocessor=preprocessor())
     expected = model.predict(TEXTS)
@@ -264,10 +267,10 @@ def compiled_copy(models, name):
     "x, kwargs",
     [
         (TEXTS, {}),
-        ((TEXTS, SECOND_TEXTS), {}),
+        pytest.param((TEXTS, SECOND_TEXTS), {}, marks=pytest.mark.slow),
         (ids(TEXTS), {}),
-        (TEXTS, {"sample_weight": WEIGHTS}),
-        (TEXTS, {"return_dict": True}),
+        pytest.param(TEXTS, {"sample_weight": WEIGHTS}, marks=pytest.mark.slow),
+        pytest.param(TEXTS, {"return_dict": True}, marks=pytest.mark.slow),
     ],
     ids=["text", "pair", "ids", "sample_weight", "return_dict"],
 )
@@ -291,6 +294,7 @@ def test_small_evaluate_equals_keras_evaluate(models, x, kwargs):
     np.testing.assert_allclose(again, expected, rtol=1e-6)
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_small_evaluate_of_a_multi_output_head(models):
     model = compiled_copy(models, "question_answerer")
     labels = {"start_logits": LABELS, "end_logits": LABELS + 1}
@@ -301,6 +305,7 @@ def test_small_evaluate_of_a_multi_output_head(models):
     np.testing.assert_allclose(fast, expected, rtol=1e-6)
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_first_evaluate_and_large_inputs_take_keras_loop(models):
     model = compiled_copy(models, "classifier")
     model.evaluate(TEXTS, LABELS, verbose=0)  # builds the metrics
@@ -310,6 +315,7 @@ def test_first_evaluate_and_large_inputs_take_keras_loop(models):
     assert model.test_function is not None
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_predict_and_evaluate_refuse_the_other_text_layout(models):
     model = compiled_copy(models, "classifier")
     model.fit(TEXTS, LABELS, verbose=0)

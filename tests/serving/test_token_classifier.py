@@ -192,6 +192,7 @@ def check_against_python(model, preprocessor, texts):
 # === The graph's entities are find_entities' ===
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_bio_entities_match_find_entities(bio_tagger):
     model, preprocessor = bio_tagger
     served = check_against_python(model, preprocessor, TEXTS)

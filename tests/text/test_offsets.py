@@ -307,6 +307,7 @@ def test_rank_2_input(minilm):
     assert ends.to_list() == [[[1, 3], [1]], [[], [1]]]
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_in_tf_function_tf_data_and_saved_model(tmp_path):
     tokenizer = keras_bert.BertTokenizer(references.TINY_VOCABULARY)
     texts = ["The Foxes [MASK].", "", "É e\u0301"]

@@ -224,7 +224,10 @@ def random_sentence(rng, max_words):
 # --- The real data: parity with run_ner.py --------------------------------
 
 
-@pytest.mark.parametrize("label_all_tokens", [False, True])
+@pytest.mark.parametrize(
+    "label_all_tokens",
+    [False, pytest.param(True, marks=pytest.mark.slow)],
+)
 def test_every_valid_sentence_matches_run_ner(
     tokenizer, hugging_face, valid, label_all_tokens
 ):
@@ -396,6 +399,7 @@ def test_ner_features_equals_make_windows_across_batches(tiny_tokenizer):
         np.testing.assert_array_equal(features[name], value, err_msg=name)
 
 
+@pytest.mark.slow  # tens of seconds on two cores
 def test_a_ten_thousand_word_sentence(tiny_tokenizer):
     rng = np.random.default_rng(10_000)
     sentence = [str(w) for w in rng.choice(TINY_WORDS, 10_000)]

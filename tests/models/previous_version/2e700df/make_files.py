@@ -54,6 +54,7 @@ EXPORTS = {
 }
 KEPT_EXPORTS = ["BertClassifier_int8_export", "BertClassifier_streams_export"]
 SLOW_EXPORTS = [
+    "BertClassifier_int8_export",
     "BertClassifier_streams_export",
     "BertClassifier_lora_export",
     "BertTextEmbedder_export",
