@@ -424,8 +424,12 @@ def _run_in_fresh_process(document, sources, directory, variables):
 # (distributed and pre-training each pre-train `bert_tiny`, 30,522-token
 # vocabulary; fine_tuning's LoRA, accumulation and raw-text blocks take
 # ~15 s together; classify, long_documents and multiple_choice each
-# fine-tune MiniLM on real data): `-m slow`.
+# fine-tune MiniLM on real data; the README, embeddings and NER pages'
+# blocks take 10-30 s each on two cores): `-m slow`.
 SLOW = {
+    "README.md",
+    "docs/embeddings.md",
+    "docs/ner.md",
     "docs/distributed.md",
     "docs/pretraining.md",
     "docs/fine_tuning.md",

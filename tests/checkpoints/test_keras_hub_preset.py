@@ -338,6 +338,7 @@ def test_huggingface_config_json_is_not_taken_for_a_preset(tmp_path):
     assert read_checkpoint(str(tmp_path)).format == "huggingface"
 
 
+@pytest.mark.slow  # ten seconds on two cores
 def test_import_keras_bert_does_not_import_keras_hub():
     code = "import sys, keras_bert; assert 'keras_hub' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

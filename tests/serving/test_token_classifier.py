@@ -444,6 +444,7 @@ def test_export_predict_ids(bio_tagger, exported):
     ]
 
 
+@pytest.mark.slow  # ten seconds on two cores
 def test_only_core_and_tf_serving_text_ops(export_path, tmp_path):
     ops = saved_model_op_types(export_path)
     # Core ops are those a bare TensorFlow knows.

@@ -280,7 +280,10 @@ def test_one_update_is_the_share_weighted_sum_of_micro_batch_gradients():
         assert difference(weights, expected) > 100 * TOLERANCE, name
 
 
-@pytest.mark.parametrize("kind", ["token_classifier", "masked_lm"])
+@pytest.mark.parametrize(
+    "kind",
+    ["token_classifier", pytest.param("masked_lm", marks=pytest.mark.slow)],
+)
 def test_means_over_counted_labels_train_as_whole_batches(kind, whole):
     """The token classifier's and masked LM's losses average over the
     labels that count, a different number per example (1 to 8 tags, 1 to
