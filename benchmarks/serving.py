@@ -422,10 +422,14 @@ def summary_markdown(records, names, exports=None):
         fused = exports["onnx_fused_operators"].items()
         facts += f" ONNX Runtime's optimizer fused: {common.listed(f'{n} {k}' for k, n in fused)}."
     if exports.get("implementations"):
-        implementations = exports["implementations"].items()
+        implementations = exports["implementations"]
         facts += (
             " Our exports' encoder blocks run as (`served_implementation`): "
-            + common.listed(f"{k} `{v}`" for k, v in implementations)
+            + common.listed(
+                f"{name} `{implementations[name]}`"
+                for name in contestants.CONTESTANTS
+                if name in implementations
+            )
             + "."
         )
     if exports.get("variables_bytes"):
