@@ -23,6 +23,10 @@ dev sentences as a competent user runs it:
   ours_fp32_tf_function  the same export through `tf.saved_model.load(
                     export).signatures["serving_default"](text=)`, as a TF2
                     Python program calls it
+  ours_fp32_default our float32 export as `export_saved_model` writes it by
+                    default (no streams, no quantize: the blocks'
+                    `serving_graph` implementation, their weights constants
+                    of the graph), in a Session, both pools at `--threads`
   ours_int8         our export with `quantize="int8"` (the blocks' `fast`
                     implementation on int8 weights; no streams: they split
                     float weights), in a Session, both pools at `--threads`
@@ -52,9 +56,9 @@ contestants run once per intra-op thread count of `--peer_threads`
 table reports, per batch size, the count with the most examples/s (median
 over the rounds), the ratios paired with that count's jobs. Ours runs as
 `saved_models/README.md` documents for TF Serving: the streams export on
-one intra-op thread and an inter-op thread per stream, the int8 and
-bfloat16 exports (no streams) with TF Serving's default pools (both at the
-core count).
+one intra-op thread and an inter-op thread per stream, the default
+float32, int8 and bfloat16 exports (no streams) with TF Serving's default
+pools (both at the core count).
 
 Per request, the wall time from the strings to the class ids; the first
 `--warmup` requests and the last one (its own shape) go once untimed first.
@@ -87,11 +91,14 @@ from benchmarks.contestants import serving as contestants  # noqa: E402
 
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "serving")
 OURS, OURS_INT8, OURS_BF16 = "ours_fp32", "ours_int8", "ours_bf16"
+OURS_DEFAULT = "ours_fp32_default"
 SST2_DEV_SIZE = 872
 # The goals: (ours, peer, at least this ratio of examples/s).
 GOALS = (
     (OURS, "onnxruntime_fp32", 1.0),
     (OURS, "transformers", 2.0),
+    (OURS_DEFAULT, "onnxruntime_fp32", 1.0),
+    (OURS_DEFAULT, "transformers", 2.0),
     (OURS_INT8, "onnxruntime_int8", 1.0),
     (OURS_BF16, "onnxruntime_fp32", 1.5),
 )
@@ -100,7 +107,7 @@ EXPORT_FACTS = ("onnx_fused_operators", "variables_bytes", "implementations")
 # Each variant's dev accuracy within this many points of ours_fp32's.
 ACCURACY_POINTS = 0.5
 # The columns of ratios: each of ours against the row's contestant.
-RATIO_COLUMNS = (OURS, OURS_INT8, OURS_BF16)
+RATIO_COLUMNS = (OURS, OURS_DEFAULT, OURS_INT8, OURS_BF16)
 FLAGS = flags.FLAGS
 
 

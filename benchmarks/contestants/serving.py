@@ -2,10 +2,12 @@
 
 `prepare` writes, from one fine-tuned `BertClassifier`, every contestant's
 files with the same weights: our raw-text SavedModels (float32 with
-`streams`, int8, and bfloat16 where asked: `OURS_EXPORTS`), a Hugging Face
-directory, a keras-hub preset, and ONNX files (plain, fused by ONNX
-Runtime's BERT optimizer, and that graph with int8 weights). `load` returns a contestant's `predict(texts)` (class
-ids out, tokenizing inside, as a server does per request);
+`streams`, float32 as `export_saved_model` writes it by default, int8,
+and bfloat16, those asked for: `OURS_EXPORTS`), a Hugging Face directory,
+a keras-hub preset, and ONNX files (plain, fused by ONNX Runtime's BERT
+optimizer, and that graph with int8 weights). `load` returns a
+contestant's `predict(texts)` (class ids out, tokenizing inside, as a
+server does per request);
 `serve_requests` times it request by request.
 """
 
@@ -17,6 +19,7 @@ import numpy as np
 CONTESTANTS = (
     "ours_fp32",
     "ours_fp32_tf_function",
+    "ours_fp32_default",
     "ours_int8",
     "ours_bf16",
     "transformers",
@@ -27,9 +30,11 @@ CONTESTANTS = (
 )
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Our exports: contestant -> `export_saved_model`'s options (`streams`:
-# filled in by `prepare`). ours_fp32_tf_function serves ours_fp32's export.
+# filled in by `prepare`; ours_fp32_default: none, the default export).
+# ours_fp32_tf_function serves ours_fp32's export.
 OURS_EXPORTS = {
     "ours_fp32": {"streams": None},
+    "ours_fp32_default": {},
     "ours_int8": {"quantize": "int8"},
     "ours_bf16": {"precision": "bfloat16"},
 }
@@ -284,6 +289,7 @@ def load(name, manifest, sequence_length, threads):
     loaders = {
         "ours_fp32": _load_ours,
         "ours_fp32_tf_function": _load_ours_tf_function,
+        "ours_fp32_default": _load_ours,
         "ours_int8": _load_ours,
         "ours_bf16": _load_ours,
         "transformers": _load_pipeline,

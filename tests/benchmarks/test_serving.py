@@ -225,6 +225,57 @@ def test_the_table_shows_ours_bf16_against_the_peers_and_ours_fp32():
     )
 
 
+def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
+    """ours_fp32_default (the default export) has its own column of ratios
+    and ours_fp32's goals (against ONNX Runtime fp32 and the pipeline), its
+    agreement with ours_fp32's labels; the notes name its `serving_graph`
+    implementation."""
+    records = [
+        _record("ours_fp32", 0, 100.0),
+        _record("ours_fp32", 1, 100.0),
+        _record("ours_fp32_default", 0, 90.0, labels="0111"),
+        _record("ours_fp32_default", 1, 110.0, labels="0111"),
+        _record("onnxruntime_fp32", 0, 100.0),
+        _record("onnxruntime_fp32", 1, 100.0),
+        _record("transformers", 0, 50.0),
+        _record("transformers", 1, 50.0),
+    ]
+    names = [n for n in contestants.CONTESTANTS if n != "ours_bf16"]
+    implementations = {  # as `export_ours` writes them
+        "ours_fp32": "streams",
+        "ours_fp32_default": "serving_graph",
+        "ours_fp32_tf_function": "streams",
+    }
+    markdown = serving.summary_markdown(
+        records,
+        names,
+        {"classifier": "/c.h5", "implementations": implementations},
+    )
+    assert "| ours_fp32 / it | ours_fp32_default / it | dev accuracy |" in (
+        markdown
+    )
+    # Its row: against ours_fp32 1/0.9 and 1/1.1 -> 1.01; 3 of 4 agree.
+    assert "| 1 | ours_fp32_default | — | 100.0 |" in markdown
+    assert "| 1.01 | — | 0.5000 | 0.7500 |" in markdown
+    # ONNX Runtime: 0.9 and 1.1 -> 1.00; the pipeline: 1.8 and 2.2 -> 2.00.
+    assert "| 1.00 | 1.00 | 0.5000 | 1.0000 |" in markdown
+    assert "| 2.00 | 2.00 | 0.5000 | 1.0000 |" in markdown
+    assert (
+        "ours_fp32_default / onnxruntime_fp32, batch 1: 1.00× (rounds: "
+        "0.90, 1.10); goal ≥1×, met." in markdown
+    )
+    assert (
+        "ours_fp32_default / transformers, batch 32: 2.00× (rounds: 1.80, "
+        "2.20); goal ≥2×, met." in markdown
+    )
+    assert (
+        "run as (`served_implementation`): ours_fp32 `streams`, "
+        "ours_fp32_tf_function `streams`, ours_fp32_default `serving_graph`."
+        in markdown
+    )
+    assert serving.OURS_DEFAULT == "ours_fp32_default"
+
+
 def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls(monkeypatch):
     """Elsewhere it is skipped, and the table and its goal say why."""
     from keras_bert.serving import bfloat16_cpu
@@ -257,6 +308,7 @@ def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls(monkeypatch):
 def test_our_exports_are_those_the_contestants_serve():
     assert contestants.exports_of(contestants.CONTESTANTS) == [
         "ours_fp32",
+        "ours_fp32_default",
         "ours_int8",
         "ours_bf16",
     ]
@@ -269,13 +321,17 @@ def test_our_exports_are_those_the_contestants_serve():
     ]
 
 
-def test_ours_bf16_is_exported_and_served_in_a_session(tmp_path, monkeypatch):
-    """`export_ours` writes the bfloat16 export, the manifest names its
-    implementation; `load` serves it as ours_fp32 is served (a C++
-    Session), with TF Serving's default pools (no streams), and it labels
-    sentences as the float32 model does where float32's top two
-    probabilities are not within bfloat16's rounding (0.02) of each
-    other."""
+def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
+    tmp_path, monkeypatch
+):
+    """`export_ours` writes the default float32 export and the bfloat16
+    one, the manifest names their implementations (`serving_graph`, the
+    default's; `serving_graph_bfloat16`); `load` serves each as ours_fp32
+    is served (a C++ Session), with TF Serving's default pools (no
+    streams). The default export labels every sentence as the model does
+    (float32: top two probabilities at least 1e-3 apart here); the
+    bfloat16 one, those where float32's top two are not within bfloat16's
+    rounding (0.02) of each other."""
     import keras_bert
     from keras_bert.serving import bfloat16_cpu
 
@@ -300,15 +356,18 @@ def test_ours_bf16_is_exported_and_served_in_a_session(tmp_path, monkeypatch):
     preprocessor = keras_bert.BertPreprocessor(
         keras_bert.BertTokenizer(vocabulary), sequence_length=16
     )
+    ours = ["ours_fp32_default", "ours_bf16"]
     manifest = contestants.export_ours(
-        classifier, preprocessor, str(tmp_path), ["ours_bf16"], streams=2
+        classifier, preprocessor, str(tmp_path), ours, streams=2
     )
     assert manifest["implementations"] == {
-        "ours_bf16": "serving_graph_bfloat16"
+        "ours_fp32_default": "serving_graph",
+        "ours_bf16": "serving_graph_bfloat16",
     }
-    assert manifest["streams"] == {"ours_bf16": None}
-    assert manifest["variables_bytes"]["ours_bf16"] > 0
-    assert contestants._thread_counts("ours_bf16", manifest, 2) == (2, 2)
+    assert manifest["streams"] == {"ours_fp32_default": None, "ours_bf16": None}
+    for name in ours:
+        assert manifest["variables_bytes"][name] > 0
+        assert contestants._thread_counts(name, manifest, 2) == (2, 2)
     texts = [
         "the cat sat on the mat", "a dog ran", "", "the dog", "cat cat",
         "on a mat", "the cat ran on the dog", "sat",
@@ -318,10 +377,12 @@ def test_ours_bf16_is_exported_and_served_in_a_session(tmp_path, monkeypatch):
     top_two = np.sort(probabilities, axis=-1)[:, -2:]
     clear = top_two[:, 1] - top_two[:, 0] > 0.02
     assert clear.sum() >= 4, top_two  # enough sentences to compare
+    assert (top_two[:, 1] - top_two[:, 0]).min() > 1e-3, top_two
+    expected = np.argmax(logits, axis=-1)
+    predicted = contestants.load("ours_fp32_default", manifest, 16, 2)(texts)
+    np.testing.assert_array_equal(predicted, expected)
     predicted = contestants.load("ours_bf16", manifest, 16, 2)(texts)
-    np.testing.assert_array_equal(
-        predicted[clear], np.argmax(logits, axis=-1)[clear]
-    )
+    np.testing.assert_array_equal(predicted[clear], expected[clear])
 
 
 def test_an_unknown_contestant_is_named():
