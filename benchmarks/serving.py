@@ -12,8 +12,9 @@ From it each contestant's files are written with keras-bert's own writers
 (`benchmarks/contestants/serving.py`); each contestant serves the SST-2
 dev sentences as a competent user runs it:
 
-  ours_fp32         our export with `streams=--threads` (each block's heads
-                    and feed-forward units in that many parallel chains),
+  ours_fp32         our export with `streams=--threads` (the blocks'
+                    `streams` implementation: each block's heads and
+                    feed-forward units in that many parallel chains),
                     run as TF Serving runs a SavedModel: a C++ Session
                     (`tf.compat.v1.saved_model.load`, TF Serving's
                     `SavedModelBundle`), one `Session::Run` of
@@ -22,8 +23,19 @@ dev sentences as a competent user runs it:
   ours_fp32_tf_function  the same export through `tf.saved_model.load(
                     export).signatures["serving_default"](text=)`, as a TF2
                     Python program calls it
-  ours_int8         our export with `quantize="int8"` (no streams: they split
+  ours_fp32_default our float32 export as `export_saved_model` writes it by
+                    default (no streams, no quantize: the blocks'
+                    `serving_graph` implementation, their weights constants
+                    of the graph), in a Session, both pools at `--threads`
+  ours_int8         our export with `quantize="int8"` (the blocks' `fast`
+                    implementation on int8 weights; no streams: they split
                     float weights), in a Session, both pools at `--threads`
+  ours_bf16         our export with `precision="bfloat16"` (the blocks'
+                    `serving_graph_bfloat16` implementation: their dense
+                    matmuls in bfloat16; no streams), in a Session, both
+                    pools at `--threads`. Only on a CPU with AVX512-BF16
+                    or AMX (`avx512_bf16` or `amx_bf16` in /proc/cpuinfo):
+                    elsewhere skipped, the table says why
   transformers      `pipeline("text-classification")` on the Hugging Face
                     export, PyTorch float32, `batch_size` = the request's
   onnxruntime_fp32  the Hugging Face model exported to ONNX and fused by ONNX
@@ -35,15 +47,18 @@ dev sentences as a competent user runs it:
                     to 128 tokens, `.predict_on_batch` on the strings
   keras_hub_xla     the same compiled with `jit_compile=True`
 
-The peers run at their best: transformers and both ONNX Runtime
+Which implementation each of our exports runs is read from the library
+(`keras_bert.serving.export.served_implementation`) into the manifest and
+the table's notes. The peers run at their best: transformers and both ONNX Runtime
 contestants run once per intra-op thread count of `--peer_threads`
 (`torch.set_num_threads`, `SessionOptions.intra_op_num_threads`; jobs
 `<name>_<n>_threads`, each its own fresh process every round), and the
 table reports, per batch size, the count with the most examples/s (median
 over the rounds), the ratios paired with that count's jobs. Ours runs as
 `saved_models/README.md` documents for TF Serving: the streams export on
-one intra-op thread and an inter-op thread per stream, the int8 export
-(no streams) with TF Serving's default pools (both at the core count).
+one intra-op thread and an inter-op thread per stream, the default
+float32, int8 and bfloat16 exports (no streams) with TF Serving's default
+pools (both at the core count).
 
 Per request, the wall time from the strings to the class ids; the first
 `--warmup` requests and the last one (its own shape) go once untimed first.
@@ -52,7 +67,8 @@ Per request, the wall time from the strings to the class ids; the first
     python benchmarks/serving.py --summarize       # table from the records
 
 Writes `<output_dir>/<contestant>_round<k>.json`, `exports.json` (what the
-table says of the exports) and the "serving" section of RESULTS.md.
+table says of the exports, the contestants skipped here and why) and the
+"serving" section of `--results_file` (RESULTS.md; `--summarize` too).
 """
 
 import time
@@ -74,14 +90,24 @@ from benchmarks import common  # noqa: E402
 from benchmarks.contestants import serving as contestants  # noqa: E402
 
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "serving")
-OURS, OURS_INT8 = "ours_fp32", "ours_int8"
+OURS, OURS_INT8, OURS_BF16 = "ours_fp32", "ours_int8", "ours_bf16"
+OURS_DEFAULT = "ours_fp32_default"
 SST2_DEV_SIZE = 872
 # The goals: (ours, peer, at least this ratio of examples/s).
 GOALS = (
     (OURS, "onnxruntime_fp32", 1.0),
     (OURS, "transformers", 2.0),
+    (OURS_DEFAULT, "onnxruntime_fp32", 1.0),
+    (OURS_DEFAULT, "transformers", 2.0),
     (OURS_INT8, "onnxruntime_int8", 1.0),
+    (OURS_BF16, "onnxruntime_fp32", 1.5),
 )
+# What `exports.json` keeps of the manifest.
+EXPORT_FACTS = ("onnx_fused_operators", "variables_bytes", "implementations")
+# Each variant's dev accuracy within this many points of ours_fp32's.
+ACCURACY_POINTS = 0.5
+# The columns of ratios: each of ours against the row's contestant.
+RATIO_COLUMNS = (OURS, OURS_DEFAULT, OURS_INT8, OURS_BF16)
 FLAGS = flags.FLAGS
 
 
@@ -136,6 +162,7 @@ def run_prepare():
         128,
         labels=["negative", "positive"],
         streams=FLAGS.threads,
+        ours=contestants.exports_of(FLAGS.contestants),
     )
     common.write_record(os.path.join(FLAGS.work_dir, "manifest.json"), manifest)
 
@@ -209,8 +236,10 @@ def best_jobs(timed, names, batch):
 
 def summary_markdown(records, names, exports=None):
     """The RESULTS.md section from the round records and, where given,
-    `exports.json`'s facts about the exports. Each swept peer is shown at
-    its best thread count per batch size (`best_jobs`)."""
+    `exports.json`'s facts about the exports (and the contestants it says
+    were skipped here, with why). Each swept peer is shown at its best
+    thread count per batch size (`best_jobs`); a column of ratios for each
+    of `RATIO_COLUMNS` that ran."""
     exports, timed, failed = exports or {}, {}, {}
     for r in records:
         if "batches" in r:
@@ -222,7 +251,9 @@ def summary_markdown(records, names, exports=None):
         return contestants.thread_setting(job, None)[0]
 
     ran = {contestant(job) for job in [*timed, *failed]}
-    names = [name for name in names if name in ran]
+    skipped = exports.get("skipped") or {}
+    names = [name for name in names if name in ran or name in skipped]
+    columns = [name for name in RATIO_COLUMNS if name in ran]
     rounds = sorted({r["round"] for r in records})
     batch_sizes = sorted(
         {int(b) for runs in timed.values() for r in runs.values() for b in r}
@@ -242,6 +273,19 @@ def summary_markdown(records, names, exports=None):
         except ValueError:
             return None
 
+    def accuracy_points(ours, batch):
+        """Median over the rounds of `ours`' dev accuracy minus ours_fp32's
+        in the same round, in points; `None` where either did not run."""
+        ours, reference = best[batch].get(ours), best[batch].get(OURS)
+        if ours is None or reference is None:
+            return None
+        ours = values(ours, batch, "accuracy")
+        reference = values(reference, batch, "accuracy")
+        paired = [
+            100 * (ours[k] - reference[k]) for k in ours if k in reference
+        ]
+        return statistics.median(paired) if paired else None
+
     def shown(value):
         return "—" if value is None else f"{value[0]:.2f}"
 
@@ -260,15 +304,22 @@ def summary_markdown(records, names, exports=None):
         count = contestants.thread_setting(job, None)[1]
         return f"{count} (of {common.listed(counts)})"
 
+    blank = "| " * len(columns)
     rows = [
         "| batch | contestant | intra-op threads | examples/s | p50 ms | p99 ms "
-        "| ours_fp32 / it | ours_int8 / it | dev accuracy "
-        "| agrees with ours_fp32 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        + "".join(f"| {name} / it " for name in columns)
+        + f"| dev accuracy | agrees with {OURS} |",
+        "|---|---|---|---|---|---|" + "---|" * (len(columns) + 2),
     ]
     for batch in batch_sizes:
         for name in names:
             job = best[batch].get(name)
+            if name in skipped:
+                rows.append(
+                    f"| {batch} | {name} | | skipped: {skipped[name]} | | "
+                    f"| {blank}| |"
+                )
+                continue
             if job is None:
                 reasons = "; ".join(
                     sorted(
@@ -282,7 +333,8 @@ def summary_markdown(records, names, exports=None):
                     )
                 )
                 rows.append(
-                    f"| {batch} | {name} | | not run: {reasons} | | | | | | |"
+                    f"| {batch} | {name} | | not run: {reasons} | | "
+                    f"| {blank}| |"
                 )
                 continue
             medians = [
@@ -296,12 +348,15 @@ def summary_markdown(records, names, exports=None):
                 for k in labels
                 if k in reference
             ]
+            ratios = "".join(
+                f"| {shown(ratio(ours, name, batch))} " for ours in columns
+            )
+            agrees = f"{statistics.median(agree):.4f}" if agree else "—"
             rows.append(
                 f"| {batch} | {name} | {threads_cell(name, job)} "
                 f"| {medians[0]:.1f} | {medians[1]:.1f} "
-                f"| {medians[2]:.1f} | {shown(ratio(OURS, name, batch))} "
-                f"| {shown(ratio(OURS_INT8, name, batch))} | {medians[3]:.4f} "
-                f"| {statistics.median(agree) if agree else 0:.4f} |"
+                f"| {medians[2]:.1f} {ratios}| {medians[3]:.4f} "
+                f"| {agrees} |"
             )
     swept = [
         n for n in names if n in contestants.THREAD_SWEPT and thread_counts(n)
@@ -339,6 +394,12 @@ def summary_markdown(records, names, exports=None):
         for batch in batch_sizes:
             goal = f"- {ours} / {peer}, batch {batch}: "
             found = ratio(ours, peer, batch)
+            if ours in skipped:
+                goals.append(
+                    f"{goal}goal ≥{target:g}×, not measured: {ours} was "
+                    "skipped on this CPU."
+                )
+                continue
             if found is None:
                 goals.append(f"{goal}goal ≥{target:g}×, not measured.")
                 continue
@@ -349,6 +410,17 @@ def summary_markdown(records, names, exports=None):
                 f"{goal}{found[0]:.2f}× (rounds: {common.listed(found[1], '{:.2f}')}); "
                 f"goal ≥{target:g}×, {verdict}."
             )
+    for ours in (OURS_INT8, OURS_BF16):
+        for batch in batch_sizes:
+            points = accuracy_points(ours, batch)
+            if points is None:
+                continue
+            verdict = "met" if abs(points) <= ACCURACY_POINTS else "missed"
+            goals.append(
+                f"- {ours} dev accuracy − {OURS}'s, batch {batch}: "
+                f"{points:+.2f} points; goal within ±{ACCURACY_POINTS:g}, "
+                f"{verdict}."
+            )
     loads = [load for record in records for load in record["load_average_1min"]]
     machine = records[0]["machine"]
     sentences = max(record.get("sentences", 0) for record in records)
@@ -356,6 +428,17 @@ def summary_markdown(records, names, exports=None):
     if exports.get("onnx_fused_operators"):
         fused = exports["onnx_fused_operators"].items()
         facts += f" ONNX Runtime's optimizer fused: {common.listed(f'{n} {k}' for k, n in fused)}."
+    if exports.get("implementations"):
+        implementations = exports["implementations"]
+        facts += (
+            " Our exports' encoder blocks run as (`served_implementation`): "
+            + common.listed(
+                f"{name} `{implementations[name]}`"
+                for name in contestants.CONTESTANTS
+                if name in implementations
+            )
+            + "."
+        )
     if exports.get("variables_bytes"):
         sizes = exports["variables_bytes"].items()
         facts += f" `variables/` of our exports: {common.listed(f'{k} {v / 2**20:.1f} MiB' for k, v in sizes)}."
@@ -386,8 +469,10 @@ in every contestant (exported with keras-bert's own writers); the first
 Batch 1 is one sequential client; batch 32, consecutive requests of 32.
 The tokenizer runs inside each timed request. Medians of {len(rounds)}
 rounds, each contestant's round a fresh process, the order rotated each
-round; `ours_fp32 / it` is the median of the per-round paired ratios of
-examples/s (>1: ours is faster).{facts}
+round; `ours_fp32 / it` (and each `<ours> / it`) is the median of the
+per-round paired ratios of examples/s (>1: ours is faster); `agrees with
+{OURS}` is the share of sentences labelled as {OURS} (the float32
+reference) labels them, paired by round.{facts}
 
 Machine: {machine}. Load average (1 min) at the start and end of the
 jobs: {min(loads):.2f} to {max(loads):.2f}; {common.load_note(loads, common.cores(machine))}
@@ -412,23 +497,24 @@ def main(argv):
             raise app.UsageError(
                 "Pass --classifier (the docstring has the command)."
             )
+        skipped = contestants.skipped_here(FLAGS.contestants)
+        running = [name for name in FLAGS.contestants if name not in skipped]
         with tempfile.TemporaryDirectory() as work_dir:
             FLAGS.work_dir = work_dir
             common.run_process(
                 common.script_command(
-                    __file__, "--prepare",
+                    __file__, "--prepare", f"--contestants={','.join(running)}",
                     *common.flag_values("classifier", "init_checkpoint"),
                     *common.flag_values("work_dir", "threads"),
                 )
             )  # fmt: skip
             manifest = common.read_record(f"{work_dir}/manifest.json")
             exports = {"classifier": os.path.abspath(weights_path())}
-            for fact in ("onnx_fused_operators", "variables_bytes"):
+            for fact in EXPORT_FACTS:
                 exports[fact] = manifest[fact]
+            exports["skipped"] = skipped
             common.write_record(f"{FLAGS.output_dir}/exports.json", exports)
-            jobs = contestants.thread_variants(
-                FLAGS.contestants, FLAGS.peer_threads
-            )
+            jobs = contestants.thread_variants(running, FLAGS.peer_threads)
             common.run_rounds(
                 run_job, jobs, FLAGS.output_dir, FLAGS.first_round,
                 FLAGS.rounds,

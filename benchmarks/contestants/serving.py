@@ -2,10 +2,12 @@
 
 `prepare` writes, from one fine-tuned `BertClassifier`, every contestant's
 files with the same weights: our raw-text SavedModels (float32 with
-`streams`, and int8), a Hugging Face directory, a keras-hub preset, and
-ONNX files (plain, fused by ONNX Runtime's BERT optimizer, and that graph
-with int8 weights). `load` returns a contestant's `predict(texts)` (class
-ids out, tokenizing inside, as a server does per request);
+`streams`, float32 as `export_saved_model` writes it by default, int8,
+and bfloat16, those asked for: `OURS_EXPORTS`), a Hugging Face directory,
+a keras-hub preset, and ONNX files (plain, fused by ONNX Runtime's BERT
+optimizer, and that graph with int8 weights). `load` returns a
+contestant's `predict(texts)` (class ids out, tokenizing inside, as a
+server does per request);
 `serve_requests` times it request by request.
 """
 
@@ -17,7 +19,9 @@ import numpy as np
 CONTESTANTS = (
     "ours_fp32",
     "ours_fp32_tf_function",
+    "ours_fp32_default",
     "ours_int8",
+    "ours_bf16",
     "transformers",
     "onnxruntime_fp32",
     "onnxruntime_int8",
@@ -25,6 +29,16 @@ CONTESTANTS = (
     "keras_hub_xla",
 )
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Our exports: contestant -> `export_saved_model`'s options (`streams`:
+# filled in by `prepare`; ours_fp32_default: none, the default export).
+# ours_fp32_tf_function serves ours_fp32's export.
+OURS_EXPORTS = {
+    "ours_fp32": {"streams": None},
+    "ours_fp32_default": {},
+    "ours_int8": {"quantize": "int8"},
+    "ours_bf16": {"precision": "bfloat16"},
+}
+BFLOAT16 = "ours_bf16"
 # The peers `benchmarks/serving.py` runs at each of several intra-op thread
 # counts, reporting each one's best (issue 38: peers at their best).
 THREAD_SWEPT = ("transformers", "onnxruntime_fp32", "onnxruntime_int8")
@@ -117,37 +131,47 @@ def agreement(labels, reference):
     return sum(a == b for a, b in zip(labels, reference)) / len(labels)
 
 
+def skipped_here(names):
+    """`{contestant: why}` for those of `names` this machine cannot run:
+    ours_bf16 on a CPU without AVX512-BF16 or AMX, where its export is
+    refused (`keras_bert.serving.bfloat16_cpu`)."""
+    from keras_bert.serving.bfloat16_cpu import bfloat16_cpu_problem
+
+    problem = bfloat16_cpu_problem() if BFLOAT16 in names else None
+    return {BFLOAT16: problem} if problem else {}
+
+
+def exports_of(names):
+    """Our exports (keys of `OURS_EXPORTS`) that contestants `names` serve,
+    in `OURS_EXPORTS`' order."""
+    served = {"ours_fp32_tf_function": "ours_fp32"}
+    wanted = {served.get(name, name) for name in names}
+    return [name for name in OURS_EXPORTS if name in wanted]
+
+
 def prepare(
-    classifier, tokenizer, work_dir, sequence_length, labels=None, streams=None
+    classifier,
+    tokenizer,
+    work_dir,
+    sequence_length,
+    labels=None,
+    streams=None,
+    ours=("ours_fp32", "ours_int8"),
 ):
     """Writes every contestant's files into `work_dir` (`sequence_length`:
     our export's and keras-hub's packing, the others' truncation; `streams`:
-    our float32 export's); returns the manifest: where each contestant's
-    files are, the streams, our exports' `variables/` bytes, ONNX Runtime's
-    fused operators."""
+    our float32 export's; `ours`: which of our exports, `export_ours`);
+    returns the manifest: where each contestant's files are, the streams
+    and encoder implementation of our exports, their `variables/` bytes,
+    ONNX Runtime's fused operators."""
     import keras_bert
-    from keras_bert.serving import export_saved_model
 
     preprocessor = keras_bert.BertPreprocessor(
         tokenizer, sequence_length=sequence_length
     )
-    manifest = {
-        "streams": {"ours_fp32": streams, "ours_fp32_tf_function": streams}
-    }
-    for name, options in (
-        ("ours_fp32", {"streams": streams}),
-        ("ours_int8", {"quantize": "int8"}),
-    ):
-        manifest[name] = export_saved_model(
-            classifier, preprocessor, os.path.join(work_dir, name),
-            labels=labels, **options,
-        )  # fmt: skip
-        variables = os.path.join(manifest[name], "variables")
-        manifest.setdefault("variables_bytes", {})[name] = sum(
-            os.path.getsize(os.path.join(variables, f))
-            for f in os.listdir(variables)
-        )
-    manifest["ours_fp32_tf_function"] = manifest["ours_fp32"]
+    manifest = export_ours(
+        classifier, preprocessor, work_dir, ours, labels, streams
+    )
     hf_dir = os.path.join(work_dir, "huggingface")
     keras_bert.checkpoints.save_huggingface(classifier, tokenizer, hf_dir)
     manifest["huggingface"] = hf_dir
@@ -165,6 +189,44 @@ def prepare(
             hf_dir, work_dir, backbone.num_heads, backbone.hidden_dim
         )
     )
+    return manifest
+
+
+def export_ours(
+    classifier, preprocessor, work_dir, names, labels=None, streams=None
+):
+    """Writes our exports `names` (keys of `OURS_EXPORTS`; ours_fp32 with
+    `streams`) of `classifier` into `work_dir`; returns their part of the
+    manifest: each one's path (ours_fp32_tf_function: ours_fp32's), and
+    `streams`, `implementations` (the encoder implementation each export
+    traces its blocks as, `keras_bert.serving.export.served_implementation`)
+    and `variables_bytes` by contestant."""
+    from keras_bert.serving import export_saved_model
+    from keras_bert.serving.export import served_implementation
+
+    manifest = {"streams": {}, "implementations": {}, "variables_bytes": {}}
+    for name in names:
+        options = dict(OURS_EXPORTS[name])
+        if "streams" in options:
+            options["streams"] = streams
+        manifest[name] = export_saved_model(
+            classifier, preprocessor, os.path.join(work_dir, name),
+            labels=labels, **options,
+        )  # fmt: skip
+        manifest["streams"][name] = options.get("streams")
+        manifest["implementations"][name] = served_implementation(
+            classifier, **options
+        )
+        variables = os.path.join(manifest[name], "variables")
+        manifest["variables_bytes"][name] = sum(
+            os.path.getsize(os.path.join(variables, f))
+            for f in os.listdir(variables)
+        )
+    if "ours_fp32" in names:  # ours_fp32_tf_function serves the same export
+        for facts in (
+            manifest, manifest["streams"], manifest["implementations"]
+        ):  # fmt: skip
+            facts["ours_fp32_tf_function"] = facts["ours_fp32"]
     return manifest
 
 
@@ -227,7 +289,9 @@ def load(name, manifest, sequence_length, threads):
     loaders = {
         "ours_fp32": _load_ours,
         "ours_fp32_tf_function": _load_ours_tf_function,
+        "ours_fp32_default": _load_ours,
         "ours_int8": _load_ours,
+        "ours_bf16": _load_ours,
         "transformers": _load_pipeline,
         "onnxruntime_fp32": _load_onnxruntime,
         "onnxruntime_int8": _load_onnxruntime,

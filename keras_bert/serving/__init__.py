@@ -1,7 +1,8 @@
 """Export for TensorFlow Serving.
 
 - `export`: `export_saved_model`, a model and its preprocessor as one
-  versioned SavedModel; `bfloat16_cpu`: the CPU check of its
+  versioned SavedModel (`served_implementation`: the encoder
+  implementation it traces); `bfloat16_cpu`: the CPU check of its
   `precision="bfloat16"`.
 - `endpoints`: which endpoints each model class serves, one registry
   (`register_endpoints`, `serving_endpoints`, `servable_task_names`).

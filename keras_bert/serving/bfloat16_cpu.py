@@ -44,18 +44,24 @@ def cpu_flags():
     return set()
 
 
-def check_bfloat16_cpu(check_cpu=True):
-    """Raises a `ValueError` unless this CPU has one of `BFLOAT16_FLAGS`
-    (with `check_cpu=False`, logs a warning instead).
+def bfloat16_cpu_problem():
+    """Why this CPU does not multiply bfloat16 in hardware, or `None` where
+    it has one of `BFLOAT16_FLAGS`.
 
-    Args:
-        check_cpu: bool. `False` when the export is served on another CPU
-            than the one exporting: then only a warning is logged.
-            Defaults to `True`.
+    Returns:
+        `None`, or a sentence naming the flags needed and what
+        `/proc/cpuinfo` lists (e.g. for a benchmark that skips a bfloat16
+        export here and says why).
+
+    Example:
+    ```python
+    problem = bfloat16_cpu_problem()
+    print(problem or "this CPU has AVX512-BF16 or AMX")
+    ```
     """
     flags = cpu_flags()
     if set(BFLOAT16_FLAGS) & flags:
-        return
+        return None
     related = sorted(
         flag for flag in flags if flag.startswith(("avx512", "amx"))
     )
@@ -65,12 +71,26 @@ def check_bfloat16_cpu(check_cpu=True):
         found = f"{CPUINFO} lists no avx512 or amx flag"
     else:
         found = f"{CPUINFO} could not be read"
-    message = (
+    return (
         f"precision='bfloat16' needs a CPU with {' or '.join(BFLOAT16_FLAGS)} "
         "(AVX512-BF16 or AMX) to run bfloat16 matmuls in hardware, and for "
         f"this one {found}: here a bfloat16 export could serve slower than "
         "float32."
     )
+
+
+def check_bfloat16_cpu(check_cpu=True):
+    """Raises a `ValueError` unless this CPU has one of `BFLOAT16_FLAGS`
+    (with `check_cpu=False`, logs a warning instead).
+
+    Args:
+        check_cpu: bool. `False` when the export is served on another CPU
+            than the one exporting: then only a warning is logged.
+            Defaults to `True`.
+    """
+    message = bfloat16_cpu_problem()
+    if message is None:
+        return
     if not check_cpu:
         logging.warning(
             "%s Exporting anyway (check_cpu=False): serve it on a CPU with "

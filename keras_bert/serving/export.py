@@ -245,6 +245,42 @@ def export_saved_model(
 _FROZEN_IMPLEMENTATIONS = ("streams", "serving_graph", "serving_graph_bfloat16")
 
 
+def served_implementation(
+    model, quantize=None, streams=None, precision="float32"
+):
+    """The encoder implementation an export of `model` with these options
+    traces its blocks as: a name of
+    `keras_bert.layers.block_implementations.IMPLEMENTATIONS`.
+
+    What `export_saved_model` chooses, without writing anything (and
+    without the CPU check of `precision="bfloat16"`): for benchmarks and
+    reports that say what each export runs.
+
+    Args:
+        model: a `keras_bert.BertBackbone` or a task model built on one.
+        quantize, streams, precision: as `export_saved_model` takes them.
+
+    Returns:
+        str, e.g. `"serving_graph"` for the default export, `"streams"`
+        with `streams`, `"serving_graph_bfloat16"` with
+        `precision="bfloat16"`.
+
+    Example:
+    ```python
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, max_sequence_length=8,
+    )
+    served_implementation(backbone)  # "serving_graph"
+    served_implementation(backbone, streams=2)  # "streams"
+    ```
+    """
+    check_serving_options(quantize, streams, precision)
+    model = serving_copy(model, quantize=quantize, streams=streams)
+    matmul_dtype = None if precision == "float32" else precision
+    return _served_implementation(model, matmul_dtype)
+
+
 def _served_implementation(model, matmul_dtype):
     """The implementation the export's trace chooses for the served blocks
     (`select_implementation`); a `ValueError` if bfloat16 matmuls are

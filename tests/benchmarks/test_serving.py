@@ -170,6 +170,221 @@ def test_the_table_shows_each_swept_peer_at_its_best_count():
     assert "--peer_threads" not in markdown  # the default counts
 
 
+def test_the_table_shows_ours_bf16_against_the_peers_and_ours_fp32():
+    """ours_bf16 has its column of ratios (against ONNX Runtime fp32 and
+    the pipeline, as ours_fp32), its goal, its agreement with ours_fp32's
+    labels and its accuracy against ours_fp32's; the notes say which
+    implementation each of our exports runs."""
+    records = [
+        _record("ours_fp32", 0, 100.0),
+        _record("ours_fp32", 1, 100.0),
+        _record("ours_bf16", 0, 160.0, labels="0111"),
+        _record("ours_bf16", 1, 140.0, labels="0111"),
+        _record("onnxruntime_fp32", 0, 100.0),
+        _record("onnxruntime_fp32", 1, 100.0),
+        _record("transformers", 0, 50.0),
+        _record("transformers", 1, 50.0),
+    ]
+    for record in records[2:4]:
+        for stats in record["batches"].values():
+            stats["accuracy"] = 0.497  # 0.3 points below ours_fp32's
+    names = ["ours_fp32", "ours_int8", "ours_bf16"]
+    names += ["onnxruntime_fp32", "transformers"]
+    implementations = {  # as `export_ours` writes them
+        "ours_fp32": "streams",
+        "ours_bf16": "serving_graph_bfloat16",
+        "ours_fp32_tf_function": "streams",
+    }
+    markdown = serving.summary_markdown(
+        records,
+        names,
+        {"classifier": "/c.h5", "implementations": implementations},
+    )
+    # Ratio columns for ours_fp32 and ours_bf16 (ours_int8 did not run).
+    assert "| ours_fp32 / it | ours_bf16 / it | dev accuracy |" in markdown
+    assert "ours_int8 / it" not in markdown
+    # ONNX Runtime: bf16 rounds 1.6 and 1.4 -> 1.5; the pipeline's 3.0.
+    assert "| 1 | onnxruntime_fp32 | — | 100.0 |" in markdown
+    assert "| 1.00 | 1.50 | 0.5000 | 1.0000 |" in markdown
+    assert "| 2.00 | 3.00 | 0.5000 | 1.0000 |" in markdown
+    # bf16's own row: against ours_fp32 0.67, labels agree on 3 of 4.
+    assert "| 0.67 | — | 0.4970 | 0.7500 |" in markdown
+    assert (
+        "ours_bf16 / onnxruntime_fp32, batch 32: 1.50× (rounds: 1.60, 1.40); "
+        "goal ≥1.5×, met." in markdown
+    )
+    assert (
+        "ours_bf16 dev accuracy − ours_fp32's, batch 1: -0.30 points; "
+        "goal within ±0.5, met." in markdown
+    )
+    assert "ours_int8 dev accuracy" not in markdown  # not run
+    assert (
+        "run as (`served_implementation`): ours_fp32 `streams`, "
+        "ours_fp32_tf_function `streams`, ours_bf16 `serving_graph_bfloat16`."
+        in markdown
+    )
+
+
+def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
+    """ours_fp32_default (the default export) has its own column of ratios
+    and ours_fp32's goals (against ONNX Runtime fp32 and the pipeline), its
+    agreement with ours_fp32's labels; the notes name its `serving_graph`
+    implementation."""
+    records = [
+        _record("ours_fp32", 0, 100.0),
+        _record("ours_fp32", 1, 100.0),
+        _record("ours_fp32_default", 0, 90.0, labels="0111"),
+        _record("ours_fp32_default", 1, 110.0, labels="0111"),
+        _record("onnxruntime_fp32", 0, 100.0),
+        _record("onnxruntime_fp32", 1, 100.0),
+        _record("transformers", 0, 50.0),
+        _record("transformers", 1, 50.0),
+    ]
+    names = [n for n in contestants.CONTESTANTS if n != "ours_bf16"]
+    implementations = {  # as `export_ours` writes them
+        "ours_fp32": "streams",
+        "ours_fp32_default": "serving_graph",
+        "ours_fp32_tf_function": "streams",
+    }
+    markdown = serving.summary_markdown(
+        records,
+        names,
+        {"classifier": "/c.h5", "implementations": implementations},
+    )
+    assert "| ours_fp32 / it | ours_fp32_default / it | dev accuracy |" in (
+        markdown
+    )
+    # Its row: against ours_fp32 1/0.9 and 1/1.1 -> 1.01; 3 of 4 agree.
+    assert "| 1 | ours_fp32_default | — | 100.0 |" in markdown
+    assert "| 1.01 | — | 0.5000 | 0.7500 |" in markdown
+    # ONNX Runtime: 0.9 and 1.1 -> 1.00; the pipeline: 1.8 and 2.2 -> 2.00.
+    assert "| 1.00 | 1.00 | 0.5000 | 1.0000 |" in markdown
+    assert "| 2.00 | 2.00 | 0.5000 | 1.0000 |" in markdown
+    assert (
+        "ours_fp32_default / onnxruntime_fp32, batch 1: 1.00× (rounds: "
+        "0.90, 1.10); goal ≥1×, met." in markdown
+    )
+    assert (
+        "ours_fp32_default / transformers, batch 32: 2.00× (rounds: 1.80, "
+        "2.20); goal ≥2×, met." in markdown
+    )
+    assert (
+        "run as (`served_implementation`): ours_fp32 `streams`, "
+        "ours_fp32_tf_function `streams`, ours_fp32_default `serving_graph`."
+        in markdown
+    )
+    assert serving.OURS_DEFAULT == "ours_fp32_default"
+
+
+def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls(monkeypatch):
+    """Elsewhere it is skipped, and the table and its goal say why."""
+    from keras_bert.serving import bfloat16_cpu
+
+    monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda: {"avx2"})
+    assert contestants.skipped_here(["ours_fp32"]) == {}
+    skipped = contestants.skipped_here(contestants.CONTESTANTS)
+    assert list(skipped) == ["ours_bf16"]
+    assert "avx512_bf16 or amx_bf16" in skipped["ours_bf16"]
+    assert "lists no avx512 or amx flag" in skipped["ours_bf16"]
+    markdown = serving.summary_markdown(
+        [_record("ours_fp32", 0, 100.0)],
+        ["ours_fp32", "ours_bf16"],
+        {"classifier": "/c.h5", "skipped": skipped},
+    )
+    assert (
+        f"| 1 | ours_bf16 | | skipped: {skipped['ours_bf16']} | | | | | |"
+        in markdown
+    )
+    assert "ours_bf16 / it" not in markdown
+    assert (
+        "ours_bf16 / onnxruntime_fp32, batch 1: goal ≥1.5×, not measured: "
+        "ours_bf16 was skipped on this CPU." in markdown
+    )
+    for flags in ({"avx512_bf16"}, {"amx_bf16", "avx2"}):
+        monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda f=flags: f)
+        assert contestants.skipped_here(contestants.CONTESTANTS) == {}
+
+
+def test_our_exports_are_those_the_contestants_serve():
+    assert contestants.exports_of(contestants.CONTESTANTS) == [
+        "ours_fp32",
+        "ours_fp32_default",
+        "ours_int8",
+        "ours_bf16",
+    ]
+    assert contestants.exports_of(["ours_fp32_tf_function", "keras_hub"]) == [
+        "ours_fp32"
+    ]
+    assert contestants.exports_of(["ours_bf16", "ours_int8"]) == [
+        "ours_int8",
+        "ours_bf16",
+    ]
+
+
+def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
+    tmp_path, monkeypatch
+):
+    """`export_ours` writes the default float32 export and the bfloat16
+    one, the manifest names their implementations (`serving_graph`, the
+    default's; `serving_graph_bfloat16`); `load` serves each as ours_fp32
+    is served (a C++ Session), with TF Serving's default pools (no
+    streams). The default export labels every sentence as the model does
+    (float32: top two probabilities at least 1e-3 apart here); the
+    bfloat16 one, those where float32's top two are not within bfloat16's
+    rounding (0.02) of each other."""
+    import keras_bert
+    from keras_bert.serving import bfloat16_cpu
+
+    # The export checks the CPU; the graph runs on any (slower without).
+    monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda: {"avx512_bf16"})
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
+        "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
+    ]  # fmt: skip
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(vocabulary),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    rng = np.random.default_rng(0)  # far from uniform probabilities
+    classifier.set_weights(
+        [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
+    )
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=16
+    )
+    ours = ["ours_fp32_default", "ours_bf16"]
+    manifest = contestants.export_ours(
+        classifier, preprocessor, str(tmp_path), ours, streams=2
+    )
+    assert manifest["implementations"] == {
+        "ours_fp32_default": "serving_graph",
+        "ours_bf16": "serving_graph_bfloat16",
+    }
+    assert manifest["streams"] == {"ours_fp32_default": None, "ours_bf16": None}
+    for name in ours:
+        assert manifest["variables_bytes"][name] > 0
+        assert contestants._thread_counts(name, manifest, 2) == (2, 2)
+    texts = [
+        "the cat sat on the mat", "a dog ran", "", "the dog", "cat cat",
+        "on a mat", "the cat ran on the dog", "sat",
+    ]  # fmt: skip
+    logits = classifier.predict(preprocessor(texts), verbose=0)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    top_two = np.sort(probabilities, axis=-1)[:, -2:]
+    clear = top_two[:, 1] - top_two[:, 0] > 0.02
+    assert clear.sum() >= 4, top_two  # enough sentences to compare
+    assert (top_two[:, 1] - top_two[:, 0]).min() > 1e-3, top_two
+    expected = np.argmax(logits, axis=-1)
+    predicted = contestants.load("ours_fp32_default", manifest, 16, 2)(texts)
+    np.testing.assert_array_equal(predicted, expected)
+    predicted = contestants.load("ours_bf16", manifest, 16, 2)(texts)
+    np.testing.assert_array_equal(predicted[clear], expected[clear])
+
+
 def test_an_unknown_contestant_is_named():
     with pytest.raises(ValueError, match="ours_fp16"):
         contestants.load("ours_fp16", {}, 128, 1)

@@ -188,8 +188,18 @@ def test_cpu_flags_are_the_first_processors(tmp_path, monkeypatch):
     monkeypatch.setattr(bfloat16_cpu, "CPUINFO", str(cpuinfo))
     assert bfloat16_cpu.cpu_flags() == {"fpu", "avx2", "avx512_bf16"}
     bfloat16_cpu.check_bfloat16_cpu()  # passes
+    assert bfloat16_cpu.bfloat16_cpu_problem() is None
     monkeypatch.setattr(bfloat16_cpu, "CPUINFO", str(tmp_path / "missing"))
     assert bfloat16_cpu.cpu_flags() == set()
+    # The sentence the check's error starts with, without its fixes.
+    problem = bfloat16_cpu.bfloat16_cpu_problem()
+    assert problem.endswith(
+        "could not be read: here a bfloat16 export could "
+        "serve slower than float32."
+    )
+    with pytest.raises(ValueError) as raised:
+        bfloat16_cpu.check_bfloat16_cpu()
+    assert str(raised.value).startswith(problem + " Export with")
 
 
 @pytest.mark.parametrize(

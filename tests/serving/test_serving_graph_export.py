@@ -17,6 +17,7 @@ import keras_bert
 from keras_bert.layers.optimizations import ALL
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
+from keras_bert.serving.export import served_implementation
 from tests.helpers import run_saved_model_outside_python
 
 VOCABULARY = [
@@ -115,3 +116,20 @@ def test_without_the_optimization_the_blocks_stay_variables(tmp_path):
     path = export_saved_model(classifier, _preprocessor(), str(tmp_path / "c"))
     assert "FusedBatchNormV3" not in saved_model_op_types(path)
     assert _saved_floats(path) >= classifier.count_params()
+
+
+def test_served_implementation_names_what_each_export_traces():
+    """`served_implementation` says which encoder implementation an export
+    with each option runs, as `export_saved_model` chooses it."""
+    classifier = _classifier()
+    for options, expected in (
+        ({}, "serving_graph"),
+        ({"streams": 2}, "streams"),
+        ({"quantize": "int8"}, "fast"),
+        ({"precision": "bfloat16"}, "serving_graph_bfloat16"),
+    ):
+        assert served_implementation(classifier, **options) == expected
+    names = [name for name in ALL if name != "remapper_serving_graph"]
+    assert served_implementation(_classifier(optimizations=names)) == "fast"
+    with pytest.raises(ValueError, match="streams=2 and precision"):
+        served_implementation(classifier, streams=2, precision="bfloat16")
