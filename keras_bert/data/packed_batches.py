@@ -60,9 +60,21 @@ def pack_texts(texts, preprocessor, batch_size=256):
         .map(pack, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
     )
+    return concatenate_batches(dataset.as_numpy_iterator())
+
+
+def concatenate_batches(batches):
+    """One dict of numpy arrays from dicts of batches, rows in order.
+
+    Args:
+        batches: iterable of dicts of numpy arrays, each a batch of rows.
+
+    Returns:
+        A dict of the same keys, every batch's rows concatenated.
+    """
     parts = {}
-    for features in dataset.as_numpy_iterator():
-        for name, values in features.items():
+    for batch in batches:
+        for name, values in batch.items():
             parts.setdefault(name, []).append(values)
     return {name: np.concatenate(values) for name, values in parts.items()}
 

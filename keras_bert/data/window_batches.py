@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.data.length_grouped_epochs import length_grouped_epochs
+from keras_bert.data.packed_batches import concatenate_batches
 from keras_bert.data.shuffled_epochs import shuffled_epochs
 from keras_bert.data.trim_batch import trim_batch
 
@@ -39,12 +40,11 @@ def pack_windows(texts, cut, batch_size=64):
         .map(cut, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
     )
-    parts = {}
-    for first, windows in enumerate(dataset.as_numpy_iterator()):
-        windows["document"] = windows["document"] + first * batch_size
-        for name, values in windows.items():
-            parts.setdefault(name, []).append(values)
-    return {name: np.concatenate(values) for name, values in parts.items()}
+    return concatenate_batches(
+        # Each call numbers its documents from 0: from the batch's first.
+        dict(windows, document=windows["document"] + index * batch_size)
+        for index, windows in enumerate(dataset.as_numpy_iterator())
+    )
 
 
 def window_batches(
