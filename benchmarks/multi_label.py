@@ -290,6 +290,12 @@ def summarize():
     )
     print(f"\nkeras-bert − torch, micro F1 (best epochs, threshold 0.5): "
           f"{gap:+.2f} points")  # fmt: skip
+    print("\nMicro F1 after each epoch (%):")
+    for contestant, record in records.items():
+        by_epoch = ", ".join(
+            f"{100 * e['micro_f1']:.2f}" for e in record["epochs"]
+        )
+        print(f"  {contestant}: {by_epoch}")
     for contestant, record in records.items():
         print(f"{contestant}: {record['seconds']:.0f} s, load average "
               f"{record['load_average']} at start, {record['machine']}")  # fmt: skip
