@@ -37,6 +37,15 @@ VERSIONS = (
 flags.DEFINE_string(
     "results_file", RESULTS, "The Markdown file the sections go to."
 )
+flags.DEFINE_string(
+    "results_section",
+    None,
+    "The section written instead of the benchmark's own: a second "
+    "machine's run keeps its own records and section (e.g. "
+    "--output_dir=benchmarks/serving_xeon --results_section=serving_xeon).",
+)
+# The CPU features that decide which kernels run, named in the machine line.
+CPU_FEATURES = ("amx_bf16", "amx_int8", "avx512_bf16", "avx512_vnni", "avx512f")
 
 
 # === Data ===
@@ -117,7 +126,23 @@ def machine_description():
             versions.append(f"{package} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
             pass
+    features = cpu_features()
+    if features:
+        model += f" ({' '.join(features)})"
     return f"{model}, {os.cpu_count()} cores; " + ", ".join(versions)
+
+
+def cpu_features():
+    """Which of `CPU_FEATURES` /proc/cpuinfo lists (empty where unreadable):
+    two CPUs with one model name ("Intel(R) Xeon(R) Processor") can differ
+    in them, and the speed ratios with them."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags_line = re.search(r"^flags\s*:(.*)$", f.read(), re.M)
+    except OSError:
+        return []
+    found = set(flags_line.group(1).split()) if flags_line else set()
+    return [feature for feature in CPU_FEATURES if feature in found]
 
 
 def cores(machine):
@@ -384,10 +409,29 @@ def context_note(records):
     return lines + machines
 
 
+def section_flags(default_output_dir):
+    """The `--output_dir`/`--results_section` flags of a run that kept its
+    own records and section (a second machine's), as a command names them;
+    empty for the benchmark's own."""
+    named = ""
+    if not flags.FLAGS.is_parsed() or "output_dir" not in flags.FLAGS:
+        return named
+    output_dir = flags.FLAGS["output_dir"].value
+    if output_dir and os.path.abspath(output_dir) != os.path.abspath(
+        default_output_dir
+    ):
+        named += f" --output_dir={os.path.relpath(output_dir, REPO)}"
+    if flags.FLAGS.results_section:
+        named += f" --results_section={flags.FLAGS.results_section}"
+    return named
+
+
 def publish(section, markdown, path=None):
     """Prints a race's `markdown` and writes it as `section` of `path`
     (`update_results`); with no `section` (a partial run), prints only."""
     print(markdown)
+    if section and flags.FLAGS.is_parsed() and flags.FLAGS.results_section:
+        section = flags.FLAGS.results_section
     if section:
         update_results(section, markdown, path)
 

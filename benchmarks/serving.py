@@ -434,7 +434,7 @@ def summary_markdown(records, names, exports=None):
             " Our exports' encoder blocks run as (`served_implementation`): "
             + common.listed(
                 f"{name} `{implementations[name]}`"
-                for name in contestants.CONTESTANTS
+                for name in names
                 if name in implementations
             )
             + "."
@@ -452,15 +452,22 @@ def summary_markdown(records, names, exports=None):
         )
     command = (
         f"python benchmarks/serving.py --classifier={exports.get('classifier', 'DIR')} "
-        f"--rounds={len(rounds)}"
+        + (
+            f"--contestants={','.join(names)} "
+            if names != list(contestants.CONTESTANTS)
+            else ""
+        )
+        + f"--rounds={len(rounds)}"
         + (f" --sentences={sentences}" if sentences < SST2_DEV_SIZE else "")
         + (
             f" --peer_threads={','.join(map(str, counts))}"
             if swept and counts != [1, 2]
             else ""
         )
+        + common.section_flags(OUTPUT_DIR)
     )
-    return f"""## Serving: our SavedModel against transformers, ONNX Runtime, keras-hub
+    cpu = machine.split(",")[0]
+    return f"""## Serving: our SavedModel against transformers, ONNX Runtime, keras-hub ({cpu})
 
 `{command}` (what each contestant runs: the script's docstring).
 MiniLM-L6-H384 fine-tuned on SST-2 by `recipes/glue.py`, the same weights

@@ -110,10 +110,13 @@ def test_summary_table_ratios_goals_and_unavailable():
     )
     # The load averages' range, and what it says on the records' 2 cores.
     assert "jobs: 1.00 to 4.00; up to 4.0 on 2 cores: other" in markdown
-    assert "`python benchmarks/serving.py --classifier=/c.h5 --rounds=2 " in (
-        markdown
-    )
+    # The command names the contestants that ran, being fewer than all.
+    assert (
+        "`python benchmarks/serving.py --classifier=/c.h5 --contestants="
+        "ours_fp32,ours_int8,onnxruntime_fp32,transformers --rounds=2 "
+    ) in markdown
     assert "--sentences=4`" in markdown
+    assert "keras-hub (AMD EPYC)\n" in markdown  # the CPU in the title
     assert "optimizer fused: 6 Attention." in markdown
 
 
@@ -220,9 +223,11 @@ def test_the_table_shows_ours_bf16_against_the_peers_and_ours_fp32():
     assert "ours_int8 dev accuracy" not in markdown  # not run
     assert (
         "run as (`served_implementation`): ours_fp32 `streams`, "
-        "ours_fp32_tf_function `streams`, ours_bf16 `serving_graph_bfloat16`."
+        "ours_bf16 `serving_graph_bfloat16`."
         in markdown
     )
+    # Only the exports that served: ours_fp32_tf_function did not run.
+    assert "ours_fp32_tf_function `streams`" not in markdown
 
 
 def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
@@ -270,9 +275,11 @@ def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
     )
     assert (
         "run as (`served_implementation`): ours_fp32 `streams`, "
-        "ours_fp32_tf_function `streams`, ours_fp32_default `serving_graph`."
+        "ours_fp32_default `serving_graph`."
         in markdown
     )
+    # Only the exports that served: ours_fp32_tf_function did not run.
+    assert "ours_fp32_tf_function `streams`" not in markdown
     assert serving.OURS_DEFAULT == "ours_fp32_default"
 
 
