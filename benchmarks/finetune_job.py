@@ -31,6 +31,13 @@ default; benchmarks/finetune_job/):
                  warmup then linear decay, clipping to norm 1.0, dropout
                  0.1); the dev sentences predicted in batches of 64
                  sorted by length.
+  recipe_bf16    the recipe with `--mixed_precision=mixed_bfloat16`
+                 (Keras' policy: bfloat16 compute, float32 weights).
+  torch_grouped_bf16  torch_grouped with its forward passes (training and
+                 prediction) under `torch.autocast("cpu", bfloat16)`, what
+                 the Trainer's `bf16=True` does on a CPU. The issue allows
+                 bfloat16 as an option on a CPU with AMX, compared bfloat16
+                 to bfloat16: the table pairs it with recipe_bf16.
 `--race=lora` (SST-2 through the recipe; benchmarks/lora_finetune/): full
   (every weight, 2e-5), lora (`--lora_rank=8 --learning_rate=5e-4`: the
   backbone frozen, rank-8 LoRA on q|k|v and the head; the LoRA paper's
@@ -66,7 +73,7 @@ RACES = {
     "tools": (
         "finetune_job",
         "recipe keras_hub hf_trainer hf_trainer_grouped keras_hub_xla "
-        "torch_grouped",
+        "torch_grouped recipe_bf16 torch_grouped_bf16",
     ),
     "lora": ("lora_finetune", "full lora lora_lr1e-3"),
     "raw_text": ("raw_text_fit", "recipe raw_text"),
@@ -74,6 +81,7 @@ RACES = {
 # The recipe flags of each contestant that runs the recipe.
 RECIPES = {
     "recipe": {},
+    "recipe_bf16": {"mixed_precision": "mixed_bfloat16"},
     "full": {"lora_rank": 0, "learning_rate": 2e-5},
     "lora": {"lora_rank": 8, "learning_rate": 5e-4},
     "lora_lr1e-3": {"lora_rank": 8, "learning_rate": 1e-3},
@@ -272,8 +280,9 @@ def padded_batch(encoded, rows, labels=None):
     return batch
 
 
-def run_torch_grouped():
-    """The plain PyTorch loop on length-grouped batches: the job's record."""
+def run_torch_grouped(precision="float32"):
+    """The plain PyTorch loop on length-grouped batches: the job's record
+    (`precision` "mixed_bfloat16": the forward passes under autocast)."""
     import numpy as np
     import torch
     import transformers
@@ -298,9 +307,13 @@ def run_torch_grouped():
     def evaluate(epoch):
         eval_start.append(time.time())
         dev_lengths = np.array([len(ids) for ids in dev["input_ids"]])
+        def logits(rows):
+            with torch_loop.autocast(precision):
+                return model(**padded_batch(dev, rows)).logits.float().numpy()
+
         outputs = torch_loop.predict(
             model,
-            lambda rows: model(**padded_batch(dev, rows)).logits.numpy(),
+            logits,
             len(dev_lengths), settings["eval_batch_size"],
             order=np.argsort(-dev_lengths, kind="stable"),
         )  # fmt: skip
@@ -309,10 +322,14 @@ def run_torch_grouped():
             predicted[rows] = logits.argmax(-1)
         return {"correct": predicted == np.asarray(dev_labels)}
 
+    def step_loss(rows):
+        with torch_loop.autocast(precision):
+            return model(**padded_batch(train, rows, labels)).loss
+
     run = torch_loop.fine_tune(
         model, settings, len(lengths),
         lambda epoch: grouped_order(lengths, settings["batch_size"], generator),
-        lambda rows: model(**padded_batch(train, rows, labels)).loss,
+        step_loss,
         evaluate=evaluate, log_every=50,
     )  # fmt: skip
     (epoch,) = run["epochs"]
@@ -384,7 +401,11 @@ WORKERS = {
     "hf_trainer": run_hf_trainer,
     "hf_trainer_grouped": lambda: run_hf_trainer(group_by_length=True),
     "torch_grouped": run_torch_grouped,
+    "torch_grouped_bf16": lambda: run_torch_grouped("mixed_bfloat16"),
 }
+# Who each contestant is paired with in the ratios: the recipe at its
+# precision.
+PAIRED_WITH = {"torch_grouped_bf16": "recipe_bf16"}
 
 
 def run_job(contestant, k, task="sst2", env=None):
@@ -441,14 +462,19 @@ def tools_summary(records):
     ]
     ratios = [
         "\nPaired ratios to the recipe (per round, the same seed; >1: the "
-        "recipe is faster):\n",
-        "| contestant | rounds | training examples/s (recipe / peer) | total "
-        "job time (peer / recipe) | per round (training; total) |",
-        "|---|---|---|---|---|",
+        "recipe is faster; a bfloat16 peer is paired with recipe_bf16):\n",
+        "| contestant | paired with | rounds | training examples/s (ours / "
+        "peer) | total job time (peer / ours) | per round (training; total) |",
+        "|---|---|---|---|---|---|",
     ]
-    names = RACES["tools"][1].split()
-    paired = common.paired_values(records, "recipe", names)
-    for contestant, rounds, values in paired:
+    paired = []
+    for name in RACES["tools"][1].split():
+        reference = PAIRED_WITH.get(name, "recipe")
+        paired += [
+            (reference, *p)
+            for p in common.paired_values(records, reference, [name])
+        ]
+    for reference, contestant, rounds, values in paired:
         accuracy = values(contestant, "dev_accuracy")
         spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
         medians = [f"{np.median(values(contestant, k)):.1f}" for k in keys]
@@ -457,23 +483,32 @@ def tools_summary(records):
             f"| {np.mean(accuracy):.4f} ± {spread:.4f} "
             f"| {common.listed(accuracy, '{:.4f}')} |"
         )
-        if contestant != "recipe":
-            train = values("recipe", keys[0]) / values(contestant, keys[0])
-            total = values(contestant, keys[3]) / values("recipe", keys[3])
+        if contestant != reference:
+            train = values(reference, keys[0]) / values(contestant, keys[0])
+            total = values(contestant, keys[3]) / values(reference, keys[3])
             each = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
             ratios.append(
-                f"| {contestant} | {common.listed(rounds)} "
+                f"| {contestant} | {reference} | {common.listed(rounds)} "
                 f"| {np.median(train):.2f} | {np.median(total):.2f} | {each} |"
             )
     commands, *context = common.context_note(records)
     first = records[("recipe", min(r for _, r in records))]
-    xla = ", keras_hub_xla only keras-hub's `jit_compile` (True)"
-    grouped = (
-        "; torch_grouped is a plain PyTorch loop on the Trainer's "
-        "length-grouped batches with the recipe's settings (issue 38's "
-        "peer: goal ≥1.3× in total job time)"
-    )
-    ran = [name for name, *_ in paired]
+    ran = [name for _, name, *_ in paired]
+    notes = {
+        "keras_hub": "The goal's peers are keras_hub and hf_trainer (each "
+        "tool's defaults); hf_trainer_grouped changes only the Trainer's "
+        "batching.",
+        "keras_hub_xla": "keras_hub_xla changes only keras-hub's "
+        "`jit_compile` (True).",
+        "torch_grouped": "torch_grouped is a plain PyTorch loop on the "
+        "Trainer's length-grouped batches with the recipe's settings (issue "
+        "38's peer: goal ≥1.3× in total job time).",
+        "torch_grouped_bf16": "recipe_bf16 and torch_grouped_bf16 are the "
+        "two with bfloat16 compute (Keras' mixed_bfloat16; torch.autocast), "
+        "compared with each other.",
+    }
+    if "hf_trainer" in ran:
+        ran.append("keras_hub")
     return [
         "The whole SST-2 fine-tuning job, TSV files to dev accuracy "
         f"({commands}; see the script's docstring for what each contestant "
@@ -481,12 +516,8 @@ def tools_summary(records):
         "examples, sequence 128, batch 32, lr 2e-5, 1 epoch; medians over the "
         "rounds each row names, each round alternating its contestants "
         "(round k: seed k for every contestant), each job a fresh process; "
-        "each peer is paired with the recipe's job of the same round. The "
-        "goal's peers are keras_hub and hf_trainer (each tool's defaults); "
-        "hf_trainer_grouped changes only the Trainer's batching"
-        + xla * ("keras_hub_xla" in ran)
-        + grouped * ("torch_grouped" in ran)
-        + ".",
+        "each peer is paired with the recipe's job of the same round. "
+        + " ".join(note for name, note in notes.items() if name in ran),
         *context,
         "",
         *rows,

@@ -98,6 +98,26 @@ def test_the_tools_table_pairs_the_pytorch_loop_with_the_recipe():
         ("torch_grouped", 0): _record("torch_grouped", 0, 90.0, 100.0, 0.84),
     }
     text = "\n".join(finetune_job.tools_summary(records))
-    assert "| torch_grouped | 0 | 1.50 | 1.25 | 1.50, 1.25 |" in text
+    assert "| torch_grouped | recipe | 0 | 1.50 | 1.25 | 1.50, 1.25 |" in text
     assert "| torch_grouped | 0 | 76.9 | 90.0 | 5.0 | 100.0 | 0.8400" in text
     assert "torch_grouped is a plain PyTorch loop" in text
+    assert "recipe_bf16 and torch_grouped_bf16" not in text
+
+
+def test_the_bfloat16_pytorch_loop_is_paired_with_the_bfloat16_recipe():
+    records = {
+        ("recipe", 0): _record("recipe", 0, 60.0, 80.0, 0.83),
+        ("recipe_bf16", 0): _record("recipe_bf16", 0, 30.0, 50.0, 0.83),
+        ("torch_grouped_bf16", 0): _record(
+            "torch_grouped_bf16", 0, 45.0, 75.0, 0.84
+        ),
+    }
+    text = "\n".join(finetune_job.tools_summary(records))
+    # Against recipe_bf16 (45/30, 75/50), not the float32 recipe (45/60).
+    assert "| torch_grouped_bf16 | recipe_bf16 | 0 | 1.50 | 1.50 |" in text
+    # The bfloat16 recipe against the float32 one: what bfloat16 buys.
+    assert "| recipe_bf16 | recipe | 0 | 0.50 | 0.62 |" in text
+    assert "recipe_bf16 and torch_grouped_bf16 are the two" in text
+    assert finetune_job.RECIPES["recipe_bf16"] == {
+        "mixed_precision": "mixed_bfloat16"
+    }
