@@ -26,14 +26,16 @@ dev sentences as a competent user runs it:
   ours_fp32_default our float32 export as `export_saved_model` writes it by
                     default (no streams, no quantize: the blocks'
                     `serving_graph` implementation, their weights constants
-                    of the graph), in a Session, both pools at `--threads`
+                    of the graph), in a Session, both pools at each
+                    count of `--peer_threads` (below)
   ours_int8         our export with `quantize="int8"` (the blocks' `fast`
                     implementation on int8 weights; no streams: they split
-                    float weights), in a Session, both pools at `--threads`
+                    float weights), in a Session, both pools at each
+                    count of `--peer_threads`
   ours_bf16         our export with `precision="bfloat16"` (the blocks'
                     `serving_graph_bfloat16` implementation: their dense
                     matmuls in bfloat16; no streams), in a Session, both
-                    pools at `--threads`. Only on a CPU with AVX512-BF16
+                    pools at each count of `--peer_threads`. Only on a CPU with AVX512-BF16
                     or AMX (`avx512_bf16` or `amx_bf16` in /proc/cpuinfo):
                     elsewhere skipped, the table says why
   transformers      `pipeline("text-classification")` on the Hugging Face
@@ -49,16 +51,20 @@ dev sentences as a competent user runs it:
 
 Which implementation each of our exports runs is read from the library
 (`keras_bert.serving.export.served_implementation`) into the manifest and
-the table's notes. The peers run at their best: transformers and both ONNX Runtime
-contestants run once per intra-op thread count of `--peer_threads`
-(`torch.set_num_threads`, `SessionOptions.intra_op_num_threads`; jobs
-`<name>_<n>_threads`, each its own fresh process every round), and the
-table reports, per batch size, the count with the most examples/s (median
-over the rounds), the ratios paired with that count's jobs. Ours runs as
-`saved_models/README.md` documents for TF Serving: the streams export on
-one intra-op thread and an inter-op thread per stream, the default
-float32, int8 and bfloat16 exports (no streams) with TF Serving's default
-pools (both at the core count).
+the table's notes. Every contestant runs at its best: transformers and
+both ONNX Runtime contestants run once per intra-op thread count of
+`--peer_threads` (`torch.set_num_threads`,
+`SessionOptions.intra_op_num_threads`), and our exports without streams
+once per count of both TensorFlow pools (TF Serving's
+`--tensorflow_intra_op_parallelism` and
+`--tensorflow_inter_op_parallelism`: with 2 cores, one thread each serves
+one short request fastest, TensorFlow's default of the core count serves
+batches fastest, `saved_models/README.md`); jobs `<name>_<n>_threads`,
+each its own fresh process every round. The table reports, per batch
+size, the count with the most examples/s (median over the rounds), the
+ratios paired with that count's jobs. The streams export runs as
+`saved_models/README.md` documents for it: one intra-op thread and an
+inter-op thread per stream.
 
 Per request, the wall time from the strings to the class ids; the first
 `--warmup` requests and the last one (its own shape) go once untimed first.
@@ -306,7 +312,7 @@ def summary_markdown(records, names, exports=None):
 
     blank = "| " * len(columns)
     rows = [
-        "| batch | contestant | intra-op threads | examples/s | p50 ms | p99 ms "
+        "| batch | contestant | threads | examples/s | p50 ms | p99 ms "
         + "".join(f"| {name} / it " for name in columns)
         + f"| dev accuracy | agrees with {OURS} |",
         "|---|---|---|---|---|---|" + "---|" * (len(columns) + 2),
@@ -366,7 +372,7 @@ def summary_markdown(records, names, exports=None):
     if swept:
         sweep = [
             "",
-            "Each swept peer at every thread count (examples/s, median over "
+            "Each swept contestant at every thread count (examples/s, median over "
             "the rounds; the best, in bold, is the row above):",
             "",
             "| batch | contestant | "
@@ -443,12 +449,26 @@ def summary_markdown(records, names, exports=None):
         sizes = exports["variables_bytes"].items()
         facts += f" `variables/` of our exports: {common.listed(f'{k} {v / 2**20:.1f} MiB' for k, v in sizes)}."
     if swept:
+        ours_swept = [name for name in swept if name.startswith("ours")]
         facts += (
-            f" {common.listed(swept)} ran at {common.listed(counts)} intra-op "
-            "threads, each count its own job every round; each row shows the "
-            "count with the most examples/s at that batch size, the ratios "
-            "paired with its jobs. Ours: the TF Serving settings "
-            "`saved_models/README.md` documents (the script's docstring)."
+            f" {common.listed(swept)} ran at {common.listed(counts)} "
+            "threads (a peer's intra-op threads; both of TensorFlow's pools "
+            "for ours, as TF Serving's `--tensorflow_intra_op_parallelism` "
+            "and `--tensorflow_inter_op_parallelism` set them), each count "
+            "its own job every round; each row shows the count with the most "
+            "examples/s at that batch size, the ratios paired with its jobs."
+            + (
+                f" {OURS}: one intra-op thread and an inter-op thread per "
+                "stream, as `saved_models/README.md` documents."
+                if OURS in names
+                else ""
+            )
+            + (
+                ""
+                if ours_swept
+                else " Ours: the TF Serving settings `saved_models/README.md` "
+                "documents (the script's docstring)."
+            )
         )
     command = (
         f"python benchmarks/serving.py --classifier={exports.get('classifier', 'DIR')} "

@@ -39,9 +39,21 @@ OURS_EXPORTS = {
     "ours_bf16": {"precision": "bfloat16"},
 }
 BFLOAT16 = "ours_bf16"
-# The peers `benchmarks/serving.py` runs at each of several intra-op thread
-# counts, reporting each one's best (issue 38: peers at their best).
-THREAD_SWEPT = ("transformers", "onnxruntime_fp32", "onnxruntime_int8")
+# The contestants `benchmarks/serving.py` runs at each of several thread
+# counts, reporting each one's best per batch size (issue 38: peers at
+# their best): the peers' intra-op threads, and both of TensorFlow's pools
+# (TF Serving's `--tensorflow_intra_op_parallelism` and
+# `--tensorflow_inter_op_parallelism`) for our exports without streams,
+# whose best setting depends on the request's size (`saved_models/
+# README.md`). The streams export keeps its one documented setting.
+THREAD_SWEPT = (
+    "transformers",
+    "onnxruntime_fp32",
+    "onnxruntime_int8",
+    "ours_fp32_default",
+    "ours_int8",
+    "ours_bf16",
+)
 THREAD_SUFFIX = "_threads"
 
 
@@ -59,7 +71,8 @@ def thread_variants(names, counts):
 
 
 def thread_setting(job, threads):
-    """`(contestant, intra-op threads)` of a job name of `thread_variants`:
+    """`(contestant, threads)` of a job name of `thread_variants` (a
+    peer's intra-op threads; both pools of our exports):
     `("onnxruntime_fp32", 1)` for `onnxruntime_fp32_1_threads`; a plain
     contestant name runs at `threads`."""
     if job.endswith(THREAD_SUFFIX):
@@ -308,8 +321,8 @@ def load(name, manifest, sequence_length, threads):
 def _thread_counts(name, manifest, threads):
     """(intra-op, inter-op) threads: an export with streams is served as
     `export_saved_model` says, one intra-op thread and an inter-op thread
-    per stream; others with TensorFlow's defaults, both pools at `threads`.
-    """
+    per stream; others with both pools at `threads` (TensorFlow's default
+    is the core count; the sweep runs each count of `--peer_threads`)."""
     streams = manifest.get("streams", {}).get(name)
     return (1, streams) if streams else (threads, threads)
 

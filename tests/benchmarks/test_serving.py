@@ -121,10 +121,15 @@ def test_summary_table_ratios_goals_and_unavailable():
 
 
 def test_swept_peers_run_once_per_thread_count():
-    names = ["ours_fp32", "onnxruntime_int8", "transformers", "keras_hub"]
+    names = [
+        "ours_fp32", "ours_bf16", "onnxruntime_int8", "transformers",
+        "keras_hub",
+    ]  # fmt: skip
     jobs = contestants.thread_variants(names, ["1", "2"])
     assert jobs == [
-        "ours_fp32",
+        "ours_fp32",  # streams: its one documented setting
+        "ours_bf16_1_threads",  # both pools at 1, then at 2
+        "ours_bf16_2_threads",
         "onnxruntime_int8_1_threads",
         "onnxruntime_int8_2_threads",
         "transformers_1_threads",
@@ -132,6 +137,11 @@ def test_swept_peers_run_once_per_thread_count():
         "keras_hub",
     ]
     assert contestants.thread_variants(names, []) == names
+    # Both of TF Serving's pools at the swept count; streams: 1 and one
+    # inter-op thread per stream.
+    manifest = {"streams": {"ours_fp32": 2}}
+    assert contestants._thread_counts("ours_bf16", manifest, 1) == (1, 1)
+    assert contestants._thread_counts("ours_fp32", manifest, 1) == (1, 2)
     assert contestants.thread_setting("transformers_2_threads", 4) == (
         "transformers",
         2,
@@ -169,7 +179,7 @@ def test_the_table_shows_each_swept_peer_at_its_best_count():
     assert "onnxruntime_fp32, batch 32: 1.60× (rounds: 1.60, 1.60)" in markdown
     assert "| 1 | onnxruntime_fp32 | **50.0** | 40.0 |" in markdown
     assert "| 32 | onnxruntime_fp32 | 1600.0 | **2000.0** |" in markdown
-    assert "onnxruntime_fp32 ran at 1, 2 intra-op threads" in markdown
+    assert "onnxruntime_fp32 ran at 1, 2 threads (a peer's intra-op" in markdown
     assert "--peer_threads" not in markdown  # the default counts
 
 
