@@ -1,7 +1,7 @@
 """Data: pre-training corpora, instances, masking and inputs.
 
 Also what every fine-tuning task shares (`pack_texts`, `packed_batches`,
-`shuffled_epochs`, `trim_batch`). Each task's
+`predict_packed`, `shuffled_epochs`, `trim_batch`). Each task's
 own data reading lives with the task, in `keras_bert.fine_tuning.<task>`.
 """
 
@@ -15,6 +15,7 @@ from keras_bert.data.no_duplicates_batches import no_duplicates_batches
 from keras_bert.data.no_duplicates_batches import no_duplicates_epochs
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
+from keras_bert.data.packed_batches import predict_packed
 from keras_bert.data.pretraining_dataset import parse_pretraining_example
 from keras_bert.data.pretraining_dataset import pretraining_dataset_from_text
 from keras_bert.data.pretraining_dataset import (
@@ -43,6 +44,7 @@ __all__ = [
     "pack_texts",
     "packed_batches",
     "parse_pretraining_example",
+    "predict_packed",
     "pretraining_dataset_from_text",
     "pretraining_dataset_from_tfrecords",
     "read_documents",

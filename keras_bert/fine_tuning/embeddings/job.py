@@ -5,6 +5,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert.data.no_duplicates_batches import no_duplicates_epochs
+from keras_bert.data.packed_batches import predict_packed
 from keras_bert.data.trim_batch import trim_batch
 from keras_bert.fine_tuning.embeddings.metrics import retrieval_metrics
 from keras_bert.fine_tuning.embeddings.metrics import sts_spearman
@@ -34,19 +35,8 @@ def encode_texts(embedder, preprocessor, texts, batch_size=64):
     features = {
         name: np.asarray(value) for name, value in preprocessor(texts).items()
     }
-    # Longest first: each batch is cut to its own longest row.
-    order = np.argsort(-features["padding_mask"].sum(axis=1), kind="stable")
-    dataset = (
-        tf.data.Dataset.from_tensor_slices(
-            {name: value[order] for name, value in features.items()}
-        )
-        .batch(batch_size)
-        .map(trim_batch)
-    )
-    embeddings = np.asarray(embedder.predict(dataset, verbose=0), np.float32)
-    result = np.empty_like(embeddings)
-    result[order] = embeddings
-    return result
+    embeddings = predict_packed(embedder, features, batch_size)
+    return np.asarray(embeddings, np.float32)
 
 
 class EmbeddingFineTuning(FineTuningJob):

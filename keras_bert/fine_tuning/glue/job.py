@@ -5,6 +5,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from keras_bert.data.packed_batches import predict_packed
 from keras_bert.fine_tuning.glue.dataset import glue_dataset
 from keras_bert.fine_tuning.glue.dataset import preprocess_glue_splits
 from keras_bert.fine_tuning.glue.loader import load_glue
@@ -146,11 +147,8 @@ class GlueFineTuning(FineTuningJob):
         features = self._packed()["eval"]
         results = {}
         for split, examples in self.eval_sets.items():
-            outputs = model.predict(
-                glue_dataset(
-                    features[split], examples["label"], self.eval_batch_size
-                ),
-                verbose=0,
+            outputs = predict_packed(
+                model, features[split], self.eval_batch_size
             )
             results[split] = compute_glue_metrics(
                 self.train_task, examples["label"], outputs
@@ -162,10 +160,7 @@ class GlueFineTuning(FineTuningJob):
         for (task, split, examples), features in zip(
             self.test_sets, self._packed()["test"]
         ):
-            outputs = model.predict(
-                glue_dataset(features, examples["label"], self.eval_batch_size),
-                verbose=0,
-            )
+            outputs = predict_packed(model, features, self.eval_batch_size)
             path = write_glue_submission(
                 task,
                 split,
