@@ -4,21 +4,24 @@ int8 kernels.
 The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head:
 speed does not depend on the head's values), profiled two ways:
 
---threads  the export as it is and with `streams=2`, `predict_ids` run as
+--threads  the export as it is, with `streams=2` and (on a CPU with
+           AVX512-BF16 or AMX) with `precision="bfloat16"`, `predict_ids` run as
            TF Serving runs it (a C++ Session, one `Session::Run` a
            request) on SST-2-sized requests (`SHAPES`; it prints the mean
            width of SST-2 dev's requests trimmed to their longest row), in
            a fresh process per thread setting (TensorFlow fixes its pools
            at start-up): intra-op and inter-op threads (1, 1), (2, 2) and
            (1, 2); p50 milliseconds. `--trace` also traces `--calls`
-           batch-1 requests at (1, 2) (TensorFlow's step stats): op time
-           per op type, the matmuls' share, the ops run.
+           batch-1 requests at each `--trace_at` setting (default 1,2;
+           TensorFlow's step stats): op time per op type, the matmuls'
+           share, the ops run.
 --matmul   MiniLM's dense shapes at 128 and 4096 rows: float32, Keras' own
            int8 (`ops.matmul(int8, int8)` on per-row quantized inputs),
            TensorFlow's oneDNN int8 kernel (`keras_bert.layers.int8_matmul`)
            and int8 weights dequantized before a float32 matmul.
 
-    python benchmarks/serving_profile.py --threads [--trace] [--calls=100]
+    python benchmarks/serving_profile.py --threads [--trace] [--calls=100] \
+        [--trace_at=1,1 --trace_at=1,2]
     python benchmarks/serving_profile.py --matmul
 """
 
@@ -38,6 +41,9 @@ from benchmarks import common  # noqa: E402
 
 flags.DEFINE_bool("threads", False, "Time the thread settings and streams.")
 flags.DEFINE_bool("trace", False, "With --threads: where the op time goes.")
+flags.DEFINE_multi_string(
+    "trace_at", ["1,2"], "With --trace: the `intra,inter` settings traced."
+)
 flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
 flags.DEFINE_string("work_dir", "/tmp/keras_bert_serving_profile", "Exports.")
 flags.DEFINE_string("worker", None, "Internal: `intra,inter` of a worker.")
@@ -110,7 +116,7 @@ def thread_worker(intra, inter, paths):
                 f"{width}: p50 {np.median(times) * 1e3:.2f} ms",
                 flush=True,
             )
-        if FLAGS.trace and (intra, inter) == (1, 2):
+        if FLAGS.trace and f"{intra},{inter}" in FLAGS.trace_at:
             print_op_times(session, output, feeds[1], name, SHAPES[1])
         session.close()
 
@@ -147,13 +153,17 @@ def print_op_times(session, output, feed, name, width):
 
 def profile_threads():
     import keras_bert
+    from keras_bert.serving.bfloat16_cpu import bfloat16_cpu_problem
 
     (model, preprocessor), paths = classifier(), {}
-    for name, streams in (("as is", None), ("2 streams", 2)):
+    exports = [("as is", {}), ("2 streams", {"streams": 2})]
+    if bfloat16_cpu_problem() is None:  # AVX512-BF16 or AMX
+        exports.append(("bfloat16", {"precision": "bfloat16"}))
+    for name, options in exports:
         directory = os.path.join(FLAGS.work_dir, name.replace(" ", "_"))
         shutil.rmtree(directory, ignore_errors=True)
         paths[name] = keras_bert.serving.export_saved_model(
-            model, export_dir=directory, streams=streams
+            model, export_dir=directory, **options
         )
     widths = trimmed_widths(preprocessor)
     print(f"SST-2 dev's mean trimmed width at batch 1 and 32: {widths}")
@@ -165,6 +175,7 @@ def profile_threads():
             __file__,
             f"--worker={intra},{inter}",
             *common.flag_values("calls", "work_dir", "trace"),
+            *[f"--trace_at={setting}" for setting in FLAGS.trace_at],
         )
         print(common.run_process(command)[0].stdout, end="", flush=True)
     print("load average after:", os.getloadavg()[0])
