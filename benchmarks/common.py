@@ -409,16 +409,21 @@ def context_note(records):
     return lines + machines
 
 
-def section_flags(default_output_dir):
+def section_flags(default_output_dir=None):
     """The `--output_dir`/`--results_section` flags of a run that kept its
     own records and section (a second machine's), as a command names them;
-    empty for the benchmark's own."""
+    empty for the benchmark's own (or a script without `--output_dir`:
+    `default_output_dir` `None`)."""
     named = ""
-    if not flags.FLAGS.is_parsed() or "output_dir" not in flags.FLAGS:
+    if not flags.FLAGS.is_parsed():
         return named
-    output_dir = flags.FLAGS["output_dir"].value
-    if output_dir and os.path.abspath(output_dir) != os.path.abspath(
+    output_dir = (
+        flags.FLAGS["output_dir"].value if "output_dir" in flags.FLAGS else None
+    )
+    if (
         default_output_dir
+        and output_dir
+        and os.path.abspath(output_dir) != os.path.abspath(default_output_dir)
     ):
         named += f" --output_dir={os.path.relpath(output_dir, REPO)}"
     if flags.FLAGS.results_section:

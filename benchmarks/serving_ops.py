@@ -402,8 +402,10 @@ def main(argv):
             + "; "
             + common.load_note(loads, common.cores(machine))
         )
-    command = "python benchmarks/serving_ops.py " + " ".join(
-        common.flag_values("rounds", "sentences")
+    command = (
+        "python benchmarks/serving_ops.py "
+        + " ".join(common.flag_values("rounds", "sentences"))
+        + common.section_flags()
     )
     lines += ["", f"Command: `{command}`. Machine: {machine}."]
     for name in VARIANTS:
