@@ -28,8 +28,10 @@ dev sentences as a competent user runs it:
                     `serving_graph` implementation, their weights constants
                     of the graph), in a Session, both pools at each
                     count of `--peer_threads` (below)
-  ours_int8         our export with `quantize="int8"` (the blocks' `fast`
-                    implementation on int8 weights; no streams: they split
+  ours_int8         our export with `quantize="int8"` (the blocks'
+                    `serving_graph_int8` implementation: `serving_graph`'s
+                    forms with oneDNN's int8 matmul on int8 constants; no
+                    streams: they split
                     float weights), in a Session, both pools at each
                     count of `--peer_threads`
   ours_bf16         our export with `precision="bfloat16"` (the blocks'

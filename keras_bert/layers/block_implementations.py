@@ -7,6 +7,10 @@ the block's own weights and returns `(outputs, attention_probabilities)`:
 - `streams`: inference as parallel chains of heads and feed-forward
   units (`keras_bert.layers.stream_layout`). Selected at inference when
   the block has `streams` and float weights.
+- `serving_graph_int8`: `serving_graph` with its four dense matmuls on
+  int8 weights, on TensorFlow's oneDNN int8 kernel. Selected where
+  `serving_graph` would be, for a block with int8 weights
+  (`export_saved_model(quantize="int8")`).
 - `serving_graph_bfloat16`: `serving_graph` with its four dense matmuls
   in bfloat16 (attention, softmax, LayerNorms and outputs in the compute
   dtype). Selected where `serving_graph` is, in a serving trace with
@@ -62,6 +66,7 @@ from keras_bert.layers import fused_ops
 from keras_bert.layers import remapper_forms as forms
 from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
+from keras_bert.layers.int8_matmul import int8_matmul
 from keras_bert.layers.stream_layout import stream_layout
 
 
@@ -77,6 +82,9 @@ class Conditions(NamedTuple):
     serving_graph: bool
     # a serving trace for bfloat16 matmuls (its `matmul_dtype`)
     bfloat16_matmuls: bool
+    # the dense layers hold int8 weights that run on oneDNN's int8 kernel
+    # (`Int8Dense`'s inference; not a weight-only quantization)
+    onednn_int8: bool
 
 
 class BlockCall(NamedTuple):
@@ -295,6 +303,12 @@ def serving_graph(block, call, matmul_dtype=None):
     weights constants of the graph in a frozen serving trace. Only the
     query rows with `call.query_positions`.
 
+    With int8 weights (`call.int8`, the row `serving_graph_int8`), the
+    four dense matmuls run on TensorFlow's oneDNN int8 kernel
+    (`keras_bert.layers.int8_matmul`, each input row quantized over its own
+    largest magnitude, as `Int8Dense` does) on int8 constants, their
+    bias, GELU and residual after it.
+
     With `matmul_dtype` (`"bfloat16"`), the four dense matmuls run in it,
     on weights in it, with their bias and GELU; their inputs are cast to
     it and their outputs back. The attention (scores, softmax, context),
@@ -317,6 +331,8 @@ def serving_graph(block, call, matmul_dtype=None):
             bias = read(layer.bias)
             return bias if columns is None else bias[columns]
 
+        if call.int8:
+            return int8_dense(x, layer, columns, activation, residual)
         fused = matmul_dtype == dtype
         x = forms.dense(
             ops.cast(x, matmul_dtype),
@@ -328,6 +344,29 @@ def serving_graph(block, call, matmul_dtype=None):
         if residual is None or fused:
             return x  # in `matmul_dtype`
         return ops.cast(x, dtype) + residual
+
+    def int8_dense(x, layer, columns, activation, residual):
+        # The layer's int8 kernel, per-column scales and column sums as
+        # constants, on TensorFlow's oneDNN int8 matmul (as `Int8Dense`
+        # computes it), then the bias, activation and residual in `dtype`.
+        def part(name):
+            def compute(read):
+                value = read(getattr(layer, name))
+                if columns is None:
+                    return value
+                return value[..., columns]
+
+            return compute
+
+        x = int8_matmul(
+            ops.cast(x, "float32"),
+            forms.weight(part("_kernel"), "int8"),
+            forms.weight(part("kernel_scale"), "float32"),
+            forms.weight(part("kernel_column_sums"), "float32"),
+        )
+        bias = forms.weight(part("bias"), "float32")
+        x = ops.cast(forms.bias_activation(x, bias, activation), dtype)
+        return x if residual is None else x + residual
 
     def norm(x, layer_norm):
         return forms.layer_norm(
@@ -402,6 +441,14 @@ IMPLEMENTATIONS = {
         int8=False,
         query_rows=True,
     ),
+    "serving_graph_int8": Implementation(
+        applies=lambda c: c.serving_graph and c.onednn_int8,
+        function=serving_graph,
+        training=False,
+        inference=True,
+        int8=True,
+        query_rows=True,
+    ),
     "serving_graph_bfloat16": Implementation(
         applies=lambda c: c.serving_graph and c.bfloat16_matmuls,
         function=functools.partial(serving_graph, matmul_dtype="bfloat16"),
@@ -471,6 +518,7 @@ def select_implementation(
         serving_graph="remapper_serving_graph" in optimizations
         and forms.in_serving_trace(),
         bfloat16_matmuls=forms.serving_matmul_dtype() == "bfloat16",
+        onednn_int8=quantized and runs_onednn_int8(block),
     )
 
     def capable(implementation):
@@ -509,13 +557,28 @@ def select_implementation(
 def is_quantized(block):
     """Whether a built block's dense layers hold quantized (int8) weights."""
     return any(
-        dense.quantization_mode is not None
-        for dense in (
-            block.qkv_dense,
-            block.attention_output_dense,
-            block.intermediate_dense,
-            block.output_dense,
-        )
+        dense.quantization_mode is not None for dense in dense_layers(block)
+    )
+
+
+def runs_onednn_int8(block):
+    """Whether every dense layer of a quantized block runs its inference on
+    oneDNN's int8 kernel (`Int8Dense`), the matmul `serving_graph_int8`
+    computes."""
+    return all(
+        getattr(dense, "_onednn_int8", lambda: False)()
+        for dense in dense_layers(block)
+    )
+
+
+def dense_layers(block):
+    """The block's four dense layers: q|k|v, attention output, FFN in and
+    out."""
+    return (
+        block.qkv_dense,
+        block.attention_output_dense,
+        block.intermediate_dense,
+        block.output_dense,
     )
 
 

@@ -115,11 +115,21 @@ def dense(x, kernel, bias, activation=None, residual=None):
     one `_FusedMatMul`."""
     import tensorflow as tf
 
-    x = tf.nn.bias_add(tf.matmul(x, kernel), bias)
-    if activation is not None:
-        x = tf.nn.gelu(x, approximate=activation == "gelu_approximate")
+    x = bias_activation(tf.matmul(x, kernel), bias, activation)
     if residual is not None:
         x = x + residual
+    return x
+
+
+def bias_activation(x, bias, activation=None):
+    """`x + bias` as a `BiasAdd`, then the activation (`"gelu"` exact,
+    `"gelu_approximate"` tanh, or `None`): the part of `dense` after its
+    matmul, for a matmul of another kind (e.g. int8)."""
+    import tensorflow as tf
+
+    x = tf.nn.bias_add(x, bias)
+    if activation is not None:
+        x = tf.nn.gelu(x, approximate=activation == "gelu_approximate")
     return x
 
 
