@@ -135,7 +135,10 @@ def machine_description():
 def cpu_features():
     """Which of `CPU_FEATURES` /proc/cpuinfo lists (empty where unreadable):
     two CPUs with one model name ("Intel(R) Xeon(R) Processor") can differ
-    in them, and the speed ratios with them."""
+    in them, and the speed ratios with them. (Not
+    `keras_bert.serving.bfloat16_cpu.cpu_flags`: importing `keras_bert`
+    would load TensorFlow into the PyTorch workers, which this harness
+    keeps free of it.)"""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             flags_line = re.search(r"^flags\s*:(.*)$", f.read(), re.M)

@@ -233,8 +233,7 @@ def test_the_table_shows_ours_bf16_against_the_peers_and_ours_fp32():
     assert "ours_int8 dev accuracy" not in markdown  # not run
     assert (
         "run as (`served_implementation`): ours_fp32 `streams`, "
-        "ours_bf16 `serving_graph_bfloat16`."
-        in markdown
+        "ours_bf16 `serving_graph_bfloat16`." in markdown
     )
     # Only the exports that served: ours_fp32_tf_function did not run.
     assert "ours_fp32_tf_function `streams`" not in markdown
@@ -285,8 +284,7 @@ def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
     )
     assert (
         "run as (`served_implementation`): ours_fp32 `streams`, "
-        "ours_fp32_default `serving_graph`."
-        in markdown
+        "ours_fp32_default `serving_graph`." in markdown
     )
     # Only the exports that served: ours_fp32_tf_function did not run.
     assert "ours_fp32_tf_function `streams`" not in markdown
@@ -338,22 +336,11 @@ def test_our_exports_are_those_the_contestants_serve():
     ]
 
 
-def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
-    tmp_path, monkeypatch
-):
-    """`export_ours` writes the default float32 export and the bfloat16
-    one, the manifest names their implementations (`serving_graph`, the
-    default's; `serving_graph_bfloat16`); `load` serves each as ours_fp32
-    is served (a C++ Session), with TF Serving's default pools (no
-    streams). The default export labels every sentence as the model does
-    (float32: top two probabilities at least 1e-3 apart here); the
-    bfloat16 one, those where float32's top two are not within bfloat16's
-    rounding (0.02) of each other."""
+def _tiny_classifier():
+    """A 2-layer, 3-class `BertClassifier` and its preprocessor (16
+    tokens) on a 13-word vocabulary, for the export tests."""
     import keras_bert
-    from keras_bert.serving import bfloat16_cpu
 
-    # The export checks the CPU; the graph runs on any (slower without).
-    monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda: {"avx512_bf16"})
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
         "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
     ]  # fmt: skip
@@ -366,12 +353,31 @@ def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
         max_sequence_length=32,
     )
     classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(vocabulary), sequence_length=16
+    )
+    return classifier, preprocessor
+
+
+def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
+    tmp_path, monkeypatch
+):
+    """`export_ours` writes the default float32 export and the bfloat16
+    one, the manifest names their implementations (`serving_graph`, the
+    default's; `serving_graph_bfloat16`); `load` serves each as ours_fp32
+    is served (a C++ Session), with TF Serving's default pools (no
+    streams). The default export labels every sentence as the model does
+    (float32: top two probabilities at least 1e-3 apart here); the
+    bfloat16 one, those where float32's top two are not within bfloat16's
+    rounding (0.02) of each other."""
+    from keras_bert.serving import bfloat16_cpu
+
+    # The export checks the CPU; the graph runs on any (slower without).
+    monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda: {"avx512_bf16"})
+    classifier, preprocessor = _tiny_classifier()
     rng = np.random.default_rng(0)  # far from uniform probabilities
     classifier.set_weights(
         [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
-    )
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(vocabulary), sequence_length=16
     )
     ours = ["ours_fp32_default", "ours_bf16"]
     manifest = contestants.export_ours(
@@ -476,24 +482,9 @@ def test_our_contestants_serve_the_streams_export_in_a_session(tmp_path):
     an export with streams runs on one intra-op thread and an inter-op
     thread per stream. (ours_fp32_tf_function sets TensorFlow's global
     thread pools, possible only in a fresh process: not run here.)"""
-    import keras_bert
     from keras_bert.serving import export_saved_model
 
-    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
-        "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
-    ]  # fmt: skip
-    backbone = keras_bert.BertBackbone(
-        vocabulary_size=len(vocabulary),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-    )
-    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(vocabulary), sequence_length=16
-    )
+    classifier, preprocessor = _tiny_classifier()
     path = export_saved_model(
         classifier, preprocessor, str(tmp_path / "ours"), streams=2
     )
