@@ -4,9 +4,21 @@ and the one function that chooses among them.
 Every implementation computes the same function (to float rounding) from
 the block's own weights and returns `(outputs, attention_probabilities)`:
 
+- `serving_graph_streams_bfloat16`: `serving_graph_streams` with
+  `serving_graph_bfloat16`'s bfloat16 matmuls. Selected where
+  `serving_graph_streams` would be, in a serving trace with
+  `matmul_dtype="bfloat16"` (`export_saved_model(precision="bfloat16",
+  streams=N)`).
+- `serving_graph_streams`: `serving_graph`'s forms, each block's heads and
+  feed-forward units dealt out to `block.streams` parallel chains as
+  `streams` deals them, each chain's weights sliced into constants of
+  the graph. Selected where `serving_graph` would be, for a block with
+  `streams` (`export_saved_model(streams=N)`).
 - `streams`: inference as parallel chains of heads and feed-forward
-  units (`keras_bert.layers.stream_layout`). Selected at inference when
-  the block has `streams` and float weights.
+  units (`keras_bert.layers.stream_layout`), Keras' layers between the
+  matmuls. Selected at inference when the block has `streams` and float
+  weights, outside a serving trace (or without
+  `"remapper_serving_graph"`).
 - `serving_graph_int8`: `serving_graph` with its four dense matmuls on
   int8 weights, on TensorFlow's oneDNN int8 kernel. Selected where
   `serving_graph` would be, for a block with int8 weights
@@ -59,6 +71,7 @@ from typing import Callable
 from typing import NamedTuple
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_bert.layers import block_pieces as pieces
@@ -68,6 +81,7 @@ from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.int8_matmul import int8_matmul
 from keras_bert.layers.stream_layout import stream_layout
+from keras_bert.layers.stream_layout import stream_slices
 
 
 class Conditions(NamedTuple):
@@ -295,7 +309,7 @@ def stream_outputs(block, layout, call):
     return outputs, ops.concatenate(all_probs, axis=1)
 
 
-def serving_graph(block, call, matmul_dtype=None):
+def serving_graph(block, call, matmul_dtype=None, streams=False):
     """Inference in the forms TensorFlow's CPU remapper fuses
     (`keras_bert.layers.remapper_forms`): per block, one q|k|v matmul and
     three more, each with its bias, GELU or residual fused in, two
@@ -313,31 +327,59 @@ def serving_graph(block, call, matmul_dtype=None):
     on weights in it, with their bias and GELU; their inputs are cast to
     it and their outputs back. The attention (scores, softmax, context),
     the residual adds, the LayerNorms and the outputs stay in the block's
-    compute dtype."""
+    compute dtype.
+
+    With `streams` (the rows `serving_graph_streams*`), the block's heads
+    and feed-forward units are dealt out to `block.streams` independent
+    chains in these same forms, as the `streams` row deals them
+    (`stream_layout.stream_slices`): each chain its heads' q|k|v columns,
+    attention and rows of the attention output kernel, then its units'
+    columns of the first feed-forward kernel and rows of the second; the
+    chains' partial outputs are summed before each LayerNorm (the first
+    chain's matmul adds the bias and the residual). Each chain's weights
+    are sliced while the graph is traced, into constants of their own, so
+    that TensorFlow's inter-op threads run the chains side by side with
+    one intra-op thread each."""
     inputs, positions = call.inputs, call.query_positions
-    dtype, hidden = block.compute_dtype, block.hidden_dim
+    dtype, hidden, head_dim = (
+        block.compute_dtype,
+        block.hidden_dim,
+        block.head_dim,
+    )
     matmul_dtype = matmul_dtype or dtype
-    shape = (block.num_heads, block.head_dim)
+    count = block.streams if streams else 1
     batch_size, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
 
-    def dense(x, layer, columns=None, activation=None, residual=None):
-        # `layer`'s matmul (of its `columns`, a slice) in `matmul_dtype`,
-        # then `+ residual` in `dtype`: in the matmul when they are one.
-        def kernel(read):
-            kernel = layer.merged_kernel(read=read)
-            return kernel if columns is None else kernel[:, columns]
+    def dense(x, layer, columns=None, rows=None, activation=None, residual=None,
+              bias=True):  # fmt: skip
+        # `layer`'s matmul (of its `columns` and `rows`, index arrays) in
+        # `matmul_dtype`, then its bias (unless not `bias`), activation and
+        # `+ residual` in `dtype`: in the matmul when they are one.
+        def part(name):
+            def compute(read):
+                if name == "kernel":  # with its LoRA update
+                    value = layer.merged_kernel(read=read)
+                else:
+                    value = read(getattr(layer, name))
+                if rows is not None and name in ("kernel", "_kernel"):
+                    value = ops.take(value, rows, axis=0)
+                if columns is not None:
+                    value = ops.take(value, columns, axis=-1)
+                return value
 
-        def bias(read):
-            bias = read(layer.bias)
-            return bias if columns is None else bias[columns]
+            return compute
 
         if call.int8:
-            return int8_dense(x, layer, columns, activation, residual)
+            return int8_dense(x, part, activation, residual)
+        kernel = forms.weight(part("kernel"), matmul_dtype)
+        x = ops.cast(x, matmul_dtype)
+        if not bias:
+            return ops.matmul(x, kernel)  # in `matmul_dtype`
         fused = matmul_dtype == dtype
         x = forms.dense(
-            ops.cast(x, matmul_dtype),
-            forms.weight(kernel, matmul_dtype),
-            forms.weight(bias, matmul_dtype),
+            x,
+            kernel,
+            forms.weight(part("bias"), matmul_dtype),
             activation=activation,
             residual=residual if fused else None,
         )
@@ -345,19 +387,10 @@ def serving_graph(block, call, matmul_dtype=None):
             return x  # in `matmul_dtype`
         return ops.cast(x, dtype) + residual
 
-    def int8_dense(x, layer, columns, activation, residual):
+    def int8_dense(x, part, activation, residual):
         # The layer's int8 kernel, per-column scales and column sums as
         # constants, on TensorFlow's oneDNN int8 matmul (as `Int8Dense`
         # computes it), then the bias, activation and residual in `dtype`.
-        def part(name):
-            def compute(read):
-                value = read(getattr(layer, name))
-                if columns is None:
-                    return value
-                return value[..., columns]
-
-            return compute
-
         x = int8_matmul(
             ops.cast(x, "float32"),
             forms.weight(part("_kernel"), "int8"),
@@ -378,51 +411,90 @@ def serving_graph(block, call, matmul_dtype=None):
 
     x = ops.reshape(inputs, (-1, hidden))  # (tokens, hidden)
     queries, query_length = x, length
-    if positions is None:
-        qkv = ops.cast(dense(x, block.qkv_dense), dtype)
-        query, key, value = ops.split(qkv, 3, axis=-1)
-    else:
+    if positions is not None:
         query_length = ops.shape(positions)[1]
         queries = ops.reshape(
             ops.take_along_axis(inputs, positions[:, :, None], axis=1),
             (-1, hidden),
         )  # (batch * queries, hidden)
-        query = ops.cast(
-            dense(queries, block.qkv_dense, slice(None, hidden)), dtype
+    mask_bias = forms.mask_bias(call.padding_mask)
+    head_slices = stream_slices(block.num_heads, count)
+    unit_slices = stream_slices(block.intermediate_dim, count)
+    # Self-attention: each chain's heads, to a partial attention output.
+    partials, all_probs = [], []
+    for index, (h0, h1) in enumerate(head_slices):
+        width = (h1 - h0) * head_dim
+        own = np.arange(h0 * head_dim, h1 * head_dim)  # its q columns
+        if positions is None:
+            columns = None
+            if count > 1:
+                columns = np.concatenate([own, own + hidden, own + 2 * hidden])
+            qkv = ops.cast(dense(x, block.qkv_dense, columns), dtype)
+            query, key, value = ops.split(qkv, 3, axis=-1)
+        else:
+            query = ops.cast(dense(queries, block.qkv_dense, own), dtype)
+            key_value = ops.cast(
+                dense(
+                    x,
+                    block.qkv_dense,
+                    np.concatenate([own + hidden, own + 2 * hidden]),
+                ),
+                dtype,
+            )
+            key, value = ops.split(key_value, 2, axis=-1)
+        heads = (h1 - h0, head_dim)
+        query = pieces.split_heads(query, batch_size, query_length, *heads)
+        key = pieces.split_heads(key, batch_size, length, *heads)
+        value = pieces.split_heads(value, batch_size, length, *heads)
+        scores = forms.attention_scores(
+            query, key, pieces.scale_of(head_dim), mask_bias
+        )  # (batch, heads, queries, length), float32
+        probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
+        all_probs.append(probs)
+        # Shaped as `queries` (one chain), so that grappler sees the
+        # residual's shape is the same and adds it in the matmul.
+        context = pieces.merge_heads(
+            ops.matmul(probs, value),
+            forms.shape(queries) if count == 1 else (-1, width),
         )
-        key_value = ops.cast(
-            dense(x, block.qkv_dense, slice(hidden, None)), dtype
+        first = index == 0
+        partials.append(
+            dense(
+                context,
+                block.attention_output_dense,
+                rows=None if count == 1 else own,
+                residual=queries if first else None,
+                bias=first,
+            )
         )
-        key, value = ops.split(key_value, 2, axis=-1)
-    query = pieces.split_heads(query, batch_size, query_length, *shape)
-    key = pieces.split_heads(key, batch_size, length, *shape)
-    value = pieces.split_heads(value, batch_size, length, *shape)
-    scores = forms.attention_scores(
-        query,
-        key,
-        pieces.scale_of(block.head_dim),
-        forms.mask_bias(call.padding_mask),
-    )  # (batch, heads, queries, length), float32
-    probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
-    # Shaped as `queries`, so that grappler sees the residual's shape is
-    # the same and adds it in the matmul.
-    context = pieces.merge_heads(ops.matmul(probs, value), forms.shape(queries))
-    x = norm(
-        dense(context, block.attention_output_dense, residual=queries),
-        block.attention_layer_norm,
-    )
-    intermediate = dense(
-        x, block.intermediate_dense, activation=block.activation
-    )
-    outputs = norm(
-        dense(intermediate, block.output_dense, residual=x),
-        block.output_layer_norm,
-    )
+    x = norm(_sum(partials, dtype), block.attention_layer_norm)
+    # Feed-forward: each chain's units, to a partial output.
+    partials = []
+    for index, (u0, u1) in enumerate(unit_slices):
+        units = None if count == 1 else np.arange(u0, u1)
+        intermediate = dense(
+            x, block.intermediate_dense, units, activation=block.activation
+        )
+        first = index == 0
+        partials.append(
+            dense(
+                intermediate,
+                block.output_dense,
+                rows=units,
+                residual=x if first else None,
+                bias=first,
+            )
+        )
+    outputs = norm(_sum(partials, dtype), block.output_layer_norm)
     outputs = ops.reshape(outputs, (batch_size, query_length, hidden))
+    probs = all_probs[0] if count == 1 else ops.concatenate(all_probs, axis=1)
     return outputs, probs
 
 
-def _sum(tensors):
+def _sum(tensors, dtype=None):
+    """The sum of `tensors`, each cast to `dtype` if given."""
+    if dtype is not None:
+        tensors = [ops.cast(tensor, dtype) for tensor in tensors]
     total = tensors[0]
     for tensor in tensors[1:]:
         total = total + tensor
@@ -433,6 +505,24 @@ def _sum(tensors):
 # The table: the first row that can run the call and applies to it runs.
 
 IMPLEMENTATIONS = {
+    "serving_graph_streams_bfloat16": Implementation(
+        applies=lambda c: c.serving_graph and c.streams and c.bfloat16_matmuls,
+        function=functools.partial(
+            serving_graph, matmul_dtype="bfloat16", streams=True
+        ),
+        training=False,
+        inference=True,
+        int8=False,
+        query_rows=True,
+    ),
+    "serving_graph_streams": Implementation(
+        applies=lambda c: c.serving_graph and c.streams,
+        function=functools.partial(serving_graph, streams=True),
+        training=False,
+        inference=True,
+        int8=False,
+        query_rows=True,
+    ),
     "streams": Implementation(
         applies=lambda c: c.streams,
         function=streams,

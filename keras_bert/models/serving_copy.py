@@ -42,12 +42,6 @@ INCOMPATIBLE = {
         "int8 weights run int8 matmuls, bfloat16 ones bfloat16 matmuls",
         "Pass one of them.",
     ),
-    ("streams", "precision"): (
-        "bfloat16 matmuls run in the blocks' serving graph, which is one "
-        "chain, not streams",
-        "Pass one of them: precision='bfloat16' without streams, or "
-        "streams with float32 matmuls.",
-    ),
 }
 
 

@@ -121,13 +121,17 @@ def export_saved_model(
             `keras_bert.models.serving_copy(model, streams=N)`: each block's
             heads and feed-forward units split into `N` independent
             chains that TensorFlow runs at the same time on its inter-op
-            threads. Serve it with one intra-op thread and `N` inter-op
-            threads (TF Serving: `--tensorflow_intra_op_parallelism=1
+            threads, in the serving forms of the default export
+            (`serving_graph_streams` in
+            `keras_bert.layers.block_implementations`). Serve it with one
+            intra-op thread and `N` inter-op threads (TF Serving:
+            `--tensorflow_intra_op_parallelism=1
             --tensorflow_inter_op_parallelism=N`), `N` the number of
             cores: then short requests use every core, where TensorFlow's
             matmuls of a few dozen rows use one (README, "Serve").
             The same outputs, to float rounding; float weights only
-            (`serving_copy` says which options combine).
+            (`serving_copy` says which options combine), float32 or
+            bfloat16 matmuls (`precision`).
             Defaults to `None`: the blocks as they are.
         precision: `"float32"` or `"bfloat16"`. With `"bfloat16"`, the
             encoder blocks' dense matmuls (q|k|v, attention output,
@@ -139,8 +143,10 @@ def export_saved_model(
             output stay float32. On a CPU with AVX512-BF16 or AMX,
             oneDNN runs those matmuls on them (README, "Serve":
             accuracy; `saved_models/README.md`: which servers load it).
-            Refused on a CPU without either (`check_cpu`), and with
-            `quantize` or `streams`. Defaults to `"float32"`.
+            With `streams`, the streams' matmuls so
+            (`serving_graph_streams_bfloat16`). Refused on a CPU without
+            either (`check_cpu`), and with `quantize`. Defaults to
+            `"float32"`.
         check_cpu: bool. With `precision="bfloat16"`, `False` exports on
             a CPU without AVX512-BF16 or AMX (for a server that has them)
             with a warning instead of a `ValueError`
@@ -242,7 +248,13 @@ def export_saved_model(
 
 # The implementations whose blocks do not read their own variables: their
 # weights are constants of the graph or laid out per stream.
-_FROZEN_IMPLEMENTATIONS = ("streams", "serving_graph", "serving_graph_bfloat16")
+_FROZEN_IMPLEMENTATIONS = (
+    "streams",
+    "serving_graph",
+    "serving_graph_bfloat16",
+    "serving_graph_streams",
+    "serving_graph_streams_bfloat16",
+)
 
 
 def served_implementation(
@@ -261,9 +273,9 @@ def served_implementation(
         quantize, streams, precision: as `export_saved_model` takes them.
 
     Returns:
-        str, e.g. `"serving_graph"` for the default export, `"streams"`
-        with `streams`, `"serving_graph_bfloat16"` with
-        `precision="bfloat16"`.
+        str, e.g. `"serving_graph"` for the default export,
+        `"serving_graph_streams"` with `streams`, `"serving_graph_bfloat16"`
+        with `precision="bfloat16"`.
 
     Example:
     ```python
@@ -272,7 +284,7 @@ def served_implementation(
         intermediate_dim=16, max_sequence_length=8,
     )
     served_implementation(backbone)  # "serving_graph"
-    served_implementation(backbone, streams=2)  # "streams"
+    served_implementation(backbone, streams=2)  # "serving_graph_streams"
     ```
     """
     check_serving_options(quantize, streams, precision)
@@ -288,15 +300,15 @@ def _served_implementation(model, matmul_dtype):
     block = backbone_of(model).transformer_layers[0]
     with serving_trace(matmul_dtype=matmul_dtype):
         name, _ = select_implementation(block, None, None, None, False)
-    if matmul_dtype == "bfloat16" and name != "serving_graph_bfloat16":
+    if matmul_dtype == "bfloat16" and not name.endswith("_bfloat16"):
         raise ValueError(
             "precision='bfloat16' runs in the blocks' "
-            "`serving_graph_bfloat16` implementation, but this model's "
-            f"blocks serve as {name!r} (their optimizations: "
-            f"{list(block.optimizations)}; streams: {block.streams}). Build "
-            "the model with the default optimizations (they include "
-            "'remapper_serving_graph') and no streams, or export with "
-            "precision='float32'."
+            "`serving_graph_bfloat16` implementation (or, with streams, "
+            "`serving_graph_streams_bfloat16`), but this model's blocks "
+            f"serve as {name!r} (their optimizations: "
+            f"{list(block.optimizations)}). Build the model with the default "
+            "optimizations (they include 'remapper_serving_graph'), or "
+            "export with precision='float32'."
         )
     return name
 

@@ -49,7 +49,7 @@ TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2**-6, "int8": 1e-5}
 GRADIENT_TOLERANCE = {"float32": 2e-6, "mixed_bfloat16": 2**-5}
 # Implementations whose matmuls run in bfloat16 whatever the weights: the
 # mixed_bfloat16 tolerance.
-BFLOAT16_MATMULS = ("serving_graph_bfloat16",)
+BFLOAT16_MATMULS = ("serving_graph_bfloat16", "serving_graph_streams_bfloat16")
 # Row 1 ends in padding, row 2 is padding only (uniform attention, no
 # gradient through its scores).
 MASKS = {"padded": [[1] * 7, [1] * 4 + [0] * 3, [0] * 7], "none": None}
@@ -303,12 +303,32 @@ def _numpy_block(block, padding_mask, positions):
         ({}, {"serving": True, "query": 1}, "serving_graph"),
         ({}, {"serving": "bfloat16"}, "serving_graph_bfloat16"),
         ({}, {"serving": "bfloat16", "query": 1}, "serving_graph_bfloat16"),
-        ({"streams": 2}, {"serving": "bfloat16"}, "streams"),
+        (
+            {"streams": 2},
+            {"serving": "bfloat16"},
+            "serving_graph_streams_bfloat16",
+        ),
+        (
+            {"streams": 2},
+            {"serving": "bfloat16", "query": 1},
+            "serving_graph_streams_bfloat16",
+        ),
         # bfloat16 with int8 weights: the export refuses it; the int8 row
         # comes first.
         ({}, {"serving": "bfloat16", "int8": True}, "serving_graph_int8"),
         ({"optimizations": ("split_qkv_first",)}, {"serving": True}, "fast"),
-        ({"streams": 2}, {"serving": True}, "streams"),
+        ({"streams": 2}, {"serving": True}, "serving_graph_streams"),
+        (
+            {"streams": 2},
+            {"serving": True, "query": 1},
+            "serving_graph_streams",
+        ),
+        # Without the serving forms: the streams' own implementation.
+        (
+            {"streams": 2, "optimizations": ("split_qkv_first",)},
+            {"serving": True},
+            "streams",
+        ),
         ({}, {"serving": True, "int8": True}, "serving_graph_int8"),
         ({}, {"serving": True, "int8": True, "query": 1}, "serving_graph_int8"),
         # Weight-only int8 (no input quantizer): Keras' own int8 call.

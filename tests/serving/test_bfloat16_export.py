@@ -158,6 +158,37 @@ def test_bfloat16_export_stores_stock_ops_and_bfloat16_kernels(export):
     assert not (kernels - {(16, 16)}) & float32, float32
 
 
+@pytest.mark.slow  # exports a SavedModel
+def test_bfloat16_with_streams_answers_as_the_float32_model(tmp_path):
+    """`streams=2` with bfloat16: each stream's slices of the kernels are
+    bfloat16 constants (`serving_graph_streams_bfloat16`), and the answers
+    are float32's within the tolerance."""
+    classifier = _classifier()
+    with _cpu({"avx512_bf16"}):
+        path = export_saved_model(
+            classifier,
+            _preprocessor(),
+            str(tmp_path / "c"),
+            precision="bfloat16",
+            streams=2,
+        )
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    outputs = served(text=tf.constant(SENTENCES))
+    expected = _keras_probabilities(classifier, SENTENCES)
+    difference = np.abs(outputs["probabilities"].numpy() - expected).max()
+    print(f"streams=2: max |bfloat16 - float32| probability: {difference:.2e}")
+    assert 0 < difference <= PROBABILITY_TOLERANCE
+    _assert_labels_agree(outputs["label_id"].numpy(), expected)
+    # One head and 16 units a stream (hidden 16, 2 heads of 8, 32 units):
+    # q|k|v columns (16, 24), attention output rows (8, 16), feed-forward
+    # (16, 16) in and out.
+    kernels = {(16, 24), (8, 16), (16, 16)}
+    assert kernels <= _constant_shapes(path, types_pb2.DT_BFLOAT16)
+    assert not {(16, 48), (16, 32), (32, 16)} & _constant_shapes(
+        path, types_pb2.DT_BFLOAT16
+    )
+
+
 def test_refused_on_a_cpu_without_bfloat16_instructions(tmp_path):
     for flags, found in (
         (NO_BFLOAT16, "lists avx512_vnni, avx512bw, avx512f"),
@@ -207,7 +238,6 @@ def test_cpu_flags_are_the_first_processors(tmp_path, monkeypatch):
     [
         ({"precision": "float16"}, "precision='float16'.*'bfloat16'"),
         ({"quantize": "int8"}, "quantize='int8' and precision='bfloat16'"),
-        ({"streams": 2}, "streams=2 and precision='bfloat16'"),
     ],
 )
 def test_invalid_or_incompatible_precision_is_refused(tmp_path, options, error):

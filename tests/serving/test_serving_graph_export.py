@@ -124,14 +124,17 @@ def test_served_implementation_names_what_each_export_traces():
     classifier = _classifier()
     for options, expected in (
         ({}, "serving_graph"),
-        ({"streams": 2}, "streams"),
+        ({"streams": 2}, "serving_graph_streams"),
         ({"quantize": "int8"}, "serving_graph_int8"),
         ({"precision": "bfloat16"}, "serving_graph_bfloat16"),
+        (
+            {"streams": 2, "precision": "bfloat16"},
+            "serving_graph_streams_bfloat16",
+        ),
     ):
         assert served_implementation(classifier, **options) == expected
     names = [name for name in ALL if name != "remapper_serving_graph"]
     assert served_implementation(_classifier(optimizations=names)) == "fast"
     without_forms = _classifier(optimizations=names)
     assert served_implementation(without_forms, quantize="int8") == "fast"
-    with pytest.raises(ValueError, match="streams=2 and precision"):
-        served_implementation(classifier, streams=2, precision="bfloat16")
+    assert served_implementation(without_forms, streams=2) == "streams"

@@ -1,4 +1,9 @@
-"""export_saved_model(streams=N): the same answers from parallel streams."""
+"""export_saved_model(streams=N): the same answers from parallel streams.
+
+The export traces its blocks as `serving_graph_streams` (the serving forms,
+each stream's weights sliced into constants of the graph), so its
+variables hold each weight outside the blocks once and the blocks' none.
+"""
 
 import os
 
@@ -77,25 +82,36 @@ def _saved_floats(path):
     return saved
 
 
+def _unfrozen_floats(classifier):
+    """The float weights outside the encoder blocks: what the export keeps
+    as variables (the blocks' are constants of its graph)."""
+    blocks = sum(
+        block.count_params() for block in classifier.backbone.transformer_layers
+    )
+    return classifier.count_params() - blocks
+
+
 @pytest.mark.slow  # the module's export fixture takes 4-10 s
 def test_streams_export_saves_each_weight_once(export):
-    # The streams hold the blocks' numbers in another layout; the blocks'
-    # own kernels are not read, so not saved (nor saved twice, as a whole
-    # model's export does under `variables` and `_all_variables`).
+    # The streams' weights are constants of the graph, sliced from the
+    # blocks' kernels; neither the blocks' variables nor the streams'
+    # layout (`freeze_stream_layout`) are read, so neither is saved (nor
+    # saved twice, as a whole model's export does under `variables` and
+    # `_all_variables`).
     classifier, _, path = export
-    assert _saved_floats(path) == classifier.count_params()
+    assert _saved_floats(path) == _unfrozen_floats(classifier)
 
 
 @pytest.mark.slow  # exports a model
 def test_a_model_configured_with_streams_exports_them(tmp_path):
     """`BertBackbone(streams=2)` (a reloaded served copy, say) exported
-    without `streams=`: served with a frozen layout, each weight once."""
+    without `streams=`: served as streams, each weight once."""
     classifier = _classifier(streams=2)
     preprocessor = keras_bert.BertPreprocessor(
         keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
     )
     path = export_saved_model(classifier, preprocessor, str(tmp_path / "c"))
-    assert _saved_floats(path) == classifier.count_params()
+    assert _saved_floats(path) == _unfrozen_floats(classifier)
     served = tf.saved_model.load(path).signatures["serving_default"](
         text=tf.constant(SENTENCES)
     )
