@@ -13,8 +13,9 @@ From it each contestant's files are written with keras-bert's own writers
 dev sentences as a competent user runs it:
 
   ours_fp32         our export with `streams=--threads` (the blocks'
-                    `streams` implementation: each block's heads and
-                    feed-forward units in that many parallel chains),
+                    `serving_graph_streams` implementation: each block's
+                    heads and feed-forward units in that many parallel
+                    chains, in `serving_graph`'s forms),
                     run as TF Serving runs a SavedModel: a C++ Session
                     (`tf.compat.v1.saved_model.load`, TF Serving's
                     `SavedModelBundle`), one `Session::Run` of
@@ -40,6 +41,10 @@ dev sentences as a competent user runs it:
                     pools at each count of `--peer_threads`. Only on a CPU with AVX512-BF16
                     or AMX (`avx512_bf16` or `amx_bf16` in /proc/cpuinfo):
                     elsewhere skipped, the table says why
+  ours_bf16_streams our export with `precision="bfloat16"` and
+                    `streams=--threads` (`serving_graph_streams_bfloat16`:
+                    `serving_graph_bfloat16`'s forms in parallel chains),
+                    run as ours_fp32 is; on the same CPUs as ours_bf16
   transformers      `pipeline("text-classification")` on the Hugging Face
                     export, PyTorch float32, `batch_size` = the request's
   onnxruntime_fp32  the Hugging Face model exported to ONNX and fused by ONNX
@@ -99,6 +104,7 @@ from benchmarks.contestants import serving as contestants  # noqa: E402
 
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "serving")
 OURS, OURS_INT8, OURS_BF16 = "ours_fp32", "ours_int8", "ours_bf16"
+OURS_BF16_STREAMS = "ours_bf16_streams"
 OURS_DEFAULT = "ours_fp32_default"
 SST2_DEV_SIZE = 872
 # The goals: (ours, peer, at least this ratio of examples/s).
@@ -109,13 +115,14 @@ GOALS = (
     (OURS_DEFAULT, "transformers", 2.0),
     (OURS_INT8, "onnxruntime_int8", 1.0),
     (OURS_BF16, "onnxruntime_fp32", 1.5),
+    (OURS_BF16_STREAMS, "onnxruntime_fp32", 1.5),
 )
 # What `exports.json` keeps of the manifest.
 EXPORT_FACTS = ("onnx_fused_operators", "variables_bytes", "implementations")
 # Each variant's dev accuracy within this many points of ours_fp32's.
 ACCURACY_POINTS = 0.5
 # The columns of ratios: each of ours against the row's contestant.
-RATIO_COLUMNS = (OURS, OURS_DEFAULT, OURS_INT8, OURS_BF16)
+RATIO_COLUMNS = (OURS, OURS_DEFAULT, OURS_INT8, OURS_BF16, OURS_BF16_STREAMS)
 FLAGS = flags.FLAGS
 
 
@@ -418,7 +425,7 @@ def summary_markdown(records, names, exports=None):
                 f"{goal}{found[0]:.2f}× (rounds: {common.listed(found[1], '{:.2f}')}); "
                 f"goal ≥{target:g}×, {verdict}."
             )
-    for ours in (OURS_INT8, OURS_BF16):
+    for ours in (OURS_INT8, OURS_BF16, OURS_BF16_STREAMS):
         for batch in batch_sizes:
             points = accuracy_points(ours, batch)
             if points is None:

@@ -5,7 +5,8 @@ The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head:
 speed does not depend on the head's values), profiled two ways:
 
 --threads  the export as it is, with `streams=2` and (on a CPU with
-           AVX512-BF16 or AMX) with `precision="bfloat16"`, `predict_ids` run as
+           AVX512-BF16 or AMX) with `precision="bfloat16"` without and with
+           `streams=2`, `predict_ids` run as
            TF Serving runs it (a C++ Session, one `Session::Run` a
            request) on SST-2-sized requests (`SHAPES`; it prints the mean
            width of SST-2 dev's requests trimmed to their longest row), in
@@ -159,6 +160,9 @@ def profile_threads():
     exports = [("as is", {}), ("2 streams", {"streams": 2})]
     if bfloat16_cpu_problem() is None:  # AVX512-BF16 or AMX
         exports.append(("bfloat16", {"precision": "bfloat16"}))
+        exports.append(
+            ("bf16 2 streams", {"precision": "bfloat16", "streams": 2})
+        )
     for name, options in exports:
         directory = os.path.join(FLAGS.work_dir, name.replace(" ", "_"))
         shutil.rmtree(directory, ignore_errors=True)

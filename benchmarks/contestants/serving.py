@@ -3,7 +3,7 @@
 `prepare` writes, from one fine-tuned `BertClassifier`, every contestant's
 files with the same weights: our raw-text SavedModels (float32 with
 `streams`, float32 as `export_saved_model` writes it by default, int8,
-and bfloat16, those asked for: `OURS_EXPORTS`), a Hugging Face directory,
+and bfloat16 without and with `streams`, those asked for: `OURS_EXPORTS`), a Hugging Face directory,
 a keras-hub preset, and ONNX files (plain, fused by ONNX Runtime's BERT
 optimizer, and that graph with int8 weights). `load` returns a
 contestant's `predict(texts)` (class ids out, tokenizing inside, as a
@@ -22,6 +22,7 @@ CONTESTANTS = (
     "ours_fp32_default",
     "ours_int8",
     "ours_bf16",
+    "ours_bf16_streams",
     "transformers",
     "onnxruntime_fp32",
     "onnxruntime_int8",
@@ -30,15 +31,18 @@ CONTESTANTS = (
 )
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Our exports: contestant -> `export_saved_model`'s options (`streams`:
-# filled in by `prepare`; ours_fp32_default: none, the default export).
+# filled in by `prepare`, the same for both; ours_fp32_default: none, the
+# default export).
 # ours_fp32_tf_function serves ours_fp32's export.
 OURS_EXPORTS = {
     "ours_fp32": {"streams": None},
     "ours_fp32_default": {},
     "ours_int8": {"quantize": "int8"},
     "ours_bf16": {"precision": "bfloat16"},
+    "ours_bf16_streams": {"precision": "bfloat16", "streams": None},
 }
-BFLOAT16 = "ours_bf16"
+# The exports refused on a CPU without AVX512-BF16 or AMX.
+BFLOAT16 = ("ours_bf16", "ours_bf16_streams")
 # The contestants `benchmarks/serving.py` runs at each of several thread
 # counts, reporting each one's best per batch size (issue 38: peers at
 # their best): the peers' intra-op threads, and both of TensorFlow's pools
@@ -146,12 +150,13 @@ def agreement(labels, reference):
 
 def skipped_here(names):
     """`{contestant: why}` for those of `names` this machine cannot run:
-    ours_bf16 on a CPU without AVX512-BF16 or AMX, where its export is
-    refused (`keras_bert.serving.bfloat16_cpu`)."""
+    our bfloat16 exports (`BFLOAT16`) on a CPU without AVX512-BF16 or AMX,
+    where they are refused (`keras_bert.serving.bfloat16_cpu`)."""
     from keras_bert.serving.bfloat16_cpu import bfloat16_cpu_problem
 
-    problem = bfloat16_cpu_problem() if BFLOAT16 in names else None
-    return {BFLOAT16: problem} if problem else {}
+    wanted = [name for name in BFLOAT16 if name in names]
+    problem = bfloat16_cpu_problem() if wanted else None
+    return {name: problem for name in wanted} if problem else {}
 
 
 def exports_of(names):
@@ -305,6 +310,7 @@ def load(name, manifest, sequence_length, threads):
         "ours_fp32_default": _load_ours,
         "ours_int8": _load_ours,
         "ours_bf16": _load_ours,
+        "ours_bf16_streams": _load_ours,
         "transformers": _load_pipeline,
         "onnxruntime_fp32": _load_onnxruntime,
         "onnxruntime_int8": _load_onnxruntime,
