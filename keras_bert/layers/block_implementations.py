@@ -19,6 +19,12 @@ the block's own weights and returns `(outputs, attention_probabilities)`:
   matmuls. Selected at inference when the block has `streams` and float
   weights, outside a serving trace (or without
   `"remapper_serving_graph"`).
+- `serving_graph_int8_calibrated`: `serving_graph_int8` with each dense
+  layer's inputs quantized over a calibrated range, and the int8 matmul,
+  its bias, GELU and dequantization one oneDNN kernel
+  (`int8_matmul.int8_fused_matmul`). Selected where `serving_graph_int8`
+  would be, when the serving trace has the block's ranges
+  (`export_saved_model(quantize="int8", calibration_texts=...)`).
 - `serving_graph_int8`: `serving_graph` with its four dense matmuls on
   int8 weights, on TensorFlow's oneDNN int8 kernel. Selected where
   `serving_graph` would be, for a block with int8 weights
@@ -44,7 +50,8 @@ The first row that can run the call (training or inference, int8
 weights) and applies to it runs: `select_implementation`, the only code
 that reads the block's `optimizations`, the training flag, the input's
 dtype and static shape, the weights' quantization, `streams` and the
-serving trace (`remapper_forms.serving_trace`, its `matmul_dtype`). With
+serving trace (`remapper_forms.serving_trace`, its `matmul_dtype` and
+`int8_ranges`). With
 `query_positions`, every implementation but `reference` computes only the
 query rows (keys and values still from every token) when
 `"query_positions_only"` is on; otherwise the implementation runs at every
@@ -79,6 +86,7 @@ from keras_bert.layers import fused_ops
 from keras_bert.layers import remapper_forms as forms
 from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
+from keras_bert.layers.int8_matmul import int8_fused_matmul
 from keras_bert.layers.int8_matmul import int8_matmul
 from keras_bert.layers.stream_layout import stream_layout
 from keras_bert.layers.stream_layout import stream_slices
@@ -99,6 +107,9 @@ class Conditions(NamedTuple):
     # the dense layers hold int8 weights that run on oneDNN's int8 kernel
     # (`Int8Dense`'s inference; not a weight-only quantization)
     onednn_int8: bool
+    # the serving trace has calibrated input ranges for the block's dense
+    # layers (`remapper_forms.serving_int8_ranges`)
+    int8_ranges: bool
 
 
 class BlockCall(NamedTuple):
@@ -111,6 +122,9 @@ class BlockCall(NamedTuple):
     closed_form_gelu: bool
     split_qkv_first: bool
     int8: bool  # the dense layers hold int8 weights
+    # `{dense layer name: (low, high)}`, its inputs' calibrated range, for
+    # `serving_graph_int8_calibrated`; else `None`
+    int8_ranges: object = None
 
 
 class Implementation(NamedTuple):
@@ -321,7 +335,13 @@ def serving_graph(block, call, matmul_dtype=None, streams=False):
     four dense matmuls run on TensorFlow's oneDNN int8 kernel
     (`keras_bert.layers.int8_matmul`, each input row quantized over its own
     largest magnitude, as `Int8Dense` does) on int8 constants, their
-    bias, GELU and residual after it.
+    bias, GELU and residual after it; with `call.int8_ranges` (the row
+    `serving_graph_int8_calibrated`), each one's inputs are quantized over
+    their calibrated range and the matmul, bias, GELU and dequantization
+    are one kernel (`int8_fused_matmul`), the residual added after it.
+
+    In `remapper_forms.recording_input_ranges`, every dense layer's inputs
+    are recorded (`record_input_range`): the calibration.
 
     With `matmul_dtype` (`"bfloat16"`), the four dense matmuls run in it,
     on weights in it, with their bias and GELU; their inputs are cast to
@@ -369,8 +389,9 @@ def serving_graph(block, call, matmul_dtype=None, streams=False):
 
             return compute
 
+        forms.record_input_range(block, layer, x)
         if call.int8:
-            return int8_dense(x, part, activation, residual)
+            return int8_dense(x, layer, part, activation, residual)
         kernel = forms.weight(part("kernel"), matmul_dtype)
         x = ops.cast(x, matmul_dtype)
         if not bias:
@@ -387,10 +408,22 @@ def serving_graph(block, call, matmul_dtype=None, streams=False):
             return x  # in `matmul_dtype`
         return ops.cast(x, dtype) + residual
 
-    def int8_dense(x, part, activation, residual):
+    def int8_dense(x, layer, part, activation, residual):
         # The layer's int8 kernel, per-column scales and column sums as
         # constants, on TensorFlow's oneDNN int8 matmul (as `Int8Dense`
-        # computes it), then the bias, activation and residual in `dtype`.
+        # computes it), then the bias, activation and residual in `dtype`;
+        # or, with calibrated ranges, one fused kernel, then the residual.
+        if call.int8_ranges is not None:
+            x = int8_fused_matmul(
+                ops.cast(x, "float32"),
+                forms.weight(part("_kernel"), "int8"),
+                forms.weight(part("kernel_scale"), "float32"),
+                forms.weight(part("bias"), "float32"),
+                call.int8_ranges[layer.name],
+                activation,
+            )
+            x = ops.cast(x, dtype)
+            return x if residual is None else x + residual
         x = int8_matmul(
             ops.cast(x, "float32"),
             forms.weight(part("_kernel"), "int8"),
@@ -531,6 +564,14 @@ IMPLEMENTATIONS = {
         int8=False,
         query_rows=True,
     ),
+    "serving_graph_int8_calibrated": Implementation(
+        applies=lambda c: c.serving_graph and c.onednn_int8 and c.int8_ranges,
+        function=serving_graph,
+        training=False,
+        inference=True,
+        int8=True,
+        query_rows=True,
+    ),
     "serving_graph_int8": Implementation(
         applies=lambda c: c.serving_graph and c.onednn_int8,
         function=serving_graph,
@@ -595,6 +636,7 @@ def select_implementation(
     """
     optimizations = block.optimizations
     quantized = is_quantized(block)
+    int8_ranges = forms.serving_int8_ranges(block, dense_layers(block))
     query_rows = (
         query_positions is not None and "query_positions_only" in optimizations
     )
@@ -609,6 +651,7 @@ def select_implementation(
         and forms.in_serving_trace(),
         bfloat16_matmuls=forms.serving_matmul_dtype() == "bfloat16",
         onednn_int8=quantized and runs_onednn_int8(block),
+        int8_ranges=int8_ranges is not None,
     )
 
     def capable(implementation):
@@ -640,6 +683,9 @@ def select_implementation(
         closed_form_gelu="closed_form_gelu" in optimizations,
         split_qkv_first=conditions.split_qkv_first,
         int8=quantized,
+        int8_ranges=(
+            int8_ranges if name == "serving_graph_int8_calibrated" else None
+        ),
     )
     return name, call
 

@@ -52,7 +52,7 @@ _TRACE = threading.local()
 
 
 @contextlib.contextmanager
-def serving_trace(frozen=True, matmul_dtype=None):
+def serving_trace(frozen=True, matmul_dtype=None, int8_ranges=None):
     """Within it (in this thread), the blocks traced run `serving_graph`
     (or `serving_graph_bfloat16`), reading their weights as constants of
     the graph if `frozen`.
@@ -63,9 +63,17 @@ def serving_trace(frozen=True, matmul_dtype=None):
         matmul_dtype: `None` or `"bfloat16"`. The dtype of the blocks'
             dense matmuls (q|k|v, attention output, feed-forward) and of
             their weights. Defaults to `None`: the blocks' compute dtype.
+        int8_ranges: `None` or dict, `(block name, dense layer name)` →
+            `(low, high)`: the calibrated input ranges of int8 blocks'
+            dense layers (`recording_input_ranges`), with which they run
+            `serving_graph_int8_calibrated`. Defaults to `None`.
     """
     previous = getattr(_TRACE, "state", None)
-    _TRACE.state = {"frozen": frozen, "matmul_dtype": matmul_dtype}
+    _TRACE.state = {
+        "frozen": frozen,
+        "matmul_dtype": matmul_dtype,
+        "int8_ranges": int8_ranges or {},
+    }
     try:
         yield
     finally:
@@ -81,6 +89,49 @@ def serving_matmul_dtype():
     """The `matmul_dtype` of the `serving_trace` open in this thread, or
     `None`."""
     return (getattr(_TRACE, "state", None) or {}).get("matmul_dtype")
+
+
+def serving_int8_ranges(block, layers):
+    """`{layer name: (low, high)}` for the `layers` of `block` in the open
+    serving trace's `int8_ranges`, or `None` unless it has all of them."""
+    ranges = (getattr(_TRACE, "state", None) or {}).get("int8_ranges") or {}
+    found = {
+        layer.name: ranges[(block.name, layer.name)]
+        for layer in layers
+        if (block.name, layer.name) in ranges
+    }
+    return found if len(found) == len(layers) else None
+
+
+@contextlib.contextmanager
+def recording_input_ranges():
+    """Within it (in this thread), every eager call of a block's
+    `serving_graph` implementation (a block run in a `serving_trace`,
+    outside a `tf.function`) widens the recorded range of each dense
+    layer's inputs; yields the dict `int8_ranges` takes, `(block name,
+    dense layer name)` → `(low, high)`, each range holding 0."""
+    previous = getattr(_TRACE, "recording", None)
+    _TRACE.recording = ranges = {}
+    try:
+        yield ranges
+    finally:
+        _TRACE.recording = previous
+
+
+def record_input_range(block, layer, x):
+    """Widens `(block, layer)`'s recorded input range to hold `x`'s values,
+    inside `recording_input_ranges`; else nothing."""
+    import tensorflow as tf
+
+    ranges = getattr(_TRACE, "recording", None)
+    if ranges is None or not tf.executing_eagerly():
+        return
+    x = ops.convert_to_numpy(ops.cast(x, "float32"))
+    low, high = ranges.get((block.name, layer.name), (0.0, 0.0))
+    ranges[(block.name, layer.name)] = (
+        min(low, float(x.min())),
+        max(high, float(x.max())),
+    )
 
 
 def weight(compute, dtype):

@@ -21,6 +21,11 @@ Tolerances, stated:
 - `serving_graph_bfloat16` (bfloat16 matmuls) on float32 weights: as
   mixed_bfloat16, 2**-6: its weights and matmul inputs are rounded to
   bfloat16.
+- `serving_graph_int8_calibrated` (int8 weights): its inputs quantized to
+  uint8 over the range recorded on the same inputs (one step: 1/255 of
+  it), where `reference`'s int8 layers quantize each row over its own
+  largest magnitude (1/127 of it): `CALIBRATED_TOLERANCE` (0.05) on
+  outputs of unit scale and on probabilities.
 
 Training compares with dropout 0, and with dropout 0.1 where the dropout
 masks are the reference's by seed (every position: with the query rows
@@ -40,12 +45,15 @@ from keras_bert.layers import fused_ops
 from keras_bert.layers.block_implementations import IMPLEMENTATIONS
 from keras_bert.layers.block_implementations import run_block
 from keras_bert.layers.block_implementations import select_implementation
+from keras_bert.layers.remapper_forms import recording_input_ranges
 from keras_bert.layers.remapper_forms import serving_trace
 from tests.layers.block_formula import block_weights
 from tests.layers.block_formula import numpy_block
 
 HIDDEN, HEADS, INTERMEDIATE = 16, 4, 32
 TOLERANCE = {"float32": 1e-5, "mixed_bfloat16": 2**-6, "int8": 1e-5}
+CALIBRATED = "serving_graph_int8_calibrated"
+CALIBRATED_TOLERANCE = 0.05
 GRADIENT_TOLERANCE = {"float32": 2e-6, "mixed_bfloat16": 2**-5}
 # Implementations whose matmuls run in bfloat16 whatever the weights: the
 # mixed_bfloat16 tolerance.
@@ -198,7 +206,13 @@ def _run(block, name, mask, positions, training):
     ]
     seeds = [layer.seed_generator.state.numpy() for layer in dropouts]
     x = tf.cast(_inputs(), block.compute_dtype)  # as the block's __call__
-    with tf.GradientTape() as tape:
+    trace = contextlib.nullcontext()
+    if name == CALIBRATED:  # the ranges recorded on these inputs
+        with serving_trace(frozen=False), recording_input_ranges() as ranges:
+            run_block(block, x, mask, None, False, False)
+        assert len(ranges) == 4, ranges
+        trace = serving_trace(frozen=False, int8_ranges=ranges)
+    with tf.GradientTape() as tape, trace:
         tape.watch(x)
         outputs, probs = run_block(
             block, x, mask, positions, training, True, implementation=name
@@ -260,6 +274,8 @@ def test_implementation_matches_reference(monkeypatch, case):
     tolerance = TOLERANCE[
         "mixed_bfloat16" if name in BFLOAT16_MATMULS else weights
     ]
+    if name == CALIBRATED:
+        tolerance = CALIBRATED_TOLERANCE
     assert output_error <= tolerance
     assert probs_error <= tolerance
     if grad_error is not None:
@@ -331,6 +347,20 @@ def _numpy_block(block, padding_mask, positions):
         ),
         ({}, {"serving": True, "int8": True}, "serving_graph_int8"),
         ({}, {"serving": True, "int8": True, "query": 1}, "serving_graph_int8"),
+        ({}, {"serving": True, "int8": True, "ranges": 4}, CALIBRATED),
+        (
+            {},
+            {"serving": True, "int8": True, "ranges": 4, "query": 1},
+            CALIBRATED,
+        ),
+        # A range missing (another block's, say): the per-row int8.
+        (
+            {},
+            {"serving": True, "int8": True, "ranges": 3},
+            "serving_graph_int8",
+        ),
+        # Ranges do not make float weights int8.
+        ({}, {"serving": True, "ranges": 4}, "serving_graph"),
         # Weight-only int8 (no input quantizer): Keras' own int8 call.
         ({}, {"serving": True, "int8": "weights_only"}, "fast"),
         ({}, {"serving": True, "training": True}, "fast"),
@@ -355,8 +385,15 @@ def test_selection(monkeypatch, settings, call, expected):
             dense.quantize("int8", config=config)
     positions = tf.constant(POSITIONS) if call.get("query") else None
     serving = call.get("serving")
+    ranges = {
+        (block.name, dense.name): (-1.0, 1.0)
+        for dense in _dense_layers(block)[: call.get("ranges", 0)]
+    }
     trace = (
-        serving_trace(matmul_dtype=None if serving is True else serving)
+        serving_trace(
+            matmul_dtype=None if serving is True else serving,
+            int8_ranges=ranges,
+        )
         if serving
         else contextlib.nullcontext()
     )
@@ -366,6 +403,7 @@ def test_selection(monkeypatch, settings, call, expected):
         )
     assert name == expected
     assert (block_call.query_positions is None) == (positions is None)
+    assert (block_call.int8_ranges is not None) == (name == CALIBRATED)
 
 
 def test_without_query_positions_only_the_outputs_are_gathered():

@@ -1,0 +1,197 @@
+"""export_saved_model(quantize="int8", calibration_texts=...): the encoder's
+int8 matmuls on one fused oneDNN kernel, over calibrated input ranges.
+
+Tolerance, stated: on this tiny random classifier (hidden 16) the
+calibrated export's probabilities are within `PROBABILITY_TOLERANCE` (0.03)
+of the float32 model's: every matmul's weights to 1/127 of their column's
+range (as the per-row int8 export's) and its inputs to 1/255 of their
+calibrated range, which on these inputs is wider than a row's own.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from keras_bert.layers.block_implementations import dense_layers
+from keras_bert.layers.optimizations import ALL
+from keras_bert.serving import export_saved_model
+from keras_bert.serving import saved_model_op_types
+from keras_bert.serving.export import served_implementation
+from keras_bert.serving.int8_calibration import calibrate_int8_ranges
+from tests.helpers import run_saved_model_outside_python
+
+VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
+]  # fmt: skip
+SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+CALIBRATION = [
+    "the quick brown fox", "a lazy dog", "good film", "bad film bad film",
+    "the dog", "a good quick fox", "brown dog lazy film the a",
+]  # fmt: skip
+PROBABILITY_TOLERANCE = 0.03
+
+
+def _classifier(optimizations=None):
+    backbone = keras_bert.BertBackbone(
+        optimizations=optimizations,
+        vocabulary_size=len(VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    return keras_bert.BertClassifier(backbone, num_classes=3)
+
+
+def _preprocessor():
+    return keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory):
+    classifier = _classifier()
+    path = export_saved_model(
+        classifier,
+        _preprocessor(),
+        str(tmp_path_factory.mktemp("int8_calibrated") / "clf"),
+        quantize="int8",
+        calibration_texts=CALIBRATION,
+    )
+    return classifier, path
+
+
+def _keras_probabilities(classifier, sentences):
+    logits = np.asarray(
+        classifier(_preprocessor()(sentences), training=False), "float64"
+    )
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.slow  # the module's export fixture takes 5-10 s
+def test_calibrated_export_answers_like_float32(export):
+    classifier, path = export
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    probabilities = served(text=tf.constant(SENTENCES))["probabilities"]
+    expected = _keras_probabilities(classifier, SENTENCES)
+    difference = np.abs(probabilities.numpy() - expected).max()
+    print(f"max |calibrated int8 - float32| probability: {difference:.2e}")
+    assert 0 < difference <= PROBABILITY_TOLERANCE
+
+
+@pytest.mark.slow  # the module's export fixture takes 5-10 s
+def test_a_row_does_not_depend_on_the_rest_of_the_request(export):
+    """Fixed ranges: a sentence's answer alone and in a batch agree."""
+    _, path = export
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    batch = served(text=tf.constant(SENTENCES))["probabilities"].numpy()
+    for index, sentence in enumerate(SENTENCES):
+        alone = served(text=tf.constant([sentence]))["probabilities"].numpy()
+        np.testing.assert_allclose(alone[0], batch[index], atol=1e-6)
+
+
+@pytest.mark.slow  # the module's export fixture takes 5-10 s
+def test_calibrated_export_holds_the_fused_int8_kernel(export):
+    _, path = export
+    ops = saved_model_op_types(path)
+    # Two blocks of four dense layers: one kernel and one QuantizeV2 each.
+    assert "_QuantizedMatMul" in ops and "QuantizeV2" in ops
+    assert "QuantizedMatMulWithBiasAndDequantize" not in ops
+
+
+@pytest.mark.slow  # exports, then runs it in another process
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_calibrated_export_serves_without_keras_bert(export, tmp_path, onednn):
+    """A process with TensorFlow (its oneDNN build, this platform's
+    default: the kernel is registered there whether or not
+    `TF_ENABLE_ONEDNN_OPTS` turns the graph rewrites on) and
+    tensorflow-text only."""
+    _, path = export
+    outputs = run_saved_model_outside_python(
+        tmp_path,
+        path,
+        [{"signature": "serving_default", "inputs": {"text": SENTENCES}}],
+        env={"TF_ENABLE_ONEDNN_OPTS": onednn},
+    )
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    expected = served(text=tf.constant(SENTENCES))["probabilities"].numpy()
+    np.testing.assert_allclose(
+        outputs["0/probabilities"], expected, rtol=1e-6, atol=1e-7
+    )
+
+
+def test_ranges_cover_each_dense_layers_inputs():
+    """Every block's four dense layers get a range holding 0; the first
+    block's q|k|v range is the embeddings' output's extremes."""
+    classifier = _classifier()
+    copy = keras_bert.models.serving_copy(classifier, quantize="int8")
+    ranges = calibrate_int8_ranges(copy, _preprocessor(), CALIBRATION)
+    backbone = copy.backbone
+    assert set(ranges) == {
+        (block.name, dense.name)
+        for block in backbone.transformer_layers
+        for dense in dense_layers(block)
+    }
+    assert all(low <= 0 <= high and low < high for low, high in ranges.values())
+    features = _preprocessor()(CALIBRATION)
+    embedded = backbone.get_layer("embedding").output  # LayerNorm's
+    embeddings = keras.Model(backbone.input, embedded)
+    values = np.concatenate(
+        [
+            np.asarray(embeddings(features))[i, : int(np.sum(mask))]
+            for i, mask in enumerate(np.asarray(features["padding_mask"]))
+        ]
+        + [np.zeros((1, 16))]
+    )
+    low, high = ranges[(backbone.transformer_layers[0].name, "qkv_dense")]
+    np.testing.assert_allclose([low, high], [values.min(), values.max()])
+
+
+def test_served_implementation_names_the_calibrated_row():
+    classifier = _classifier()
+    assert (
+        served_implementation(classifier, quantize="int8", calibrated=True)
+        == "serving_graph_int8_calibrated"
+    )
+    assert served_implementation(classifier, quantize="int8") == (
+        "serving_graph_int8"
+    )
+
+
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({}, "calibration_texts with quantize=None.*quantize='int8'"),
+        ({"quantize": "int8", "calibration_texts": []}, "non-empty list"),
+        ({"quantize": "int8", "calibration_texts": "a fox"}, "non-empty list"),
+        ({"quantize": "int8", "calibration_texts": [1, 2]}, "list of strings"),
+    ],
+)
+def test_bad_calibration_is_refused_before_anything(tmp_path, options, error):
+    options = {"calibration_texts": CALIBRATION, **options}
+    with pytest.raises(ValueError, match=error):
+        export_saved_model(
+            _classifier(), _preprocessor(), str(tmp_path / "x"), **options
+        )
+    assert not (tmp_path / "x").exists()
+
+
+def test_blocks_without_the_serving_forms_are_refused(tmp_path):
+    classifier = _classifier(
+        optimizations=[n for n in ALL if n != "remapper_serving_graph"]
+    )
+    with pytest.raises(ValueError, match="no input ranges.*without"):
+        export_saved_model(
+            classifier,
+            _preprocessor(),
+            str(tmp_path / "x"),
+            quantize="int8",
+            calibration_texts=CALIBRATION,
+        )
+    assert not (tmp_path / "x").exists()
