@@ -35,6 +35,13 @@ dev sentences as a competent user runs it:
                     streams: they split
                     float weights), in a Session, both pools at each
                     count of `--peer_threads`
+  ours_int8_calibrated  our export with `quantize="int8"` and
+                    `calibration_texts=` the first `--calibration_sentences`
+                    SST-2 train sentences (`serving_graph_int8_calibrated`:
+                    each dense layer's inputs quantized over their
+                    calibrated range, the int8 matmul with its bias, GELU
+                    and dequantization one `_QuantizedMatMul`), in a
+                    Session, both pools at each count of `--peer_threads`
   ours_bf16         our export with `precision="bfloat16"` (the blocks'
                     `serving_graph_bfloat16` implementation: their dense
                     matmuls in bfloat16; no streams), in a Session, both
@@ -104,6 +111,7 @@ from benchmarks.contestants import serving as contestants  # noqa: E402
 
 OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "serving")
 OURS, OURS_INT8, OURS_BF16 = "ours_fp32", "ours_int8", "ours_bf16"
+OURS_INT8_CALIBRATED = "ours_int8_calibrated"
 OURS_BF16_STREAMS = "ours_bf16_streams"
 OURS_DEFAULT = "ours_fp32_default"
 SST2_DEV_SIZE = 872
@@ -114,6 +122,7 @@ GOALS = (
     (OURS_DEFAULT, "onnxruntime_fp32", 1.0),
     (OURS_DEFAULT, "transformers", 2.0),
     (OURS_INT8, "onnxruntime_int8", 1.0),
+    (OURS_INT8_CALIBRATED, "onnxruntime_int8", 1.0),
     (OURS_BF16, "onnxruntime_fp32", 1.5),
     (OURS_BF16_STREAMS, "onnxruntime_fp32", 1.5),
 )
@@ -122,7 +131,14 @@ EXPORT_FACTS = ("onnx_fused_operators", "variables_bytes", "implementations")
 # Each variant's dev accuracy within this many points of ours_fp32's.
 ACCURACY_POINTS = 0.5
 # The columns of ratios: each of ours against the row's contestant.
-RATIO_COLUMNS = (OURS, OURS_DEFAULT, OURS_INT8, OURS_BF16, OURS_BF16_STREAMS)
+RATIO_COLUMNS = (
+    OURS,
+    OURS_DEFAULT,
+    OURS_INT8,
+    OURS_INT8_CALIBRATED,
+    OURS_BF16,
+    OURS_BF16_STREAMS,
+)
 FLAGS = flags.FLAGS
 
 
@@ -140,6 +156,11 @@ def define_flags():
     flags.DEFINE_list("batch_sizes", ["1", "32"], "Request sizes.")
     flags.DEFINE_integer("sentences", 0, "The first N dev sentences (0: all).")
     flags.DEFINE_integer("warmup", 3, "Untimed requests first, per batch size.")
+    flags.DEFINE_integer(
+        "calibration_sentences", 256,
+        "ours_int8_calibrated's calibration: the first N SST-2 train "
+        "sentences (not dev, which is scored).",
+    )  # fmt: skip
     flags.DEFINE_integer("threads", os.cpu_count(), "Threads of every runtime.")
     flags.DEFINE_list(
         "peer_threads", ["1", "2"],
@@ -178,6 +199,9 @@ def run_prepare():
         labels=["negative", "positive"],
         streams=FLAGS.threads,
         ours=contestants.exports_of(FLAGS.contestants),
+        calibration_texts=common.read_sst2("train", FLAGS.glue_dir)[0][
+            : FLAGS.calibration_sentences
+        ],
     )
     common.write_record(os.path.join(FLAGS.work_dir, "manifest.json"), manifest)
 
@@ -425,7 +449,7 @@ def summary_markdown(records, names, exports=None):
                 f"{goal}{found[0]:.2f}× (rounds: {common.listed(found[1], '{:.2f}')}); "
                 f"goal ≥{target:g}×, {verdict}."
             )
-    for ours in (OURS_INT8, OURS_BF16, OURS_BF16_STREAMS):
+    for ours in (OURS_INT8, OURS_INT8_CALIBRATED, OURS_BF16, OURS_BF16_STREAMS):
         for batch in batch_sizes:
             points = accuracy_points(ours, batch)
             if points is None:

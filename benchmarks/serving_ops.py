@@ -22,11 +22,16 @@ documents others), each in a fresh process:
 
 Variants: `fast` (the export before `serving_graph`: the block's `fast`
 implementation, Keras' layers, variables), `streams_2`
-(`export_saved_model(streams=2)`, served with 1 intra-op and 2 inter-op
-threads), `int8` (`quantize="int8"`), `serving_graph` (the default export:
+(`export_saved_model(streams=2)`: `serving_graph_streams`, served with 1
+intra-op and 2 inter-op threads), `streams_2_without_forms` (the same
+without `"remapper_serving_graph"`: the block's `streams` implementation,
+Keras' layers, what `streams=2` exported before `serving_graph_streams`),
+`int8` (`quantize="int8"`), `serving_graph` (the default export:
 the `serving_graph` implementation, weights frozen into constants),
 `bfloat16` (`precision="bfloat16"`: `serving_graph_bfloat16`, its dense
-matmuls in bfloat16; needs a CPU with AVX512-BF16 or AMX) and
+matmuls in bfloat16; needs a CPU with AVX512-BF16 or AMX),
+`bfloat16_streams_2` (`precision="bfloat16", streams=2`:
+`serving_graph_streams_bfloat16`, threads as `streams_2`) and
 `serving_graph_variables` (the same reading variables), the latter also with
 `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` (`..._assume_frozen`). Fused kernels
 that run in bfloat16 (`T`) are listed as `...[bfloat16]`, and every op
@@ -63,14 +68,20 @@ FLAGS = flags.FLAGS
 VARIANTS = (
     "fast",
     "streams_2",
+    "streams_2_without_forms",
     "int8",
     "serving_graph",
     "bfloat16",
+    "bfloat16_streams_2",
     "serving_graph_variables",
     "serving_graph_variables_assume_frozen",
 )
 # (intra-op, inter-op) threads; 0: TensorFlow's default (the cores).
-THREADS = {"streams_2": (1, 2)}
+THREADS = {
+    "streams_2": (1, 2),
+    "streams_2_without_forms": (1, 2),
+    "bfloat16_streams_2": (1, 2),
+}
 ENV = {
     "serving_graph_variables_assume_frozen": "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
 }
@@ -108,10 +119,17 @@ def _export(name, model, preprocessor, directory):
         )
     elif name == "streams_2":
         options = {"streams": 2}
+    elif name == "streams_2_without_forms":
+        model = _with_optimizations(
+            model, [n for n in ALL if n != "remapper_serving_graph"]
+        )
+        options = {"streams": 2}
     elif name == "int8":
         options = {"quantize": "int8"}
     elif name == "bfloat16":
         options = {"precision": "bfloat16"}
+    elif name == "bfloat16_streams_2":
+        options = {"precision": "bfloat16", "streams": 2}
     elif name == "serving_graph_variables":
         patch = mock.patch(
             "keras_bert.serving.export.serving_trace",

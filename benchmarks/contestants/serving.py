@@ -21,6 +21,7 @@ CONTESTANTS = (
     "ours_fp32_tf_function",
     "ours_fp32_default",
     "ours_int8",
+    "ours_int8_calibrated",
     "ours_bf16",
     "ours_bf16_streams",
     "transformers",
@@ -30,14 +31,15 @@ CONTESTANTS = (
     "keras_hub_xla",
 )
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-# Our exports: contestant -> `export_saved_model`'s options (`streams`:
-# filled in by `prepare`, the same for both; ours_fp32_default: none, the
+# Our exports: contestant -> `export_saved_model`'s options (`streams` and
+# `calibration_texts`: filled in by `prepare`; ours_fp32_default: none, the
 # default export).
 # ours_fp32_tf_function serves ours_fp32's export.
 OURS_EXPORTS = {
     "ours_fp32": {"streams": None},
     "ours_fp32_default": {},
     "ours_int8": {"quantize": "int8"},
+    "ours_int8_calibrated": {"quantize": "int8", "calibration_texts": None},
     "ours_bf16": {"precision": "bfloat16"},
     "ours_bf16_streams": {"precision": "bfloat16", "streams": None},
 }
@@ -56,6 +58,7 @@ THREAD_SWEPT = (
     "onnxruntime_int8",
     "ours_fp32_default",
     "ours_int8",
+    "ours_int8_calibrated",
     "ours_bf16",
 )
 THREAD_SUFFIX = "_threads"
@@ -175,10 +178,12 @@ def prepare(
     labels=None,
     streams=None,
     ours=("ours_fp32", "ours_int8"),
+    calibration_texts=None,
 ):
     """Writes every contestant's files into `work_dir` (`sequence_length`:
     our export's and keras-hub's packing, the others' truncation; `streams`:
-    our float32 export's; `ours`: which of our exports, `export_ours`);
+    our float32 export's; `ours`: which of our exports, `export_ours`;
+    `calibration_texts`: ours_int8_calibrated's);
     returns the manifest: where each contestant's files are, the streams
     and encoder implementation of our exports, their `variables/` bytes,
     ONNX Runtime's fused operators."""
@@ -188,7 +193,13 @@ def prepare(
         tokenizer, sequence_length=sequence_length
     )
     manifest = export_ours(
-        classifier, preprocessor, work_dir, ours, labels, streams
+        classifier,
+        preprocessor,
+        work_dir,
+        ours,
+        labels,
+        streams,
+        calibration_texts,
     )
     hf_dir = os.path.join(work_dir, "huggingface")
     keras_bert.checkpoints.save_huggingface(classifier, tokenizer, hf_dir)
@@ -211,10 +222,17 @@ def prepare(
 
 
 def export_ours(
-    classifier, preprocessor, work_dir, names, labels=None, streams=None
+    classifier,
+    preprocessor,
+    work_dir,
+    names,
+    labels=None,
+    streams=None,
+    calibration_texts=None,
 ):
-    """Writes our exports `names` (keys of `OURS_EXPORTS`; ours_fp32 with
-    `streams`) of `classifier` into `work_dir`; returns their part of the
+    """Writes our exports `names` (keys of `OURS_EXPORTS`; those with
+    streams with `streams`, ours_int8_calibrated calibrated on
+    `calibration_texts`) of `classifier` into `work_dir`; returns their part of the
     manifest: each one's path (ours_fp32_tf_function: ours_fp32's), and
     `streams`, `implementations` (the encoder implementation each export
     traces its blocks as, `keras_bert.serving.export.served_implementation`)
@@ -227,13 +245,17 @@ def export_ours(
         options = dict(OURS_EXPORTS[name])
         if "streams" in options:
             options["streams"] = streams
+        if "calibration_texts" in options:
+            options["calibration_texts"] = calibration_texts
         manifest[name] = export_saved_model(
             classifier, preprocessor, os.path.join(work_dir, name),
             labels=labels, **options,
         )  # fmt: skip
         manifest["streams"][name] = options.get("streams")
         manifest["implementations"][name] = served_implementation(
-            classifier, **options
+            classifier,
+            **{k: v for k, v in options.items() if k != "calibration_texts"},
+            calibrated="calibration_texts" in options,
         )
         variables = os.path.join(manifest[name], "variables")
         manifest["variables_bytes"][name] = sum(
@@ -309,6 +331,7 @@ def load(name, manifest, sequence_length, threads):
         "ours_fp32_tf_function": _load_ours_tf_function,
         "ours_fp32_default": _load_ours,
         "ours_int8": _load_ours,
+        "ours_int8_calibrated": _load_ours,
         "ours_bf16": _load_ours,
         "ours_bf16_streams": _load_ours,
         "transformers": _load_pipeline,

@@ -326,6 +326,7 @@ def test_our_exports_are_those_the_contestants_serve():
         "ours_fp32",
         "ours_fp32_default",
         "ours_int8",
+        "ours_int8_calibrated",
         "ours_bf16",
         "ours_bf16_streams",
     ]
