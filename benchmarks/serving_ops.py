@@ -26,7 +26,9 @@ implementation, Keras' layers, variables), `streams_2`
 intra-op and 2 inter-op threads), `streams_2_without_forms` (the same
 without `"remapper_serving_graph"`: the block's `streams` implementation,
 Keras' layers, what `streams=2` exported before `serving_graph_streams`),
-`int8` (`quantize="int8"`), `serving_graph` (the default export:
+`int8` (`quantize="int8"`), `int8_calibrated` (the same calibrated on
+the first `CALIBRATION_SENTENCES` SST-2 train sentences:
+`serving_graph_int8_calibrated`), `serving_graph` (the default export:
 the `serving_graph` implementation, weights frozen into constants),
 `bfloat16` (`precision="bfloat16"`: `serving_graph_bfloat16`, its dense
 matmuls in bfloat16; needs a CPU with AVX512-BF16 or AMX),
@@ -70,6 +72,7 @@ VARIANTS = (
     "streams_2",
     "streams_2_without_forms",
     "int8",
+    "int8_calibrated",
     "serving_graph",
     "bfloat16",
     "bfloat16_streams_2",
@@ -87,6 +90,7 @@ ENV = {
 }
 EXPORT_OF = {"serving_graph_variables_assume_frozen": "serving_graph_variables"}
 OUTPUT_SENTENCES = 64
+CALIBRATION_SENTENCES = 256  # as benchmarks/serving.py's default
 BOOKKEEPING = ("Const", "_Arg", "_Retval", "NoOp")
 
 
@@ -126,6 +130,13 @@ def _export(name, model, preprocessor, directory):
         options = {"streams": 2}
     elif name == "int8":
         options = {"quantize": "int8"}
+    elif name == "int8_calibrated":
+        options = {
+            "quantize": "int8",
+            "calibration_texts": common.read_sst2("train")[0][
+                :CALIBRATION_SENTENCES
+            ],
+        }
     elif name == "bfloat16":
         options = {"precision": "bfloat16"}
     elif name == "bfloat16_streams_2":
