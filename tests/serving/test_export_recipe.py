@@ -95,6 +95,11 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
             "quantize='int8' and precision='bfloat16'",
             marks=pytest.mark.slow,
         ),
+        pytest.param(
+            ["--checkpoint=c", "--calibration_file=c.txt"],
+            "--calibration_file calibrates int8 layers: pass --quantize=int8",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_export_recipe_usage_errors(tmp_path, arguments, message):

@@ -8,6 +8,10 @@ range (as the per-row int8 export's) and its inputs to 1/255 of their
 calibrated range, which on these inputs is wider than a row's own.
 """
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -32,6 +36,7 @@ CALIBRATION = [
     "the dog", "a good quick fox", "brown dog lazy film the a",
 ]  # fmt: skip
 PROBABILITY_TOLERANCE = 0.03
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def _classifier(optimizations=None):
@@ -195,3 +200,30 @@ def test_blocks_without_the_serving_forms_are_refused(tmp_path):
             calibration_texts=CALIBRATION,
         )
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow  # the recipe in a process of its own
+def test_export_recipe_calibration_file(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(VOCABULARY) + "\n")
+    calibration = tmp_path / "calibration.txt"
+    calibration.write_text("\n".join(CALIBRATION) + "\n")
+    _classifier().save(tmp_path / "clf.keras")
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "recipes", "export.py"),
+            f"--model={tmp_path / 'clf.keras'}",
+            f"--vocab_file={vocab_file}",
+            "--quantize=int8",
+            f"--calibration_file={calibration}",
+            "--sequence_length=12",
+            f"--export_dir={tmp_path / 'served'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    ops = saved_model_op_types(str(tmp_path / "served" / "1"))
+    assert "_QuantizedMatMul" in ops
