@@ -122,8 +122,9 @@ class BlockCall(NamedTuple):
     closed_form_gelu: bool
     split_qkv_first: bool
     int8: bool  # the dense layers hold int8 weights
-    # `{dense layer name: (low, high)}`, its inputs' calibrated range, for
-    # `serving_graph_int8_calibrated`; else `None`
+    # `{dense layer name: (low, high)}`, its inputs' calibrated range in
+    # the serving trace, for int8 weights on oneDNN's kernel (what
+    # `serving_graph_int8_calibrated` quantizes over); else `None`
     int8_ranges: object = None
 
 
@@ -323,7 +324,9 @@ def stream_outputs(block, layout, call):
     return outputs, ops.concatenate(all_probs, axis=1)
 
 
-def serving_graph(block, call, matmul_dtype=None, streams=False):
+def serving_graph(
+    block, call, matmul_dtype=None, streams=False, calibrated=False
+):
     """Inference in the forms TensorFlow's CPU remapper fuses
     (`keras_bert.layers.remapper_forms`): per block, one q|k|v matmul and
     three more, each with its bias, GELU or residual fused in, two
@@ -335,7 +338,7 @@ def serving_graph(block, call, matmul_dtype=None, streams=False):
     four dense matmuls run on TensorFlow's oneDNN int8 kernel
     (`keras_bert.layers.int8_matmul`, each input row quantized over its own
     largest magnitude, as `Int8Dense` does) on int8 constants, their
-    bias, GELU and residual after it; with `call.int8_ranges` (the row
+    bias, GELU and residual after it; with `calibrated` (the row
     `serving_graph_int8_calibrated`), each one's inputs are quantized over
     their calibrated range and the matmul, bias, GELU and dequantization
     are one kernel (`int8_fused_matmul`), the residual added after it.
@@ -413,7 +416,7 @@ def serving_graph(block, call, matmul_dtype=None, streams=False):
         # constants, on TensorFlow's oneDNN int8 matmul (as `Int8Dense`
         # computes it), then the bias, activation and residual in `dtype`;
         # or, with calibrated ranges, one fused kernel, then the residual.
-        if call.int8_ranges is not None:
+        if calibrated:
             x = int8_fused_matmul(
                 ops.cast(x, "float32"),
                 forms.weight(part("_kernel"), "int8"),
@@ -537,65 +540,43 @@ def _sum(tensors, dtype=None):
 # ----------------------------------------------------------------------------
 # The table: the first row that can run the call and applies to it runs.
 
+
+def _serving_row(applies, function, int8=False):
+    """A row that runs inference only (at the query rows too): a serving
+    implementation."""
+    return Implementation(
+        applies=applies,
+        function=function,
+        training=False,
+        inference=True,
+        int8=int8,
+        query_rows=True,
+    )
+
+
 IMPLEMENTATIONS = {
-    "serving_graph_streams_bfloat16": Implementation(
-        applies=lambda c: c.serving_graph and c.streams and c.bfloat16_matmuls,
-        function=functools.partial(
-            serving_graph, matmul_dtype="bfloat16", streams=True
-        ),
-        training=False,
-        inference=True,
-        int8=False,
-        query_rows=True,
+    "serving_graph_streams_bfloat16": _serving_row(
+        lambda c: c.serving_graph and c.streams and c.bfloat16_matmuls,
+        functools.partial(serving_graph, matmul_dtype="bfloat16", streams=True),
     ),
-    "serving_graph_streams": Implementation(
-        applies=lambda c: c.serving_graph and c.streams,
-        function=functools.partial(serving_graph, streams=True),
-        training=False,
-        inference=True,
-        int8=False,
-        query_rows=True,
+    "serving_graph_streams": _serving_row(
+        lambda c: c.serving_graph and c.streams,
+        functools.partial(serving_graph, streams=True),
     ),
-    "streams": Implementation(
-        applies=lambda c: c.streams,
-        function=streams,
-        training=False,
-        inference=True,
-        int8=False,
-        query_rows=True,
-    ),
-    "serving_graph_int8_calibrated": Implementation(
-        applies=lambda c: c.serving_graph and c.onednn_int8 and c.int8_ranges,
-        function=serving_graph,
-        training=False,
-        inference=True,
+    "streams": _serving_row(lambda c: c.streams, streams),
+    "serving_graph_int8_calibrated": _serving_row(
+        lambda c: c.serving_graph and c.onednn_int8 and c.int8_ranges,
+        functools.partial(serving_graph, calibrated=True),
         int8=True,
-        query_rows=True,
     ),
-    "serving_graph_int8": Implementation(
-        applies=lambda c: c.serving_graph and c.onednn_int8,
-        function=serving_graph,
-        training=False,
-        inference=True,
-        int8=True,
-        query_rows=True,
+    "serving_graph_int8": _serving_row(
+        lambda c: c.serving_graph and c.onednn_int8, serving_graph, int8=True
     ),
-    "serving_graph_bfloat16": Implementation(
-        applies=lambda c: c.serving_graph and c.bfloat16_matmuls,
-        function=functools.partial(serving_graph, matmul_dtype="bfloat16"),
-        training=False,
-        inference=True,
-        int8=False,
-        query_rows=True,
+    "serving_graph_bfloat16": _serving_row(
+        lambda c: c.serving_graph and c.bfloat16_matmuls,
+        functools.partial(serving_graph, matmul_dtype="bfloat16"),
     ),
-    "serving_graph": Implementation(
-        applies=lambda c: c.serving_graph,
-        function=serving_graph,
-        training=False,
-        inference=True,
-        int8=False,
-        query_rows=True,
-    ),
+    "serving_graph": _serving_row(lambda c: c.serving_graph, serving_graph),
     "fused_training": Implementation(
         applies=lambda c: c.fusable,
         function=functools.partial(two_dimensional, fuse=True),
@@ -683,9 +664,8 @@ def select_implementation(
         closed_form_gelu="closed_form_gelu" in optimizations,
         split_qkv_first=conditions.split_qkv_first,
         int8=quantized,
-        int8_ranges=(
-            int8_ranges if name == "serving_graph_int8_calibrated" else None
-        ),
+        # What int8 layers on oneDNN's kernel would quantize over.
+        int8_ranges=int8_ranges if conditions.onednn_int8 else None,
     )
     return name, call
 
