@@ -159,3 +159,50 @@ def non_core_ops(op_types, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return set(result.stdout.split())
+
+
+# A tiny raw-text classifier, for the export tests: words the tokenizer
+# knows, sentences to serve (an empty one, one long enough to truncate).
+EXPORT_VOCABULARY = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
+]  # fmt: skip
+EXPORT_SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+
+
+def export_classifier(**backbone_config):
+    """A 3-class `BertClassifier` on a 2-layer, hidden-16 backbone over
+    `EXPORT_VOCABULARY` (`backbone_config`: e.g. `optimizations`,
+    `streams`)."""
+    import keras_bert
+
+    backbone = keras_bert.BertBackbone(
+        **backbone_config,
+        vocabulary_size=len(EXPORT_VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    return keras_bert.BertClassifier(backbone, num_classes=3)
+
+
+def export_preprocessor(sequence_length=16):
+    """The `BertPreprocessor` of `EXPORT_VOCABULARY`."""
+    import keras_bert
+
+    return keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(EXPORT_VOCABULARY),
+        sequence_length=sequence_length,
+    )
+
+
+def keras_probabilities(classifier, sentences, preprocessor=None):
+    """The classifier's softmax on `sentences`, in float64, from Keras."""
+    preprocessor = preprocessor or export_preprocessor()
+    logits = np.asarray(
+        classifier(preprocessor(sentences), training=False), "float64"
+    )
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)

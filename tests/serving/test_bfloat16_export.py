@@ -25,13 +25,14 @@ from keras_bert.layers.optimizations import ALL
 from keras_bert.serving import bfloat16_cpu
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
+from tests.helpers import EXPORT_SENTENCES
+from tests.helpers import EXPORT_VOCABULARY
+from tests.helpers import export_classifier
+from tests.helpers import export_preprocessor
+from tests.helpers import keras_probabilities
 from tests.helpers import run_saved_model_outside_python
 
-VOCABULARY = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
-]  # fmt: skip
-SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 PROBABILITY_TOLERANCE = 1e-2
 SHARED_GLUE = os.path.join(
     os.path.dirname(__file__), "..", "..", "..", "shared", "glue"
@@ -44,16 +45,7 @@ NO_BFLOAT16 = {"fpu", "avx2", "avx512f", "avx512bw", "avx512_vnni"}
 def _classifier(optimizations=None):
     """A tiny classifier whose weights are random and not small, so that
     its probabilities are far from uniform."""
-    backbone = keras_bert.BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-        optimizations=optimizations,
-    )
-    classifier = keras_bert.BertClassifier(backbone, num_classes=3)
+    classifier = export_classifier(optimizations=optimizations)
     rng = np.random.default_rng(0)
     classifier.set_weights(
         [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
@@ -64,18 +56,7 @@ def _classifier(optimizations=None):
 
 
 def _preprocessor():
-    return keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
-    )
-
-
-def _keras_probabilities(classifier, sentences, preprocessor=None):
-    preprocessor = preprocessor or _preprocessor()
-    logits = np.asarray(
-        classifier(preprocessor(sentences), training=False), "float64"
-    )
-    e = np.exp(logits - logits.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
+    return export_preprocessor()
 
 
 def _cpu(flags):
@@ -112,7 +93,7 @@ def test_bfloat16_export_answers_as_the_float32_model(export):
     outputs = served(text=tf.constant(SENTENCES))
     assert outputs["probabilities"].dtype == tf.float32
     probabilities = outputs["probabilities"].numpy()
-    expected = _keras_probabilities(classifier, SENTENCES)
+    expected = keras_probabilities(classifier, SENTENCES)
     difference = np.abs(probabilities - expected).max()
     print(
         f"max |bfloat16 - float32| probability: {difference:.2e} "
@@ -174,7 +155,7 @@ def test_bfloat16_with_streams_answers_as_the_float32_model(tmp_path):
         )
     served = tf.saved_model.load(path).signatures["serving_default"]
     outputs = served(text=tf.constant(SENTENCES))
-    expected = _keras_probabilities(classifier, SENTENCES)
+    expected = keras_probabilities(classifier, SENTENCES)
     difference = np.abs(outputs["probabilities"].numpy() - expected).max()
     print(f"streams=2: max |bfloat16 - float32| probability: {difference:.2e}")
     assert 0 < difference <= PROBABILITY_TOLERANCE
@@ -279,7 +260,7 @@ def test_served_outside_python_with_and_without_onednn(
         [{"signature": "serving_default", "inputs": {"text": SENTENCES}}],
         env={"TF_ENABLE_ONEDNN_OPTS": onednn},
     )
-    expected = _keras_probabilities(classifier, SENTENCES)
+    expected = keras_probabilities(classifier, SENTENCES)
     difference = np.abs(outputs["0/probabilities"] - expected).max()
     print(f"oneDNN {onednn}: max |bfloat16 - float32| {difference:.2e}")
     assert difference <= PROBABILITY_TOLERANCE
@@ -323,7 +304,7 @@ def test_minilm_sst2_bfloat16_export_answers_as_float32(tmp_path):
         outputs = served(text=tf.constant(batch))
         probabilities.append(outputs["probabilities"].numpy())
         labels.append(outputs["label_id"].numpy())
-        expected.append(_keras_probabilities(classifier, batch, preprocessor))
+        expected.append(keras_probabilities(classifier, batch, preprocessor))
     probabilities, labels, expected = (
         np.concatenate(x) for x in (probabilities, labels, expected)
     )

@@ -14,27 +14,13 @@ from keras_bert.models.quantization import is_quantized_layer
 from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
+from tests.helpers import EXPORT_SENTENCES
+from tests.helpers import EXPORT_VOCABULARY
+from tests.helpers import export_classifier
 from tests.helpers import non_core_ops
 from tests.helpers import run_saved_model_outside_python
 
-VOCABULARY = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "a",
-    "lazy",
-    "dog",
-    "good",
-    "bad",
-    "film",
-]
-SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 # Tolerance of the int8 export's probabilities against float32's on this
 # tiny random classifier (hidden 16): weights and inputs of each matmul
@@ -43,16 +29,7 @@ PROBABILITY_TOLERANCE = 0.02
 
 
 def _classifier(optimizations=None):
-    keras_bert_backbone = keras_bert.BertBackbone(
-        optimizations=optimizations,
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-    )
-    return keras_bert.BertClassifier(keras_bert_backbone, num_classes=3)
+    return export_classifier(optimizations=optimizations)
 
 
 @pytest.fixture(scope="module")

@@ -13,38 +13,26 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras_bert
 from keras_bert.layers.optimizations import ALL
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
 from keras_bert.serving.export import served_implementation
+from tests.helpers import EXPORT_SENTENCES
+from tests.helpers import EXPORT_VOCABULARY
+from tests.helpers import export_classifier
+from tests.helpers import export_preprocessor
 from tests.helpers import run_saved_model_outside_python
 
-VOCABULARY = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
-]  # fmt: skip
-SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 TOLERANCE = 1e-5
 
 
 def _classifier(optimizations=None):
-    keras_bert_backbone = keras_bert.BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-        optimizations=optimizations,
-    )
-    return keras_bert.BertClassifier(keras_bert_backbone, num_classes=3)
+    return export_classifier(optimizations=optimizations)
 
 
 def _preprocessor():
-    return keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
-    )
+    return export_preprocessor()
 
 
 @pytest.fixture(scope="module")

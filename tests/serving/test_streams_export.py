@@ -15,27 +15,17 @@ import keras_bert
 from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
+from tests.helpers import EXPORT_SENTENCES
+from tests.helpers import EXPORT_VOCABULARY
+from tests.helpers import export_classifier
 from tests.helpers import non_core_ops
 
-VOCABULARY = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
-]  # fmt: skip
-SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 TOLERANCE = 2e-6
 
 
 def _classifier(**backbone_config):
-    backbone = keras_bert.BertBackbone(
-        **backbone_config,
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-    )
-    return keras_bert.BertClassifier(backbone, num_classes=3)
+    return export_classifier(**backbone_config)
 
 
 @pytest.fixture(scope="module")
