@@ -23,7 +23,10 @@ from keras_bert.models.serving_copy import backbone_of
 def calibrate_int8_ranges(model, preprocessor, texts, batch_size=32):
     """`{(block name, dense layer name): (low, high)}`: the range of each
     encoder block's dense layers' inputs over `texts`, what
-    `serving_trace(int8_ranges=...)` takes.
+    `serving_trace(int8_ranges=...)` takes. The inputs are those of every
+    row the layer computes, in batches of `batch_size` trimmed to their
+    longest row as a served request is (the shorter rows' padding
+    positions too).
 
     Args:
         model: the model to be served (its int8 copy, `serving_copy(model,

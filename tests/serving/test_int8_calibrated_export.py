@@ -18,19 +18,21 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
+from keras_bert.data.trim_batch import trim_batch
 from keras_bert.layers.block_implementations import dense_layers
 from keras_bert.layers.optimizations import ALL
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
 from keras_bert.serving.export import served_implementation
 from keras_bert.serving.int8_calibration import calibrate_int8_ranges
+from tests.helpers import EXPORT_SENTENCES
+from tests.helpers import EXPORT_VOCABULARY
+from tests.helpers import export_classifier
+from tests.helpers import export_preprocessor
+from tests.helpers import keras_probabilities
 from tests.helpers import run_saved_model_outside_python
 
-VOCABULARY = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "the", "quick", "brown", "fox", "a", "lazy", "dog", "good", "bad", "film",
-]  # fmt: skip
-SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
+VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 CALIBRATION = [
     "the quick brown fox", "a lazy dog", "good film", "bad film bad film",
     "the dog", "a good quick fox", "brown dog lazy film the a",
@@ -40,22 +42,11 @@ REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def _classifier(optimizations=None):
-    backbone = keras_bert.BertBackbone(
-        optimizations=optimizations,
-        vocabulary_size=len(VOCABULARY),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-    )
-    return keras_bert.BertClassifier(backbone, num_classes=3)
+    return export_classifier(optimizations=optimizations)
 
 
 def _preprocessor():
-    return keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
-    )
+    return export_preprocessor()
 
 
 @pytest.fixture(scope="module")
@@ -71,20 +62,12 @@ def export(tmp_path_factory):
     return classifier, path
 
 
-def _keras_probabilities(classifier, sentences):
-    logits = np.asarray(
-        classifier(_preprocessor()(sentences), training=False), "float64"
-    )
-    e = np.exp(logits - logits.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 @pytest.mark.slow  # the module's export fixture takes 5-10 s
 def test_calibrated_export_answers_like_float32(export):
     classifier, path = export
     served = tf.saved_model.load(path).signatures["serving_default"]
     probabilities = served(text=tf.constant(SENTENCES))["probabilities"]
-    expected = _keras_probabilities(classifier, SENTENCES)
+    expected = keras_probabilities(classifier, SENTENCES)
     difference = np.abs(probabilities.numpy() - expected).max()
     print(f"max |calibrated int8 - float32| probability: {difference:.2e}")
     assert 0 < difference <= PROBABILITY_TOLERANCE
@@ -133,7 +116,8 @@ def test_calibrated_export_serves_without_keras_bert(export, tmp_path, onednn):
 
 def test_ranges_cover_each_dense_layers_inputs():
     """Every block's four dense layers get a range holding 0; the first
-    block's q|k|v range is the embeddings' output's extremes."""
+    block's q|k|v range is the extremes of the embeddings' output over the
+    rows it computes."""
     classifier = _classifier()
     copy = keras_bert.models.serving_copy(classifier, quantize="int8")
     ranges = calibrate_int8_ranges(copy, _preprocessor(), CALIBRATION)
@@ -144,15 +128,13 @@ def test_ranges_cover_each_dense_layers_inputs():
         for dense in dense_layers(block)
     }
     assert all(low <= 0 <= high and low < high for low, high in ranges.values())
-    features = _preprocessor()(CALIBRATION)
+    # Every row the layer computes: the one batch of CALIBRATION trimmed
+    # to its longest row, the shorter rows' padding positions included.
+    features = trim_batch(_preprocessor()(CALIBRATION), multiple=1)
     embedded = backbone.get_layer("embedding").output  # LayerNorm's
     embeddings = keras.Model(backbone.input, embedded)
     values = np.concatenate(
-        [
-            np.asarray(embeddings(features))[i, : int(np.sum(mask))]
-            for i, mask in enumerate(np.asarray(features["padding_mask"]))
-        ]
-        + [np.zeros((1, 16))]
+        [np.asarray(embeddings(features)).reshape(-1, 16), np.zeros((1, 16))]
     )
     low, high = ranges[(backbone.transformer_layers[0].name, "qkv_dense")]
     np.testing.assert_allclose([low, high], [values.min(), values.max()])
