@@ -161,7 +161,7 @@ def int8_fused_matmul(
         for value in (inputs, kernel_scale, bias)
     )
     if tf.executing_eagerly():  # the op is built in a graph only
-        return tf.function(int8_fused_matmul, autograph=False)(
+        return _int8_fused_matmul_graph(
             inputs, kernel, kernel_scale, bias, (low, high), activation
         )
     quantized = tf.raw_ops.QuantizeV2(
@@ -204,3 +204,8 @@ def int8_fused_matmul(
     )
     (op,) = [result for result in results if isinstance(result, tf.Operation)]
     return op.outputs[0]
+
+
+# Eager calls build the op in this function's graph, traced once per input
+# signature, range and activation.
+_int8_fused_matmul_graph = tf.function(int8_fused_matmul, autograph=False)
