@@ -31,6 +31,9 @@ The workarounds:
   return_dict)`: Keras offers no public way to run `test_step` outside
   `evaluate` and give what `evaluate` returns (small calls run it in their
   own compiled function, `keras_bert.models.small_calls`).
+- `trace_predict_once(model, dataset)`: Keras traces `predict` once
+  per batch shape until its shapes relax (three traces of the whole model
+  for batches cut to their longest row).
 - `global_random_state_restored()`: `keras.utils.set_random_seed` seeds
   the whole process and Keras offers no way to read the seeds back; this
   saves and restores them around a function that seeds (fine-tuning).
@@ -165,6 +168,52 @@ def evaluation_result(model, logs, return_dict=False):
     if return_dict:
         return logs
     return model._flatten_metrics_in_order(logs)
+
+
+def trace_predict_once(model, dataset):
+    """Traces `model.predict_function` once for every batch `dataset`
+    yields, before `model.predict(dataset)` runs.
+
+    Workaround: Keras' TensorFlow `predict` calls its `tf.function` on each
+    batch (not on the dataset's iterator, as `fit` and `evaluate` do), so
+    it traces the whole model for the first batch's shape, again for the
+    second's (the width relaxed) and again for a smaller last batch (the
+    batch size relaxed): three traces, and grappler's passes over each,
+    for one `predict` over batches cut to their longest row. The dataset's
+    element spec with every dimension unknown is traced here instead; the
+    `tf.function` then dispatches every batch to that one trace (what it
+    saves: the evaluation phase of `benchmarks/finetune_profile.py`).
+
+    Does nothing where Keras would not call the function on the batch as
+    the dataset yields it: another backend, eager runs, several replicas,
+    several steps per execution, or elements that are not dense tensors.
+
+    Example:
+    ```python
+    trace_predict_once(classifier, dataset)
+    classifier.predict(dataset)  # no new trace
+    ```
+    """
+    if (
+        keras.backend.backend() != "tensorflow"
+        or model.run_eagerly
+        or not isinstance(dataset, tf.data.Dataset)
+        or model.distribute_strategy.num_replicas_in_sync != 1
+        or (getattr(model, "steps_per_execution", 1) or 1) != 1
+    ):
+        return
+    specs = tf.nest.flatten(dataset.element_spec)
+    if not all(
+        isinstance(spec, tf.TensorSpec) and spec.shape.rank is not None
+        for spec in specs
+    ):
+        return
+    relaxed = tf.nest.map_structure(
+        lambda spec: tf.TensorSpec([None] * spec.shape.rank, spec.dtype),
+        dataset.element_spec,
+    )
+    model.make_predict_function()
+    model.predict_function.get_concrete_function([relaxed])
 
 
 @contextlib.contextmanager

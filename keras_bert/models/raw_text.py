@@ -12,6 +12,7 @@ import inspect
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.keras_workarounds import trace_predict_once
 from keras_bert.models.labels import checked_labels
 from keras_bert.models.labels import checked_validation
 from keras_bert.models.small_calls import empty_outputs
@@ -265,6 +266,7 @@ class RawTextMethods:
         if _no_examples(x):
             return empty_outputs(self)
         if not is_text(x):
+            trace_predict_once(self, x)
             return super().predict(x, *args, **kwargs)
         self._check_text_method("predict", "x")
         arguments["x"] = inference_dataset(
@@ -274,6 +276,7 @@ class RawTextMethods:
             batch_size=arguments["batch_size"],
         )
         arguments["batch_size"] = None
+        trace_predict_once(self, arguments["x"])
         return super().predict(**arguments)
 
     def _check_text_method(self, method, argument):

@@ -102,6 +102,32 @@ def test_predict_and_evaluate_on_text_equal_them_on_its_ids(model, x):
     )
 
 
+def test_predict_over_batches_of_other_shapes_traces_once(model):
+    # Rows cut to their longest in batches of 3, a last batch of 2: Keras
+    # alone would trace the model three times (a second width, then a
+    # smaller batch).
+    texts = TEXTS + ["good ."] * 2
+    rows = ids(texts)
+    dataset = packed_batches(rows, batch_size=3)
+    shapes = [tuple(batch["token_ids"].shape) for batch in dataset]
+    assert len({width for _, width in shapes}) == 3, shapes
+    assert [size for size, _ in shapes] == [3, 3, 2]
+    model.predict_function = None
+    outputs = model.predict(dataset, verbose=0)
+    assert model.predict_function.experimental_get_tracing_count() == 1
+    np.testing.assert_allclose(outputs, model.predict(rows), atol=1e-6)
+    # Raw text batched by the model, and text in a dataset, likewise.
+    text_dataset = tf.data.Dataset.from_tensor_slices(texts).batch(3)
+    for x, batch_size in ((texts, 3), (text_dataset, None)):
+        model.predict_function = None
+        np.testing.assert_allclose(
+            model.predict(x, batch_size=batch_size, verbose=0),
+            outputs,
+            atol=1e-6,
+        )
+        assert model.predict_function.experimental_get_tracing_count() == 1
+
+
 @pytest.mark.parametrize(
     "num_classes, x",
     [
