@@ -18,6 +18,9 @@ The workarounds:
   arrays; the tokenizer and the preprocessor take strings.
 - `support_distributed_fit(model)`: three Keras 3.15 bugs that make
   `fit`/`evaluate` under `tf.distribute` fail or differ from one device.
+- `build_before_tracing(model, ...)`: without a strategy, Keras builds
+  the optimizer and the compiled metrics inside the first trace of
+  `fit`'s step, which then traces it all twice.
 - `keras_tf_trainer()`: Keras' TensorFlow trainer module, whose
   `reduce_per_replica` `training.trace_per_shape` and
   `support_distributed_fit` use.
@@ -283,25 +286,35 @@ def global_random_state_restored():
 # `fit` under tf.distribute (`support_distributed_fit`).
 
 
-def _symbolic_build_from_element_spec(self, iterator=None, data_batch=None):
-    """Workaround (keras-team/keras#20329): Keras' `_maybe_symbolic_build`,
-    from the dataset's element spec.
+def build_before_tracing(model, iterator=None, data_batch=None):
+    """Keras' `_maybe_symbolic_build` for `model`, from the dataset's
+    element spec, with or without a strategy (`fit` and `evaluate` call it
+    before their first step). `Task` models use it; `support_distributed_fit`
+    gives it to any model.
 
-    Keras 3 takes the first batch of the training iterator (then starts a
-    new one) to learn the input shapes and, under a strategy, averages it
-    across replicas. Under `MultiWorkerMirroredStrategy` that average
-    fails for nested (dict) batches (keras-team/keras#20329). And reading
-    a batch ahead moves shuffling seeds on, by an amount that depends on
-    how far the dataset had been skipped, so a resumed run would see other
-    batches than an uninterrupted one. Only shapes and dtypes are needed:
-    the dataset's `element_spec` has them, without reading anything.
+    Workaround for two Keras 3 gaps:
+
+    - Without a strategy, Keras builds the optimizer's slots and the
+      compiled loss and metrics inside the first trace of the train
+      function. A `tf.function` that creates variables when first traced
+      is traced again without them: the whole training step (model,
+      gradients, optimizer) was traced twice. Built here, eagerly, before
+      `fit` traces, it is traced once (tested).
+    - Under a strategy, Keras takes the first batch of the training
+      iterator (then starts a new one) to learn the input shapes and
+      averages it across replicas. Under `MultiWorkerMirroredStrategy`
+      that average fails for nested (dict) batches
+      (keras-team/keras#20329). And reading a batch ahead moves shuffling
+      seeds on, by an amount that depends on how far the dataset had been
+      skipped, so a resumed run would see other batches than an
+      uninterrupted one. Only shapes and dtypes are needed: the dataset's
+      `element_spec` has them, without reading anything.
     """
-    if self._distribute_strategy is None:
-        return
+    require_keras_internals(model, ["_symbolic_build", "distribute_strategy"])
     if iterator is not None and data_batch is None:
         data_batch = iterator.data_adapter.get_tf_dataset().element_spec
-    with self.distribute_strategy.scope():
-        self._symbolic_build(data_batch=data_batch)
+    with model.distribute_strategy.scope():
+        model._symbolic_build(data_batch=data_batch)
 
 
 def _multi_worker_reduce(keras_reduce):
@@ -440,10 +453,10 @@ def support_distributed_fit(model):
     """
     require_keras_internals(
         model,
-        ["_maybe_symbolic_build", "_symbolic_build", "_distribute_strategy"],
+        ["_maybe_symbolic_build", "_symbolic_build"],
     )
     model._maybe_symbolic_build = types.MethodType(
-        _symbolic_build_from_element_spec, model
+        build_before_tracing, model
     )
     strategy = model.distribute_strategy
     if keras_tf_trainer()._collective_all_reduce_multi_worker(strategy):

@@ -14,6 +14,7 @@ import inspect
 
 import keras
 
+from keras_bert.keras_workarounds import build_before_tracing
 from keras_bert.keras_workarounds import learning_rate_schedule
 from keras_bert.keras_workarounds import list_layer_as_one_operation
 from keras_bert.layers.initializers import clone_initializer
@@ -189,6 +190,13 @@ class Task(CheckpointLoading, RawTextMethods, keras.Model):
             arguments["callbacks"] = [*callbacks, schedule.callback()]
             return super().fit(**arguments, **extra, seed=seed)
         return super().fit(*args, **kwargs)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Optimizer, loss and metrics built before `fit` traces its step,
+        # so that it is traced once (`keras_workarounds`).
+        if keras.backend.backend() != "tensorflow":
+            return super()._maybe_symbolic_build(iterator, data_batch)
+        build_before_tracing(self, iterator, data_batch)
 
     def train_step(self, data):
         steps = getattr(self, "gradient_accumulation_steps", 1)

@@ -128,6 +128,30 @@ def test_predict_over_batches_of_other_shapes_traces_once(model):
         assert model.predict_function.experimental_get_tracing_count() == 1
 
 
+@pytest.mark.parametrize("metrics", [None, ["accuracy"]])
+def test_fit_and_evaluate_trace_their_step_once(metrics):
+    # Without a strategy Keras builds the optimizer's slots and the
+    # metrics inside the first trace, and tf.function then traces again.
+    model = classifier()
+    model.compile(metrics=metrics)
+    calls = {"train_step": 0, "test_step": 0}
+
+    def counted(name):
+        step = getattr(model, name)
+
+        def call(data):
+            calls[name] += 1
+            return step(data)
+
+        return call
+
+    model.train_step = counted("train_step")
+    model.test_step = counted("test_step")
+    model.fit(ids(TEXTS), LABELS, batch_size=4, verbose=0)
+    model.evaluate(ids(TEXTS), LABELS, batch_size=4, verbose=0)
+    assert calls == {"train_step": 1, "test_step": 1}
+
+
 @pytest.mark.parametrize(
     "num_classes, x",
     [
