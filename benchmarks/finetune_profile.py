@@ -24,6 +24,12 @@ timing:
              the top `--top_ops` of each.
 
     python benchmarks/finetune_profile.py [--rounds=1] [--steps=N]
+    python benchmarks/finetune_profile.py --precision=mixed_bfloat16 \
+        --output_dir=benchmarks/finetune_profile_bf16
+
+`--precision=mixed_bfloat16` profiles `finetune_job.py`'s recipe_bf16
+against torch_grouped_bf16: Keras' `mixed_bfloat16` policy for ours, the
+forward passes under `torch.autocast("cpu", bfloat16)` for PyTorch.
     python benchmarks/finetune_profile.py --summarize
 
 The recipe's side is `recipes/glue.py`'s work built from the same library
@@ -67,6 +73,10 @@ def define_flags():
         "steps", 0, "Train only the epoch's first N steps (0: all of it)."
     )
     flags.DEFINE_integer("trace_steps", 20, "Steps profiled op by op.")
+    flags.DEFINE_enum(
+        "precision", "float32", ["float32", "mixed_bfloat16"],
+        "Both sides' compute precision (see the docstring).",
+    )  # fmt: skip
     flags.DEFINE_integer("top_ops", 12, "Op types shown per contestant.")
     flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
     flags.DEFINE_string("output_dir", OUTPUT_DIR, "Where the records go.")
@@ -141,6 +151,9 @@ def run_recipe():
         return model, keras_bert.BertPreprocessor(tokenizer, 128)
 
     clock = time.time()
+    if FLAGS.precision != "float32":
+        # As the recipe's --mixed_precision does (this worker's own process).
+        keras.mixed_precision.set_global_policy(FLAGS.precision)
     keras.utils.set_random_seed(FLAGS.seed)
     task = GlueFineTuning(
         "sst2", build_model, data_dir=FLAGS.glue_dir, eval_batch_size=64,
@@ -172,11 +185,14 @@ def run_recipe():
     first, stop = trace_window(steps, FLAGS.trace_steps)
     logdir = tempfile.mkdtemp()
     marks = {"begin": [], "end": [], "cpu_begin": [], "cpu_end": []}
+    profiler_seconds = []  # starting and stopping it, outside the steps
 
     class StepTimer(keras.callbacks.Callback):
         def on_train_batch_begin(self, batch, logs=None):
             if batch == first:
+                clock = time.perf_counter()
                 tf.profiler.experimental.start(logdir)
+                profiler_seconds.append(time.perf_counter() - clock)
             marks["begin"].append(time.perf_counter())
             marks["cpu_begin"].append(time.process_time())
 
@@ -184,14 +200,17 @@ def run_recipe():
             marks["end"].append(time.perf_counter())
             marks["cpu_end"].append(time.process_time())
             if batch == stop - 1:
+                clock = time.perf_counter()
                 tf.profiler.experimental.stop()
+                profiler_seconds.append(time.perf_counter() - clock)
 
     clock = time.time()
     model.fit(
         task.train_dataset(32, FLAGS.seed, 0, 1), steps_per_epoch=steps,
         epochs=1, callbacks=[StepTimer()], shuffle=False, verbose=0,
     )  # fmt: skip
-    phases["train"] = time.time() - clock
+    # The profiler's start and stop are not the job's.
+    phases["train"] = time.time() - clock - sum(profiler_seconds)
     clock = time.time()
     metrics = task.evaluate(model)
     phases["evaluate"] = time.time() - clock
@@ -206,9 +225,11 @@ def run_recipe():
         "input_seconds": input_seconds,
         "trace_window": [first, stop],
         "traced_op_seconds": traced,
+        "profiler_seconds": sum(profiler_seconds),
         "ops": rows,
         "dev_accuracy": float(metrics["validation"]["accuracy"]),
         "num_train_examples": examples,
+        "precision": FLAGS.precision,
     }
 
 
@@ -256,20 +277,24 @@ def run_torch_grouped():
     parts = {k: [] for k in ("input", "forward", "backward", "optimizer")}
     widths, step_cpu, profiler = [], [], None
     model.train()
+    profiler_seconds = 0.0  # starting and stopping it, outside the steps
     clock = time.time()
     for k in range(steps):
         if k == first:
+            profiler_clock = time.perf_counter()
             profiler = torch.profiler.profile(
                 activities=[torch.profiler.ProfilerActivity.CPU]
             )
             profiler.__enter__()
+            profiler_seconds += time.perf_counter() - profiler_clock
         marks, cpu = [time.perf_counter()], time.process_time()
         batch = finetune_job.padded_batch(
             train, order[32 * k : 32 * (k + 1)], labels
         )
         widths.append(int(batch["input_ids"].shape[1]))
         marks.append(time.perf_counter())
-        loss = model(**batch).loss
+        with torch_loop.autocast(FLAGS.precision):
+            loss = model(**batch).loss
         marks.append(time.perf_counter())
         loss.backward()
         marks.append(time.perf_counter())
@@ -283,14 +308,19 @@ def run_torch_grouped():
         for name, a, b in zip(parts, marks, marks[1:]):
             parts[name].append(b - a)
         if k == stop - 1:
+            profiler_clock = time.perf_counter()
             profiler.__exit__(None, None, None)
-    phases["train"] = time.time() - clock
+            profiler_seconds += time.perf_counter() - profiler_clock
+    phases["train"] = time.time() - clock - profiler_seconds
     clock = time.time()
     dev_lengths = np.array([len(ids) for ids in dev["input_ids"]])
+
+    def logits(rows):
+        with torch_loop.autocast(FLAGS.precision):
+            return model(**finetune_job.padded_batch(dev, rows)).logits.float()
+
     outputs = torch_loop.predict(
-        model,
-        lambda rows: model(**finetune_job.padded_batch(dev, rows)).logits,
-        len(dev_lengths), settings["eval_batch_size"],
+        model, logits, len(dev_lengths), settings["eval_batch_size"],
         order=np.argsort(-dev_lengths, kind="stable"),
     )  # fmt: skip
     predicted = np.zeros(len(dev_lengths), np.int64)
@@ -309,9 +339,11 @@ def run_torch_grouped():
         "step_cpu_seconds": step_cpu,
         "trace_window": [first, stop],
         "traced_op_seconds": traced,
+        "profiler_seconds": profiler_seconds,
         "ops": rows,
         "dev_accuracy": float(np.mean(predicted == np.asarray(dev_labels))),
         "num_train_examples": len(lengths),
+        "precision": FLAGS.precision,
     }
 
 
@@ -324,7 +356,7 @@ def run_job(contestant, k):
     cpu_before = common.children_cpu_seconds()
     command = common.script_command(
         __file__, f"--worker={contestant}", f"--seed={k}",
-        *common.flag_values("glue_dir", "steps", "trace_steps"),
+        *common.flag_values("glue_dir", "steps", "trace_steps", "precision"),
     )  # fmt: skip
     record, seconds, _ = common.run_worker(command)
     return dict(
@@ -366,6 +398,30 @@ def width_rows(records, names):
             ratio = f"{medians[names[1]] / medians[names[0]]:.2f}"
         rows.append(f"| {low}-{high} | {' | '.join(cells)} | {ratio} |")
     return rows
+
+
+def profiler_note(records):
+    """What the train phases leave out: the profilers' start and stop
+    (records before this was measured: nothing left out)."""
+    if not all("profiler_seconds" in r for r in records.values()):
+        return ""
+    seconds = ", ".join(
+        f"{name} {r['profiler_seconds']:.1f} s" for name, r in records.items()
+    )
+    return (
+        "The train phase leaves out starting and stopping the profilers "
+        f"around the traced steps ({seconds}). "
+    )
+
+
+def precision_note(record):
+    """How a record's two sides computed (records before the flag: float32)."""
+    if record.get("precision", "float32") == "float32":
+        return "float32"
+    return (
+        f"{record['precision']} (ours: Keras' policy; PyTorch: forward "
+        "passes under torch.autocast to bfloat16)"
+    )
 
 
 def summary_markdown(records, top_ops=12):
@@ -473,8 +529,9 @@ def summary_markdown(records, top_ops=12):
             f"{k} (seed {k}): {len(ours['step_seconds'])} steps of 1 epoch "
             f"of {ours['num_train_examples']} SST-2 "
             "training examples, MiniLM-L6-H384, batch 32, sequence 128, lr "
-            f"2e-5; dev accuracy recipe {ours['dev_accuracy']:.4f}, "
-            f"torch_grouped {peer['dev_accuracy']:.4f}. Load average (1 min) "
+            f"2e-5, {precision_note(ours)}; dev accuracy recipe {ours['dev_accuracy']:.4f}, "
+            f"torch_grouped {peer['dev_accuracy']:.4f}. {profiler_note(by_name)}"
+            "Load average (1 min) "
             f"at each job's start and end: {common.listed(loads)}.",
             *context,
             "",

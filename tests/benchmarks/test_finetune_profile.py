@@ -77,3 +77,32 @@ def test_the_section_splits_phases_steps_widths_and_ops():
     )
     assert "| MatMul | 0.40 | 80.0% |" in markdown
     assert "recipe 1.0→1.5, torch_grouped 1.0→1.5" in markdown
+
+
+def test_the_section_names_the_precision_and_the_profilers_time():
+    widths = [20, 20, 40, 40]
+    extra = dict(precision="mixed_bfloat16", profiler_seconds=2.5)
+    recipe = _record(
+        [100, 999, 200, 220], widths, input_seconds=[0.01] * 4, **extra
+    )
+    parts = {k: [0.05] * 4 for k in ("input", "forward", "backward")}
+    parts["optimizer"] = [0.1] * 4
+    torch_loop = _record(
+        [150, 999, 300, 300], widths, step_parts=parts,
+        **dict(extra, profiler_seconds=0.4),
+    )  # fmt: skip
+    markdown = finetune_profile.summary_markdown(
+        {("recipe", 0): recipe, ("torch_grouped", 0): torch_loop}
+    )
+    assert "lr 2e-5, mixed_bfloat16 (ours: Keras' policy;" in markdown
+    assert (
+        "leaves out starting and stopping the profilers around the traced "
+        "steps (recipe 2.5 s, torch_grouped 0.4 s)" in markdown
+    )
+    # Records from before either was recorded: float32, nothing said.
+    del recipe["precision"], recipe["profiler_seconds"]
+    markdown = finetune_profile.summary_markdown(
+        {("recipe", 0): recipe, ("torch_grouped", 0): torch_loop}
+    )
+    assert "lr 2e-5, float32;" in markdown
+    assert "profilers" not in markdown
