@@ -188,6 +188,20 @@ def export_classifier(**backbone_config):
     return keras_bert.BertClassifier(backbone, num_classes=3)
 
 
+def far_from_uniform(classifier, seed=0):
+    """Sets `classifier`'s weights random and not small (normal, standard
+    deviation 0.3; the output layer's kernel times 10), so that its
+    probabilities are far from uniform (0.007 to 0.91 for
+    `export_classifier` on `EXPORT_SENTENCES`); returns it."""
+    rng = np.random.default_rng(seed)
+    classifier.set_weights(
+        [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
+    )
+    kernel, bias = classifier.output_dense.get_weights()
+    classifier.output_dense.set_weights([kernel * 10, bias])
+    return classifier
+
+
 def export_preprocessor(sequence_length=16):
     """The `BertPreprocessor` of `EXPORT_VOCABULARY`."""
     import keras_bert
@@ -206,3 +220,18 @@ def keras_probabilities(classifier, sentences, preprocessor=None):
     )
     e = np.exp(logits - logits.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
+
+
+def run_export_recipe(*arguments, timeout=300, env=None):
+    """`python recipes/export.py *arguments` in a process of its own: its
+    `subprocess.CompletedProcess`, stdout and stderr as text."""
+    recipe = os.path.join(
+        os.path.dirname(os.path.dirname(__file__)), "recipes", "export.py"
+    )
+    return subprocess.run(
+        [sys.executable, recipe, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )

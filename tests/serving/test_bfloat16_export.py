@@ -29,6 +29,7 @@ from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
 from tests.helpers import export_preprocessor
+from tests.helpers import far_from_uniform
 from tests.helpers import keras_probabilities
 from tests.helpers import run_saved_model_outside_python
 
@@ -43,20 +44,7 @@ NO_BFLOAT16 = {"fpu", "avx2", "avx512f", "avx512bw", "avx512_vnni"}
 
 
 def _classifier(optimizations=None):
-    """A tiny classifier whose weights are random and not small, so that
-    its probabilities are far from uniform."""
-    classifier = export_classifier(optimizations=optimizations)
-    rng = np.random.default_rng(0)
-    classifier.set_weights(
-        [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
-    )
-    kernel, bias = classifier.output_dense.get_weights()
-    classifier.output_dense.set_weights([kernel * 10, bias])
-    return classifier
-
-
-def _preprocessor():
-    return export_preprocessor()
+    return far_from_uniform(export_classifier(optimizations=optimizations))
 
 
 def _cpu(flags):
@@ -74,7 +62,7 @@ def export(tmp_path_factory):
     ):
         path = export_saved_model(
             classifier,
-            _preprocessor(),
+            export_preprocessor(),
             str(tmp_path_factory.mktemp("bfloat16") / "clf"),
             precision="bfloat16",
             check_cpu=False,
@@ -148,7 +136,7 @@ def test_bfloat16_with_streams_answers_as_the_float32_model(tmp_path):
     with _cpu({"avx512_bf16"}):
         path = export_saved_model(
             classifier,
-            _preprocessor(),
+            export_preprocessor(),
             str(tmp_path / "c"),
             precision="bfloat16",
             streams=2,
@@ -179,7 +167,7 @@ def test_refused_on_a_cpu_without_bfloat16_instructions(tmp_path):
         with _cpu(flags), pytest.raises(ValueError) as raised:
             export_saved_model(
                 _classifier(),
-                _preprocessor(),
+                export_preprocessor(),
                 str(tmp_path / "x"),
                 precision="bfloat16",
             )
@@ -225,7 +213,7 @@ def test_invalid_or_incompatible_precision_is_refused(tmp_path, options, error):
     options = {"precision": "bfloat16", **options}
     with _cpu({"avx512_bf16"}), pytest.raises(ValueError, match=error):
         export_saved_model(
-            _classifier(), _preprocessor(), str(tmp_path / "x"), **options
+            _classifier(), export_preprocessor(), str(tmp_path / "x"), **options
         )
     assert not os.path.exists(tmp_path / "x")
 
@@ -240,7 +228,7 @@ def test_blocks_without_the_serving_graph_are_refused(tmp_path):
     ):
         export_saved_model(
             classifier,
-            _preprocessor(),
+            export_preprocessor(),
             str(tmp_path / "x"),
             precision="bfloat16",
         )

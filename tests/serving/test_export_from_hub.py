@@ -7,8 +7,6 @@ are what points it at the cache.
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -18,10 +16,10 @@ import tensorflow as tf
 import keras_bert
 from keras_bert.checkpoints import save_huggingface
 from keras_bert.serving import rest_predict
+from tests.helpers import run_export_recipe
 from tests.hub_cache import add_to_hub_cache
 from tests.hub_cache import hub_environment
 
-REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 HUB_ID = "keras-bert-tests/tiny-sentiment"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
@@ -61,17 +59,10 @@ def hub_classifier(tmp_path_factory):
 
 
 def run_export(cache, export_dir, *arguments):
-    return subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            f"--export_dir={export_dir}",
-            "--sequence_length=12",
-            *arguments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return run_export_recipe(
+        f"--export_dir={export_dir}",
+        "--sequence_length=12",
+        *arguments,
         env=hub_environment(cache),
     )
 

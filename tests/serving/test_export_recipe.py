@@ -1,16 +1,14 @@
 """recipes/export.py: a saved classifier + vocab → a servable version."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 import keras_bert
 from keras_bert.serving import rest_predict
+from tests.helpers import run_export_recipe
 
-REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 VOCABULARY = [
     "[PAD]",
     "[UNK]",
@@ -38,19 +36,12 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
     classifier = keras_bert.BertClassifier(backbone, num_classes=2)
     classifier.save(tmp_path / "clf.keras")
     export_dir = tmp_path / "served"
-    result = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            f"--model={tmp_path / 'clf.keras'}",
-            f"--vocab_file={vocab_file}",
-            "--labels=negative,positive",
-            "--sequence_length=12",
-            f"--export_dir={export_dir}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_export_recipe(
+        f"--model={tmp_path / 'clf.keras'}",
+        f"--vocab_file={vocab_file}",
+        "--labels=negative,positive",
+        "--sequence_length=12",
+        f"--export_dir={export_dir}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert os.listdir(export_dir) == ["1"]
@@ -103,33 +94,13 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
     ],
 )
 def test_export_recipe_usage_errors(tmp_path, arguments, message):
-    result = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            f"--export_dir={tmp_path}",
-            *arguments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_export_recipe(
+        f"--export_dir={tmp_path}",
+        *arguments,
     )
     assert result.returncode != 0
     assert message in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def _export(*arguments):
-    return subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            *arguments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.slow
@@ -149,7 +120,7 @@ def test_export_recipe_takes_the_preprocessor_a_keras_model_carries(tmp_path):
         backbone, num_classes=2, preprocessor=preprocessor
     )
     classifier.save(tmp_path / "clf.keras")
-    result = _export(
+    result = run_export_recipe(
         f"--model={tmp_path / 'clf.keras'}",
         f"--export_dir={tmp_path / 'served'}",
     )
@@ -164,7 +135,7 @@ def test_export_recipe_takes_the_preprocessor_a_keras_model_carries(tmp_path):
     keras_bert.BertClassifier(backbone, num_classes=2).save(
         tmp_path / "bare.keras"
     )
-    result = _export(
+    result = run_export_recipe(
         f"--model={tmp_path / 'bare.keras'}",
         f"--export_dir={tmp_path / 'bare'}",
     )
@@ -195,7 +166,7 @@ def test_a_masked_lm_checkpoint_exports_fill_mask_or_embeddings(tmp_path):
         ("masked_lm", ['--export_options={"top_k": 3}']),
         ("auto", []),
     ):
-        result = _export(
+        result = run_export_recipe(
             f"--checkpoint={tmp_path / 'mlm'}",
             f"--task={task}",
             f"--export_dir={tmp_path / task}",

@@ -8,10 +8,6 @@ range (as the per-row int8 export's) and its inputs to 1/255 of their
 calibrated range, which on these inputs is wider than a row's own.
 """
 
-import os
-import subprocess
-import sys
-
 import keras
 import numpy as np
 import pytest
@@ -29,7 +25,9 @@ from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
 from tests.helpers import export_preprocessor
+from tests.helpers import far_from_uniform
 from tests.helpers import keras_probabilities
+from tests.helpers import run_export_recipe
 from tests.helpers import run_saved_model_outside_python
 
 VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
@@ -38,15 +36,6 @@ CALIBRATION = [
     "the dog", "a good quick fox", "brown dog lazy film the a",
 ]  # fmt: skip
 PROBABILITY_TOLERANCE = 0.03
-REPO = os.path.join(os.path.dirname(__file__), "..", "..")
-
-
-def _classifier(optimizations=None):
-    return export_classifier(optimizations=optimizations)
-
-
-def _preprocessor():
-    return export_preprocessor()
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +43,10 @@ def export(tmp_path_factory):
     """The export of a classifier whose weights are random and not small,
     so that its probabilities are far from uniform (0.007 to 0.91 on
     SENTENCES)."""
-    classifier = _classifier()
-    rng = np.random.default_rng(0)
-    classifier.set_weights(
-        [rng.normal(0, 0.3, w.shape) for w in classifier.get_weights()]
-    )
-    kernel, bias = classifier.output_dense.get_weights()
-    classifier.output_dense.set_weights([kernel * 10, bias])
+    classifier = far_from_uniform(export_classifier())
     path = export_saved_model(
         classifier,
-        _preprocessor(),
+        export_preprocessor(),
         str(tmp_path_factory.mktemp("int8_calibrated") / "clf"),
         quantize="int8",
         calibration_texts=CALIBRATION,
@@ -140,9 +123,9 @@ def test_ranges_cover_each_dense_layers_inputs():
     """Every block's four dense layers get a range holding 0; the first
     block's q|k|v range is the extremes of the embeddings' output over the
     rows it computes."""
-    classifier = _classifier()
+    classifier = export_classifier()
     copy = keras_bert.models.serving_copy(classifier, quantize="int8")
-    ranges = calibrate_int8_ranges(copy, _preprocessor(), CALIBRATION)
+    ranges = calibrate_int8_ranges(copy, export_preprocessor(), CALIBRATION)
     backbone = copy.backbone
     assert set(ranges) == {
         (block.name, dense.name)
@@ -152,7 +135,7 @@ def test_ranges_cover_each_dense_layers_inputs():
     assert all(low <= 0 <= high and low < high for low, high in ranges.values())
     # Every row the layer computes: the one batch of CALIBRATION trimmed
     # to its longest row, the shorter rows' padding positions included.
-    features = trim_batch(_preprocessor()(CALIBRATION), multiple=1)
+    features = trim_batch(export_preprocessor()(CALIBRATION), multiple=1)
     embedded = backbone.get_layer("embedding").output  # LayerNorm's
     embeddings = keras.Model(backbone.input, embedded)
     values = np.concatenate(
@@ -163,7 +146,7 @@ def test_ranges_cover_each_dense_layers_inputs():
 
 
 def test_served_implementation_names_the_calibrated_row():
-    classifier = _classifier()
+    classifier = export_classifier()
     assert (
         served_implementation(classifier, quantize="int8", calibrated=True)
         == "serving_graph_int8_calibrated"
@@ -186,19 +169,22 @@ def test_bad_calibration_is_refused_before_anything(tmp_path, options, error):
     options = {"calibration_texts": CALIBRATION, **options}
     with pytest.raises(ValueError, match=error):
         export_saved_model(
-            _classifier(), _preprocessor(), str(tmp_path / "x"), **options
+            export_classifier(),
+            export_preprocessor(),
+            str(tmp_path / "x"),
+            **options,
         )
     assert not (tmp_path / "x").exists()
 
 
 def test_blocks_without_the_serving_forms_are_refused(tmp_path):
-    classifier = _classifier(
+    classifier = export_classifier(
         optimizations=[n for n in ALL if n != "remapper_serving_graph"]
     )
     with pytest.raises(ValueError, match="no input ranges.*without"):
         export_saved_model(
             classifier,
-            _preprocessor(),
+            export_preprocessor(),
             str(tmp_path / "x"),
             quantize="int8",
             calibration_texts=CALIBRATION,
@@ -212,21 +198,14 @@ def test_export_recipe_calibration_file(tmp_path):
     vocab_file.write_text("\n".join(VOCABULARY) + "\n")
     calibration = tmp_path / "calibration.txt"
     calibration.write_text("\n".join(CALIBRATION) + "\n")
-    _classifier().save(tmp_path / "clf.keras")
-    result = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            f"--model={tmp_path / 'clf.keras'}",
-            f"--vocab_file={vocab_file}",
-            "--quantize=int8",
-            f"--calibration_file={calibration}",
-            "--sequence_length=12",
-            f"--export_dir={tmp_path / 'served'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    export_classifier().save(tmp_path / "clf.keras")
+    result = run_export_recipe(
+        f"--model={tmp_path / 'clf.keras'}",
+        f"--vocab_file={vocab_file}",
+        "--quantize=int8",
+        f"--calibration_file={calibration}",
+        "--sequence_length=12",
+        f"--export_dir={tmp_path / 'served'}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     ops = saved_model_op_types(str(tmp_path / "served" / "1"))

@@ -1,14 +1,11 @@
 """export_saved_model(quantize="int8"): int8 weights, same signatures."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import keras_bert
 from keras_bert.layers.optimizations import ALL
 from keras_bert.models.quantization import is_quantized_layer
 from keras_bert.serving import TF_SERVING_TEXT_OPS
@@ -17,28 +14,23 @@ from keras_bert.serving import saved_model_op_types
 from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
+from tests.helpers import export_preprocessor
 from tests.helpers import non_core_ops
+from tests.helpers import run_export_recipe
 from tests.helpers import run_saved_model_outside_python
 
 VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
-REPO = os.path.join(os.path.dirname(__file__), "..", "..")
 # Tolerance of the int8 export's probabilities against float32's on this
 # tiny random classifier (hidden 16): weights and inputs of each matmul
 # to 1/127.5 of their range.
 PROBABILITY_TOLERANCE = 0.02
 
 
-def _classifier(optimizations=None):
-    return export_classifier(optimizations=optimizations)
-
-
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("int8_exports")
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
-    )
-    classifier = _classifier()
+    preprocessor = export_preprocessor()
+    classifier = export_classifier()
     paths = {
         name: export_saved_model(
             classifier,
@@ -51,7 +43,7 @@ def exports(tmp_path_factory):
     }
     # float32 blocks that read their variables, saved as int8's are (the
     # default export freezes them into constants of its graph).
-    variables = _classifier(
+    variables = export_classifier(
         optimizations=[n for n in ALL if n != "remapper_serving_graph"]
     )
     variables.set_weights(classifier.get_weights())
@@ -145,8 +137,8 @@ def test_int8_export_serves_without_keras_bert(exports, tmp_path):
 def test_unknown_quantize_mode_is_refused_before_anything(tmp_path):
     with pytest.raises(ValueError, match="quantize='int4'.*quantize='int8'"):
         export_saved_model(
-            _classifier(),
-            keras_bert.BertPreprocessor(keras_bert.BertTokenizer(VOCABULARY)),
+            export_classifier(),
+            export_preprocessor(),
             str(tmp_path / "x"),
             quantize="int4",
         )
@@ -157,20 +149,13 @@ def test_unknown_quantize_mode_is_refused_before_anything(tmp_path):
 def test_export_recipe_quantize_flag(tmp_path):
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(VOCABULARY) + "\n")
-    _classifier().save(tmp_path / "clf.keras")
-    result = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            f"--model={tmp_path / 'clf.keras'}",
-            f"--vocab_file={vocab_file}",
-            "--quantize=int8",
-            "--sequence_length=12",
-            f"--export_dir={tmp_path / 'served'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    export_classifier().save(tmp_path / "clf.keras")
+    result = run_export_recipe(
+        f"--model={tmp_path / 'clf.keras'}",
+        f"--vocab_file={vocab_file}",
+        "--quantize=int8",
+        "--sequence_length=12",
+        f"--export_dir={tmp_path / 'served'}",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = tf.saved_model.load(str(tmp_path / "served" / "1"))

@@ -27,30 +27,22 @@ VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 TOLERANCE = 1e-5
 
 
-def _classifier(optimizations=None):
-    return export_classifier(optimizations=optimizations)
-
-
-def _preprocessor():
-    return export_preprocessor()
-
-
 @pytest.fixture(scope="module")
 def export(tmp_path_factory):
-    classifier = _classifier()
+    classifier = export_classifier()
     path = export_saved_model(
         classifier,
-        _preprocessor(),
+        export_preprocessor(),
         str(tmp_path_factory.mktemp("serving_graph") / "clf"),
     )
     return classifier, path
 
 
 def _reference_probabilities(classifier):
-    reference = _classifier(optimizations=())
+    reference = export_classifier(optimizations=())
     reference.set_weights(classifier.get_weights())
     logits = np.asarray(
-        reference(_preprocessor()(SENTENCES), training=False), "float64"
+        reference(export_preprocessor()(SENTENCES), training=False), "float64"
     )
     e = np.exp(logits - logits.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
@@ -100,8 +92,10 @@ def test_stores_stock_ops_and_the_blocks_as_constants(export):
 @pytest.mark.slow  # exports a SavedModel
 def test_without_the_optimization_the_blocks_stay_variables(tmp_path):
     names = [name for name in ALL if name != "remapper_serving_graph"]
-    classifier = _classifier(optimizations=names)
-    path = export_saved_model(classifier, _preprocessor(), str(tmp_path / "c"))
+    classifier = export_classifier(optimizations=names)
+    path = export_saved_model(
+        classifier, export_preprocessor(), str(tmp_path / "c")
+    )
     assert "FusedBatchNormV3" not in saved_model_op_types(path)
     assert _saved_floats(path) >= classifier.count_params()
 
@@ -109,7 +103,7 @@ def test_without_the_optimization_the_blocks_stay_variables(tmp_path):
 def test_served_implementation_names_what_each_export_traces():
     """`served_implementation` says which encoder implementation an export
     with each option runs, as `export_saved_model` chooses it."""
-    classifier = _classifier()
+    classifier = export_classifier()
     for options, expected in (
         ({}, "serving_graph"),
         ({"streams": 2}, "serving_graph_streams"),
@@ -122,7 +116,9 @@ def test_served_implementation_names_what_each_export_traces():
     ):
         assert served_implementation(classifier, **options) == expected
     names = [name for name in ALL if name != "remapper_serving_graph"]
-    assert served_implementation(_classifier(optimizations=names)) == "fast"
-    without_forms = _classifier(optimizations=names)
+    assert (
+        served_implementation(export_classifier(optimizations=names)) == "fast"
+    )
+    without_forms = export_classifier(optimizations=names)
     assert served_implementation(without_forms, quantize="int8") == "fast"
     assert served_implementation(without_forms, streams=2) == "streams"

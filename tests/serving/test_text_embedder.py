@@ -9,10 +9,6 @@ exports a sentence-transformers checkpoint pooled and truncated as its
 files say.
 """
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,14 +18,13 @@ from keras_bert.serving import export_saved_model
 from keras_bert.serving import servable_task_names
 from keras_bert.serving import serving_endpoints
 from tests.helpers import backbone_inputs
+from tests.helpers import run_export_recipe
 from tests.helpers import run_saved_model_outside_python
 from tests.helpers import tiny_backbone_config
 from tests.models.test_bert_text_embedder import VOCABULARY
 from tests.models.test_bert_text_embedder import pooling_config
 from tests.models.test_bert_text_embedder import save_checkpoint
 from tests.models.test_bert_text_embedder import st_modules
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 TEXTS = [
     "a good film",
@@ -121,16 +116,10 @@ def test_export_recipe_exports_a_sentence_transformers_checkpoint(tmp_path):
     checkpoint = tmp_path / "checkpoint"
     save_checkpoint(checkpoint, st_modules(True), pooling_config("max"), 6)
     export_dir = tmp_path / "served"
-    result = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(REPO, "recipes", "export.py"),
-            f"--checkpoint={checkpoint}",
-            "--task=text_embedder",
-            f"--export_dir={export_dir}",
-        ],
-        capture_output=True,
-        text=True,
+    result = run_export_recipe(
+        f"--checkpoint={checkpoint}",
+        "--task=text_embedder",
+        f"--export_dir={export_dir}",
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
