@@ -63,7 +63,6 @@ See saved_models/README.md for serving the result.
 
 import json
 
-import tensorflow as tf
 from absl import app
 from absl import flags
 from absl import logging
@@ -409,8 +408,8 @@ def _calibration_texts():
         raise app.UsageError(
             f"--calibration_file={FLAGS.calibration_file} does not exist."
         )
-    with tf.io.gfile.GFile(FLAGS.calibration_file) as file:
-        lines = [line for line in file.read().splitlines() if line.strip()]
+    text = keras_bert.files.read_text(FLAGS.calibration_file)
+    lines = [line for line in text.splitlines() if line.strip()]
     if not FLAGS.pair:
         return lines
     pairs = [line.split("\t") for line in lines]
