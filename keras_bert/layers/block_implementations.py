@@ -371,7 +371,10 @@ def serving_graph(
     )
     matmul_dtype = matmul_dtype or dtype
     count = block.streams if streams else 1
-    batch_size, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
+    # The batch and length read off the padding mask, the same tensor in
+    # every block: grappler merges every block's reads and shapes into one.
+    sized = inputs if call.padding_mask is None else call.padding_mask
+    batch_size, length = ops.shape(sized)[0], ops.shape(sized)[1]
 
     def dense(x, layer, columns=None, rows=None, activation=None, residual=None,
               bias=True):  # fmt: skip
@@ -449,10 +452,7 @@ def serving_graph(
     queries, query_length = x, length
     if positions is not None:
         query_length = ops.shape(positions)[1]
-        queries = ops.reshape(
-            ops.take_along_axis(inputs, positions[:, :, None], axis=1),
-            (-1, hidden),
-        )  # (batch * queries, hidden)
+        queries = forms.rows_at(inputs, positions)  # (batch * queries, hidden)
     mask_bias = forms.mask_bias(call.padding_mask)
     head_slices = stream_slices(block.num_heads, count)
     unit_slices = stream_slices(block.intermediate_dim, count)
@@ -461,14 +461,18 @@ def serving_graph(
     for index, (h0, h1) in enumerate(head_slices):
         width = (h1 - h0) * head_dim
         own = np.arange(h0 * head_dim, h1 * head_dim)  # its q columns
+        heads = (h1 - h0, head_dim)
         if positions is None:
             columns = None
             if count > 1:
                 columns = np.concatenate([own, own + hidden, own + 2 * hidden])
             qkv = ops.cast(dense(x, block.qkv_dense, columns), dtype)
-            query, key, value = ops.split(qkv, 3, axis=-1)
+            query, key, value = forms.split_heads(
+                qkv, batch_size, length, 3, *heads
+            )
         else:
             query = ops.cast(dense(queries, block.qkv_dense, own), dtype)
+            query = pieces.split_heads(query, batch_size, query_length, *heads)
             key_value = ops.cast(
                 dense(
                     x,
@@ -477,11 +481,9 @@ def serving_graph(
                 ),
                 dtype,
             )
-            key, value = ops.split(key_value, 2, axis=-1)
-        heads = (h1 - h0, head_dim)
-        query = pieces.split_heads(query, batch_size, query_length, *heads)
-        key = pieces.split_heads(key, batch_size, length, *heads)
-        value = pieces.split_heads(value, batch_size, length, *heads)
+            key, value = forms.split_heads(
+                key_value, batch_size, length, 2, *heads
+            )
         scores = forms.attention_scores(
             query, key, pieces.scale_of(head_dim), mask_bias
         )  # (batch, heads, queries, length), float32

@@ -57,13 +57,20 @@ def _onednn_enabled():
 
 
 def _session_run(block, implementation="serving_graph", matmul_dtype=None):
-    """The block's outputs from a TF1 Session (unknown batch and length, as
-    a served graph has), the op kinds of the graph it ran after grappler,
-    with the fused ops' `fused_ops`, and the dtypes (`T`) of each kind."""
+    """The block's (or the list of blocks', one after the other) outputs
+    from a TF1 Session (unknown batch and length, as a served graph has),
+    the op kinds of the graph it ran after grappler, with the fused ops'
+    `fused_ops`, and the dtypes (`T`) of each kind."""
+    blocks = block if isinstance(block, list) else [block]
+
+    def stack(x, mask):
+        for block in blocks:
+            x = run_block(block, x, mask, None, False, False, implementation)
+            x = x[0]
+        return x
+
     traced = tf.function(
-        lambda x, mask: run_block(
-            block, x, mask, None, False, False, implementation
-        )[0],
+        stack,
         input_signature=[
             tf.TensorSpec((None, None, HIDDEN), tf.float32),
             tf.TensorSpec((None, None), tf.int32),
@@ -126,6 +133,32 @@ def test_the_remapper_fuses_the_block(activation):
     # What is left of the block: heads split and merged, softmax, the
     # context's matmul, the mask; no LayerNorm or GELU pieces.
     assert not {"Mean", "Rsqrt", "Erf", "Erfc", "Tanh"} & set(kinds), kinds
+
+
+def test_each_further_block_runs_fifteen_ops():
+    # A block's dimensions come from the padding mask, the same tensor in
+    # every block, so a second block computes no shapes of its own but one
+    # (its residual's, for the fused add); q, k and v are split into heads
+    # by one reshape and one transpose (then an unpack), not three of each.
+    if not _onednn_enabled():
+        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
+    _, one, _, _ = _session_run([_block("gelu")])
+    _, two, _, _ = _session_run([_block("gelu"), _block("gelu")])
+    added = {k: two[k] - one[k] for k in two if two[k] != one[k]}
+    added.pop("Const", None)
+    assert added == {
+        "_MklNativeFusedMatMul+BiasAdd": 1,  # q|k|v
+        "Reshape": 2,  # q|k|v to heads; the context from them
+        "_MklTranspose": 2,
+        "Unpack": 1,
+        "_MklFusedBatchMatMulV2+Mul+Add": 1,
+        "_MklSoftmax": 1,
+        "_MklBatchMatMulV2": 1,
+        "_MklNativeFusedMatMul+BiasAdd+Add": 2,
+        "_MklLayerNorm": 2,
+        "_MklNativeFusedMatMul+BiasAdd+GeluExact": 1,
+        "Shape": 1,
+    }, added
 
 
 def test_bfloat16_matmuls_stay_bfloat16_after_grappler():
