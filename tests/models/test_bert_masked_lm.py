@@ -77,7 +77,10 @@ def test_default_loss_is_mean_over_real_slots_plus_nsp():
         return_dict=True,
     )
     np.testing.assert_allclose(result["loss"], mlm + nsp, rtol=1e-5)
-    assert result["mlm_logits_mlm_accuracy"] in (0.0, 1 / 3, 2 / 3, 1.0)
+    # The share of the three real slots predicted right (a float32 metric:
+    # compared within rounding, not by equality with 1 / 3).
+    right = np.mean([logp[b, p].argmax() == t for b, p, t in real])
+    np.testing.assert_allclose(result["mlm_logits_mlm_accuracy"], right, 1e-6)
 
 
 def _copy_task(n=64, seed=0):
