@@ -467,7 +467,7 @@ def serving_graph(
             if count > 1:
                 columns = np.concatenate([own, own + hidden, own + 2 * hidden])
             qkv = ops.cast(dense(x, block.qkv_dense, columns), dtype)
-            query, key, value = forms.split_heads(
+            query, key, value = forms.split_packed_heads(
                 qkv, batch_size, length, 3, *heads
             )
         else:
@@ -481,7 +481,7 @@ def serving_graph(
                 ),
                 dtype,
             )
-            key, value = forms.split_heads(
+            key, value = forms.split_packed_heads(
                 key_value, batch_size, length, 2, *heads
             )
         scores = forms.attention_scores(

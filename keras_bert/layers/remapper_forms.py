@@ -220,19 +220,20 @@ def shape(x):
 def rows_at(x, positions):
     """`(batch * queries, hidden)`: the rows of `(batch, length, hidden)`
     `x` at the `(batch, queries)` `positions`, as one `GatherV2` (Keras'
-    `take_along_axis` broadcasts and wraps negative indices first: a dozen
-    ops)."""
+    `take_along_axis` broadcasts the indices, wraps negative ones and
+    transposes around its gather)."""
     import tensorflow as tf
 
     rows = tf.gather(x, positions, batch_dims=1)
     return tf.reshape(rows, (-1, x.shape[-1]))
 
 
-def split_heads(x, batch_size, length, parts, num_heads, head_dim):
+def split_packed_heads(x, batch_size, length, parts, num_heads, head_dim):
     """The `parts` `(batch, heads, length, head_dim)` tensors packed side by
     side in the columns of `(batch * length, parts * heads * head_dim)` `x`
     (e.g. q|k|v), with one `Reshape` and one `Transpose` for them all (then
-    an `Unpack`), not one of each per part."""
+    an `Unpack`), not one of each per part (`block_pieces.split_heads`
+    splits one)."""
     x = ops.reshape(x, (batch_size, length, parts, num_heads, head_dim))
     return ops.unstack(ops.transpose(x, (2, 0, 3, 1, 4)), parts, axis=0)
 

@@ -64,8 +64,8 @@ def _session_run(block, implementation="serving_graph", matmul_dtype=None):
     blocks = block if isinstance(block, list) else [block]
 
     def stack(x, mask):
-        for block in blocks:
-            x = run_block(block, x, mask, None, False, False, implementation)
+        for each in blocks:
+            x = run_block(each, x, mask, None, False, False, implementation)
             x = x[0]
         return x
 
