@@ -70,7 +70,9 @@ table against `reference`, in every mode the row says it can run, and
 fails on a name it does not know.
 
 This module also chooses the LayerNorm and dropout layer classes the
-`optimizations` name (`layer_norm_class`, `dropout_class`).
+`optimizations` name (`layer_norm_class`, `dropout_class`), and whether
+the embedding below the blocks runs its serving form
+(`embedding_serving_form`).
 """
 
 import functools
@@ -732,6 +734,19 @@ def run_block(
 
 # ----------------------------------------------------------------------------
 # The layer classes the optimizations name.
+
+
+def embedding_serving_form(optimizations, training):
+    """Whether a `BertEmbedding` with these `optimizations` runs its
+    serving form (`BertEmbedding.serving_call`: the remapper's LayerNorm,
+    gathers without Keras' wrapping of negative ids) in this call: at
+    inference, wherever the blocks run `serving_graph` (a serving trace,
+    `"remapper_serving_graph"`)."""
+    return (
+        not training
+        and "remapper_serving_graph" in optimizations
+        and forms.in_serving_trace()
+    )
 
 
 def layer_norm_class(optimizations):

@@ -151,6 +151,41 @@ def weight(compute, dtype):
     return ops.cast(compute(ops.convert_to_tensor), dtype)
 
 
+def reading_frozen(function, variables):
+    """`function`, reading `variables` (Keras variables) as constants of
+    the graph it is traced into, in a frozen serving trace; else `function`
+    as it is.
+
+    `weight` freezes what the blocks read; this freezes what the rest of a
+    served model reads through Keras' layers (the embedding's LayerNorm and
+    small tables, the pooler, a head), with `keras.StatelessScope` mapping
+    each variable to its constant for the trace only: a request then reads
+    no variable of them, and oneDNN lays out a constant kernel once.
+    """
+    import functools
+
+    import keras
+    import tensorflow as tf
+
+    variables = list(variables)
+
+    @functools.wraps(function)
+    def frozen(*args, **kwargs):
+        state = getattr(_TRACE, "state", None)
+        if not (state and state["frozen"]) or tf.executing_eagerly():
+            return function(*args, **kwargs)
+        with tf.init_scope():
+            values = [ops.convert_to_numpy(_read_now(v)) for v in variables]
+        mapping = [
+            (variable, tf.constant(value))
+            for variable, value in zip(variables, values)
+        ]
+        with keras.StatelessScope(state_mapping=mapping):
+            return function(*args, **kwargs)
+
+    return frozen
+
+
 def _read_now(variable):
     import tensorflow as tf
 

@@ -8,6 +8,7 @@ import tensorflow as tf
 from keras_bert import files
 from keras_bert.layers.block_implementations import dense_layers
 from keras_bert.layers.block_implementations import select_implementation
+from keras_bert.layers.remapper_forms import reading_frozen
 from keras_bert.layers.remapper_forms import serving_trace
 from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.serving_copy import check_serving_options
@@ -240,8 +241,9 @@ def export_saved_model(
     # it): the blocks' weights as constants of the graph (`serving_graph`)
     # or laid out per stream, not also the blocks' variables.
     archive.track(preprocessor)
+    frozen = _frozen_variables(model)
     for name, (function, signature) in endpoints.items():
-        archive.add_endpoint(name, function, signature)
+        archive.add_endpoint(name, reading_frozen(function, frozen), signature)
 
     # Written beside the versions, then renamed: TF Serving never sees a
     # half-written version (it ignores names that are not numbers).
@@ -276,6 +278,22 @@ _FROZEN_IMPLEMENTATIONS = (
     "serving_graph_streams",
     "serving_graph_streams_bfloat16",
 )
+
+
+def _frozen_variables(model):
+    """The weights an export reads as constants of its graph
+    (`reading_frozen`), with `"remapper_serving_graph"` (as the blocks'
+    `serving_graph` does theirs): the model's, but the encoder blocks'
+    (their serving implementation freezes them itself, or reads int8 ones
+    as variables) and the WordPiece table's (gathered from, and too large
+    to copy into the graph)."""
+    backbone = backbone_of(model)
+    if "remapper_serving_graph" not in backbone.optimizations:
+        return []
+    kept = {id(v) for v in backbone.embedding.token_embedding.weights}
+    for block in backbone.transformer_layers:
+        kept.update(id(v) for v in block.weights)
+    return [v for v in model.weights if id(v) not in kept]
 
 
 def served_implementation(

@@ -98,6 +98,23 @@ def test_bert_embedding_matches_hand_computation():
     np.testing.assert_allclose(out[kept], (expected[None] * 2)[kept], rtol=1e-5)
 
 
+@pytest.mark.parametrize("quantized", [False, True])
+def test_serving_call_computes_the_inference_call(quantized):
+    """`serving_call` (what an export runs) gives the inference `call`'s
+    outputs, with a float or an int8 WordPiece table (random weights)."""
+    layer = BertEmbedding(vocabulary_size=30, hidden_dim=8, dropout=0.5)
+    token_ids = np.array([[2, 29, 7, 0], [5, 5, 1, 0]], "int32")
+    segment_ids = np.array([[0, 0, 1, 1], [0, 1, 1, 0]], "int32")
+    layer(token_ids, segment_ids)
+    rng = np.random.default_rng(5)
+    layer.set_weights([rng.normal(size=w.shape) for w in layer.get_weights()])
+    if quantized:
+        layer.token_embedding.quantize("int8")
+    expected = layer(token_ids, segment_ids, training=False)
+    served = layer.serving_call(token_ids, segment_ids)
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_bert_embedding_rejects_out_of_range_token_ids():
     layer = BertEmbedding(vocabulary_size=10, hidden_dim=4)
     with pytest.raises(ValueError, match=r"token_ids.*\[0, 10\).*value 10"):

@@ -13,14 +13,17 @@ float32.
 """
 
 import collections
+import contextlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert.layers import BertEmbedding
 from keras_bert.layers import TransformerEncoderBlock
 from keras_bert.layers.block_implementations import run_block
 from keras_bert.layers.remapper_forms import in_serving_trace
+from keras_bert.layers.remapper_forms import reading_frozen
 from keras_bert.layers.remapper_forms import serving_trace
 
 HIDDEN, HEADS, INTERMEDIATE = 16, 4, 32
@@ -194,3 +197,96 @@ def test_bfloat16_matmuls_stay_bfloat16_after_grappler():
     assert kinds["_MklLayerNorm"] == 2, kinds
     # No matmul left unfused, in any dtype.
     assert not {"MatMul", "_MklMatMul", "BiasAdd"} & set(kinds), kinds
+
+
+def _embedding():
+    layer = BertEmbedding(
+        vocabulary_size=20, hidden_dim=HIDDEN, max_sequence_length=10
+    )
+    layer(np.zeros((1, 2), "int32"), np.zeros((1, 2), "int32"))
+    rng = np.random.default_rng(3)
+    layer.set_weights(
+        [
+            rng.normal(0, 0.5, w.shape).astype("float32")
+            for w in layer.get_weights()
+        ]
+    )
+    return layer
+
+
+def _embedding_ids():
+    rng = np.random.default_rng(4)
+    token_ids = rng.integers(0, 20, (3, 7)).astype("int32")
+    segment_ids = (np.arange(7) >= 4).astype("int32")[None].repeat(3, 0)
+    return token_ids, segment_ids
+
+
+def _embedding_session_run(layer, trace=True):
+    """The embedding traced as an export traces it (in a serving trace,
+    every weight but the WordPiece table read as a constant), that table
+    then frozen too so that a Session runs the graph alone: its outputs,
+    the op kinds it ran after grappler, and the variables the traced graph
+    read."""
+    from tensorflow.python.framework import convert_to_constants
+
+    table = layer.token_embedding.embeddings
+    others = [w for w in layer.weights if w is not table]
+
+    def embed(token_ids, segment_ids):
+        return layer(token_ids, segment_ids, training=False)
+
+    traced = tf.function(
+        reading_frozen(embed, others),
+        input_signature=[tf.TensorSpec((None, None), tf.int32)] * 2,
+    )
+    with serving_trace() if trace else contextlib.nullcontext():
+        concrete = traced.get_concrete_function()
+    reads = [
+        node.op
+        for node in concrete.graph.as_graph_def().node
+        if node.op == "ReadVariableOp"
+    ]
+    stored = {node.op for node in concrete.graph.as_graph_def().node}
+    constant = convert_to_constants.convert_variables_to_constants_v2(concrete)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.graph_util.import_graph_def(constant.graph.as_graph_def(), name="")
+    session = tf.compat.v1.Session(graph=graph)
+    metadata = tf.compat.v1.RunMetadata()
+    token_ids, segment_ids = _embedding_ids()
+    names = [tensor.name for tensor in constant.inputs]
+    result = session.run(
+        constant.outputs[0].name,
+        dict(zip(names, (token_ids, segment_ids))),
+        options=tf.compat.v1.RunOptions(output_partition_graphs=True),
+        run_metadata=metadata,
+    )
+    kinds = collections.Counter(
+        node.op for g in metadata.partition_graphs for node in g.node
+    )
+    return result, kinds, stored, len(reads)
+
+
+def test_the_served_embedding_computes_its_call_as_one_layer_norm():
+    """In a serving trace `BertEmbedding` runs `serving_call`: Keras'
+    outputs (random weights, LayerNorm's too), the WordPiece table the
+    one variable read, and on oneDNN one `_MklLayerNorm` and plain gathers
+    (no wrapping of negative ids, no broadcast of the positions)."""
+    layer = _embedding()
+    token_ids, segment_ids = _embedding_ids()
+    expected = np.asarray(layer(token_ids, segment_ids, training=False))
+    outputs, kinds, stored, reads = _embedding_session_run(layer)
+    assert np.abs(outputs - expected).max() <= TOLERANCE
+    assert "FusedBatchNormV3" in stored and reads == 1, (stored, reads)
+    # Outside a serving trace: Keras' layers, every weight a variable.
+    outputs, _, stored, reads = _embedding_session_run(layer, trace=False)
+    assert np.abs(outputs - expected).max() <= TOLERANCE
+    assert "FusedBatchNormV3" not in stored and reads >= 5, (stored, reads)
+    assert not in_serving_trace()
+    if not _onednn_enabled():
+        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
+    _, kinds, _, _ = _embedding_session_run(layer)
+    assert kinds["_MklLayerNorm"] == 1, kinds
+    assert kinds["GatherV2"] == 2, kinds  # the position rows: one Slice
+    left = {"Mean", "Rsqrt", "SquaredDifference", "SelectV2", "BroadcastTo"}
+    assert not left & set(kinds), kinds

@@ -102,7 +102,10 @@ def _assert_labels_agree(labels, expected):
 
 
 def _constant_shapes(path, dtype):
-    """The shapes of the `dtype` constants in a SavedModel's functions."""
+    """The shapes of the `dtype` constants the encoder blocks hold in a
+    SavedModel's functions (those in a `transformer_layer` name scope: the
+    rest of the model, e.g. its position table, is frozen to float32
+    constants too)."""
     saved_model = saved_model_pb2.SavedModel()
     with open(os.path.join(path, "saved_model.pb"), "rb") as file:
         saved_model.ParseFromString(file.read())
@@ -111,7 +114,9 @@ def _constant_shapes(path, dtype):
         for meta_graph in saved_model.meta_graphs
         for function in meta_graph.graph_def.library.function
         for node in function.node_def
-        if node.op == "Const" and node.attr["dtype"].type == dtype
+        if node.op == "Const"
+        and node.attr["dtype"].type == dtype
+        and "transformer_layer" in node.name
     }
 
 

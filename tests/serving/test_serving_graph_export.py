@@ -82,11 +82,10 @@ def test_stores_stock_ops_and_the_blocks_as_constants(export):
     ops = saved_model_op_types(path)
     assert "FusedBatchNormV3" in ops and "BiasAdd" in ops
     assert not [op for op in ops if op.startswith("_")], ops
-    blocks = sum(
-        block.count_params() for block in classifier.backbone.transformer_layers
-    )
-    # The blocks' weights are constants of the graph; the rest variables.
-    assert _saved_floats(path) == classifier.count_params() - blocks
+    # Every weight is a constant of the graph but the WordPiece table, the
+    # one variable a request reads (it gathers from it).
+    table = classifier.backbone.embedding.token_embedding.embeddings
+    assert _saved_floats(path) == int(np.prod(table.shape))
 
 
 @pytest.mark.slow  # exports a SavedModel
@@ -122,3 +121,22 @@ def test_served_implementation_names_what_each_export_traces():
     without_forms = export_classifier(optimizations=names)
     assert served_implementation(without_forms, quantize="int8") == "fast"
     assert served_implementation(without_forms, streams=2) == "streams"
+
+
+@pytest.mark.slow  # the module's export fixture takes 4-10 s
+def test_an_id_out_of_the_vocabulary_is_an_error_naming_it(export):
+    """The served embedding gathers without Keras' wrapping of negative
+    ids: a negative id is refused as one past the table is, never read
+    from the table's end."""
+    _, path = export
+    served = tf.saved_model.load(path).signatures["predict_ids"]
+    for bad in (-1, len(VOCABULARY)):
+        ids = np.array([[2, bad, 3]], "int32")
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match=rf"= {bad} is not in \[0,"
+        ):
+            served(
+                token_ids=ids,
+                segment_ids=np.zeros_like(ids),
+                padding_mask=np.ones_like(ids),
+            )
