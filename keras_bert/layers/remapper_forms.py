@@ -160,7 +160,10 @@ def reading_frozen(function, variables):
     served model reads through Keras' layers (the embedding's LayerNorm and
     small tables, the pooler, a head), with `keras.StatelessScope` mapping
     each variable to its constant for the trace only: a request then reads
-    no variable of them, and oneDNN lays out a constant kernel once.
+    no variable of them, and oneDNN lays out a constant kernel once. Within
+    that scope the trace sees an assignment to a variable but does not make
+    it; with no `variables` no scope is entered, and the trace is
+    `function`'s own.
     """
     import functools
 
@@ -172,7 +175,11 @@ def reading_frozen(function, variables):
     @functools.wraps(function)
     def frozen(*args, **kwargs):
         state = getattr(_TRACE, "state", None)
-        if not (state and state["frozen"]) or tf.executing_eagerly():
+        if (
+            not variables
+            or not (state and state["frozen"])
+            or tf.executing_eagerly()
+        ):
             return function(*args, **kwargs)
         with tf.init_scope():
             values = [ops.convert_to_numpy(_read_now(v)) for v in variables]

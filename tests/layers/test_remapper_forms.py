@@ -290,3 +290,34 @@ def test_the_served_embedding_computes_its_call_as_one_layer_norm():
     assert kinds["GatherV2"] == 2, kinds  # the position rows: one Slice
     left = {"Mean", "Rsqrt", "SquaredDifference", "SelectV2", "BroadcastTo"}
     assert not left & set(kinds), kinds
+
+
+def test_reading_frozen_reads_constants_only_in_a_frozen_trace():
+    """The variables given are constants of a graph traced in a frozen
+    serving trace, variables otherwise; with none given the trace is the
+    function's own (its assignments made)."""
+    import keras
+
+    variable = keras.Variable(np.arange(3.0, dtype="float32"))
+    counter = keras.Variable(0.0)
+
+    def double():
+        return keras.ops.convert_to_tensor(variable) * 2.0
+
+    def count():
+        counter.assign_add(1.0)
+        return keras.ops.convert_to_tensor(counter)
+
+    def ops_of(function, trace):
+        traced = tf.function(function)
+        with trace:
+            graph = traced.get_concrete_function().graph
+        return collections.Counter(n.op for n in graph.as_graph_def().node)
+
+    frozen = reading_frozen(double, [variable])
+    assert ops_of(frozen, serving_trace())["ReadVariableOp"] == 0
+    assert ops_of(frozen, serving_trace(frozen=False))["ReadVariableOp"] == 1
+    assert ops_of(frozen, contextlib.nullcontext())["ReadVariableOp"] == 1
+    np.testing.assert_array_equal(frozen(), [0.0, 2.0, 4.0])  # eagerly
+    unfrozen = reading_frozen(count, [])
+    assert ops_of(unfrozen, serving_trace())["AssignVariableOp"] == 1
