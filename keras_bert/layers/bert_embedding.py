@@ -38,8 +38,9 @@ class BertEmbedding(keras.layers.Layer):
             the three tables. Defaults to `TruncatedNormal(stddev=0.02)`.
         optimizations: tuple of str. The speed optimisations in use (see
             `keras_bert.layers.optimizations`); this layer reads
-            `"closed_form_layer_norm"` and `"half_bits_dropout"`. Defaults
-            to `None`: all of them.
+            `"closed_form_layer_norm"`, `"half_bits_dropout"` and, in a
+            SavedModel export's trace, `"remapper_serving_graph"`
+            (`serving_call`). Defaults to `None`: all of them.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:

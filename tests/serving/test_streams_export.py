@@ -73,12 +73,11 @@ def _saved_floats(path):
 
 
 def _unfrozen_floats(classifier):
-    """The float weights outside the encoder blocks: what the export keeps
-    as variables (the blocks' are constants of its graph)."""
-    blocks = sum(
-        block.count_params() for block in classifier.backbone.transformer_layers
-    )
-    return classifier.count_params() - blocks
+    """The WordPiece table's floats: what the export keeps as variables
+    (the blocks' weights, and every other one outside them, are constants
+    of its graph)."""
+    table = classifier.backbone.embedding.token_embedding.embeddings
+    return int(np.prod(table.shape))
 
 
 @pytest.mark.slow  # the module's export fixture takes 4-10 s
