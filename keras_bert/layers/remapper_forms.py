@@ -181,12 +181,10 @@ def reading_frozen(function, variables):
             or tf.executing_eagerly()
         ):
             return function(*args, **kwargs)
-        with tf.init_scope():
-            values = [ops.convert_to_numpy(_read_now(v)) for v in variables]
         mapping = [
-            (variable, tf.constant(value))
-            for variable, value in zip(variables, values)
-        ]
+            (v, weight(lambda read, v=v: read(v), backend_variable(v).dtype))
+            for v in variables
+        ]  # `weight` freezes each one now
         with keras.StatelessScope(state_mapping=mapping):
             return function(*args, **kwargs)
 
