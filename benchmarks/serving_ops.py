@@ -113,8 +113,8 @@ def _classifier(optimizations=None):
 
 def _export(name, model, preprocessor, directory):
     from keras_bert.layers.optimizations import ALL
-    from keras_bert.layers.remapper_forms import serving_trace
     from keras_bert.serving import export_saved_model
+    from keras_bert.serving.plan import plan_export
 
     options, patch = {}, contextlib.nullcontext()
     if name == "fast":
@@ -143,8 +143,8 @@ def _export(name, model, preprocessor, directory):
         options = {"precision": "bfloat16", "streams": 2}
     elif name == "serving_graph_variables":
         patch = mock.patch(
-            "keras_bert.serving.export.serving_trace",
-            functools.partial(serving_trace, frozen=False),
+            "keras_bert.serving.export.plan_export",
+            functools.partial(plan_export, frozen=False),
         )
     with patch:
         return export_saved_model(

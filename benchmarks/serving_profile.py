@@ -154,11 +154,11 @@ def print_op_times(session, output, feed, name, width):
 
 def profile_threads():
     import keras_bert
-    from keras_bert.serving.bfloat16_cpu import bfloat16_cpu_problem
+    from keras_bert.serving.plan import cpu_problem
 
     (model, preprocessor), paths = classifier(), {}
     exports = [("as is", {}), ("2 streams", {"streams": 2})]
-    if bfloat16_cpu_problem() is None:  # AVX512-BF16 or AMX
+    if cpu_problem("bfloat16") is None:  # AVX512-BF16 or AMX, oneDNN on
         exports.append(("bfloat16", {"precision": "bfloat16"}))
         exports.append(
             ("bf16 2 streams", {"precision": "bfloat16", "streams": 2})

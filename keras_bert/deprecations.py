@@ -30,12 +30,22 @@ after it arrived here.
   (`keras_bert>Dropout`, `keras_bert>LayerNorm`), so that `.keras` files
   and configs that name them still load, without a warning.
 - The layer `HeadParallelBlock` (a block's inference as parallel streams,
-  from its own copy of the weights) is the block's `streams`
-  implementation: `TransformerEncoderBlock(streams=N)`, or
-  `keras_bert.models.serving_copy(model, streams=N)` for a whole model.
+  from its own copy of the weights) is the `streams` serving
+  implementation: `keras_bert.serving.serving_copy(model, streams=N)`.
   It stays registered (`keras_bert>HeadParallelBlock`), computing with
   that implementation, so that `.keras` files that name it still load; it
   warns when made anew (`from_block`).
+- How a served model runs is the serving plan's
+  (`keras_bert.serving.plan`), on the serving floor: `serving_copy`,
+  `quantized_copy`, `head_parallel_copy` and `QUANTIZATION_MODES` moved
+  from `keras_bert.models` to `keras_bert.serving` (`MOVED_NAMES`), and
+  the modules `keras_bert.models.serving_copy`, `.quantization`,
+  `.head_parallel`, `keras_bert.layers.remapper_forms`, `.stream_layout`
+  and `keras_bert.serving.bfloat16_cpu` to the serving floor
+  (`RENAMED_MODULES`). The constructor argument `streams` of
+  `TransformerEncoderBlock` and `BertBackbone` is gone: configs and
+  `.keras` files saved with it load without it (`DROPPED_CONFIG_KEYS`),
+  the same function; export with `streams=N` to serve in streams.
 
 Importing `keras_bert` installs these aliases (`install`); nothing else
 in the package imports this module (recipes read `flag_value`).
@@ -54,14 +64,16 @@ from keras_bert.layers.activations import validate_activation
 from keras_bert.layers.block_implementations import BlockCall
 from keras_bert.layers.block_implementations import is_quantized
 from keras_bert.layers.block_implementations import layer_norm_class
-from keras_bert.layers.block_implementations import stream_outputs
 from keras_bert.layers.closed_form_layer_norm import ClosedFormLayerNorm
 from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.layers.optimizations import validate_optimizations
-from keras_bert.layers.stream_layout import StreamLayout
-from keras_bert.layers.stream_layout import check_streams
-from keras_bert.layers.stream_layout import laid_out
-from keras_bert.layers.stream_layout import stream_weight_shapes
+from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
+from keras_bert.models.bert_backbone import BertBackbone
+from keras_bert.serving.runtime.block import stream_outputs
+from keras_bert.serving.runtime.stream_layout import StreamLayout
+from keras_bert.serving.runtime.stream_layout import check_streams
+from keras_bert.serving.runtime.stream_layout import laid_out
+from keras_bert.serving.runtime.stream_layout import stream_weight_shapes
 from keras_bert.validation import check_positive_int
 
 OLD_PACKAGE = "keras_bert.tasks"
@@ -86,6 +98,17 @@ RENAMED_MODULES = {
     "keras_bert.tasks.embeddings.pair_embedding_model": (
         "keras_bert.models.pair_embedding_model"
     ),
+    # Serving moved to its floor (these old modules are not packages).
+    "keras_bert.models.serving_copy": "keras_bert.serving.served_copy",
+    "keras_bert.models.quantization": "keras_bert.serving.quantization",
+    "keras_bert.models.head_parallel": "keras_bert.serving.head_parallel",
+    "keras_bert.layers.remapper_forms": (
+        "keras_bert.serving.runtime.remapper_forms"
+    ),
+    "keras_bert.layers.stream_layout": (
+        "keras_bert.serving.runtime.stream_layout"
+    ),
+    "keras_bert.serving.bfloat16_cpu": "keras_bert.serving.cpu",
 }
 # (old module, old name) → (new module, new name), for names that left
 # their module or were renamed.
@@ -128,6 +151,30 @@ MOVED_NAMES = {
         "keras_bert.data.packed_batches",
         "pack_texts",
     ),
+    ("keras_bert.models", "serving_copy"): (
+        "keras_bert.serving",
+        "serving_copy",
+    ),
+    ("keras_bert.models", "quantized_copy"): (
+        "keras_bert.serving",
+        "quantized_copy",
+    ),
+    ("keras_bert.models", "head_parallel_copy"): (
+        "keras_bert.serving",
+        "head_parallel_copy",
+    ),
+    ("keras_bert.models", "QUANTIZATION_MODES"): (
+        "keras_bert.serving",
+        "QUANTIZATION_MODES",
+    ),
+}
+
+# Constructor arguments that left a class: a config (a `.keras` file)
+# saved with one loads without it, computing the same function.
+DROPPED_CONFIG_KEYS = {
+    # How a served block runs is the serving plan's (`served_call`).
+    TransformerEncoderBlock: ("streams",),
+    BertBackbone: ("streams",),
 }
 
 # (recipe, flag) → {old value: new value}, for the values of a recipe's
@@ -206,11 +253,14 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-    """Finds `keras_bert.tasks` and the modules under it, nothing else."""
+    """Finds `keras_bert.tasks` and the modules under it, and the other
+    old modules of `RENAMED_MODULES`, nothing else."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != OLD_PACKAGE and not fullname.startswith(
-            OLD_PACKAGE + "."
+        if (
+            fullname != OLD_PACKAGE
+            and not fullname.startswith(OLD_PACKAGE + ".")
+            and fullname not in RENAMED_MODULES
         ):
             return None
         return importlib.machinery.ModuleSpec(
@@ -256,9 +306,8 @@ class HeadParallelBlock(keras.layers.Layer):
     """Deprecated: a `TransformerEncoderBlock`'s inference as streams, from
     its own copy of the block's weights laid out per stream.
 
-    Use `TransformerEncoderBlock(streams=N)` (the block's `streams`
-    implementation, which this layer runs) or
-    `keras_bert.models.serving_copy(model, streams=N)`. Kept, registered as
+    Use `keras_bert.serving.serving_copy(model, streams=N)` (the `streams`
+    serving implementation, which this layer runs). Kept, registered as
     `keras_bert>HeadParallelBlock`, so that `.keras` files naming it load.
 
     Args:
@@ -342,7 +391,7 @@ class HeadParallelBlock(keras.layers.Layer):
         """A `HeadParallelBlock` holding a built float block's weights."""
         _warn(
             "keras_bert.layers.HeadParallelBlock",
-            "keras_bert.layers.TransformerEncoderBlock(streams=N)",
+            "keras_bert.serving.serving_copy(model, streams=N)",
         )
         if not block.built or is_quantized(block):
             raise ValueError(
@@ -413,6 +462,18 @@ class HeadParallelBlock(keras.layers.Layer):
         return config
 
 
+def _dropping_keys(from_config, keys):
+    """A `from_config` classmethod that drops `keys` from the config, then
+    runs `from_config`."""
+
+    def dropping(cls, config):
+        config = {k: v for k, v in config.items() if k not in keys}
+        return from_config(cls, config)
+
+    dropping._drops_keys = True
+    return classmethod(dropping)
+
+
 def install():
     """Makes the deprecated names importable (called by `keras_bert`)."""
     if not any(isinstance(f, _AliasFinder) for f in sys.meta_path):
@@ -423,6 +484,9 @@ def install():
     for module_name in {module for module, _ in MOVED_NAMES}:
         module = importlib.import_module(module_name)
         module.__getattr__ = _moved_names_reader(module_name)
+    for cls, keys in DROPPED_CONFIG_KEYS.items():
+        if not getattr(cls.from_config, "_drops_keys", False):
+            cls.from_config = _dropping_keys(cls.from_config.__func__, keys)
     layers = importlib.import_module("keras_bert.layers")
     layers.Dropout = Dropout
     layers.LayerNorm = LayerNorm

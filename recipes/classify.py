@@ -50,7 +50,7 @@ finished epoch when started again with the same `--model_dir`.
 
 import functools
 
-from absl import app
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import flags
 from absl import logging
 
@@ -159,4 +159,4 @@ def _print_metrics(results):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

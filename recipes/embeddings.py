@@ -38,6 +38,7 @@ and, with `--export_dir`, a SavedModel whose `serving_default` takes
 last finished epoch when started again with the same `--model_dir`.
 """
 
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import app
 from absl import flags
 
@@ -160,4 +161,4 @@ def _print_metrics(results):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

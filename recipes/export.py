@@ -63,13 +63,14 @@ See saved_models/README.md for serving the result.
 
 import json
 
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import app
 from absl import flags
 from absl import logging
 
 import keras_bert
-from keras_bert.models.serving_copy import PRECISIONS
 from keras_bert.serving import servable_task_names
+from keras_bert.serving.plan import PRECISIONS
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -380,8 +381,7 @@ def _check_flags():
 def _check_serving_flags():
     """--quantize, --streams and --precision together, and the CPU for
     --precision=bfloat16: before the model is loaded."""
-    from keras_bert.models.serving_copy import check_serving_options
-    from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
+    from keras_bert.serving.plan import check_options
 
     if FLAGS.calibration_file and FLAGS.quantize != "int8":
         raise app.UsageError(
@@ -389,9 +389,13 @@ def _check_serving_flags():
             "too, or no --calibration_file."
         )
     try:
-        check_serving_options(FLAGS.quantize, FLAGS.streams, FLAGS.precision)
-        if FLAGS.precision == "bfloat16":
-            check_bfloat16_cpu(FLAGS.check_cpu)
+        check_options(
+            FLAGS.quantize,
+            FLAGS.streams,
+            FLAGS.precision,
+            calibrated=bool(FLAGS.calibration_file),
+            check_cpu=FLAGS.check_cpu,
+        )
     except ValueError as error:
         raise app.UsageError(
             f"{error} (The arguments named are this recipe's flags: "
@@ -439,4 +443,4 @@ def _export_options():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

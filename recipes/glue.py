@@ -29,6 +29,7 @@ finished epoch when started again with the same `--model_dir`.
 
 import os
 
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import app
 from absl import flags
 from absl import logging
@@ -150,4 +151,4 @@ def _print_metrics(results):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

@@ -32,7 +32,7 @@ and returns `probabilities` and `choice`. A run that crashed resumes from
 its last finished epoch when started again with the same `--model_dir`.
 """
 
-from absl import app
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import flags
 
 import keras_bert
@@ -104,4 +104,4 @@ def _build_model():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

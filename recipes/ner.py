@@ -41,6 +41,7 @@ tagger's 1e-3. Such a run is not exported (`--export_dir` and
 every row next to fine-tuning (docs/embeddings.md).
 """
 
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import app
 from absl import flags
 
@@ -193,4 +194,4 @@ def _build_model(labels):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

@@ -71,6 +71,7 @@ Example:
 
 import os
 
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 import keras
 import tensorflow as tf
 from absl import app
@@ -350,4 +351,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

@@ -29,7 +29,7 @@ and, with `--export_dir`, a SavedModel whose `serving_default` takes raw
 its last finished epoch when started again with the same `--model_dir`.
 """
 
-from absl import app
+import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import flags
 
 import keras_bert
@@ -127,4 +127,4 @@ def _build_model():
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cpu_backend.run(main)

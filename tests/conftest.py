@@ -1,6 +1,7 @@
 import gc
 import importlib
 import os
+import sys
 
 import pytest
 
@@ -22,6 +23,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         "OMP_NUM_THREADS",
     ):
         os.environ.setdefault(_variable, "1")
+
+# The recipes import their sibling `cpu_backend` (recipes/cpu_backend.py)
+# as a script run from recipes/ finds it: tests that load a recipe's module
+# find it the same way.
+sys.path.append(
+    os.path.join(os.path.dirname(os.path.dirname(__file__)), "recipes")
+)
 
 # In strict mode (CI) a test that would skip for missing material (a
 # corpus, the weight packages, a reference library, ../shared data) fails:

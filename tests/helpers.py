@@ -235,3 +235,55 @@ def run_export_recipe(*arguments, timeout=300, env=None):
         timeout=timeout,
         env=env,
     )
+
+
+def served_or_refused(option, make):
+    """`make()` where this CPU serves `option` (`"int8"` or `"bfloat16"`,
+    a key of `keras_bert.serving.plan.CPU_NEEDS`, or `None` for one every
+    CPU serves); where it does not,
+    asserts that `make()` is refused at once with the plan's `ValueError`
+    (naming the requirement and this CPU), and returns `None`: what the
+    plan promises on each CPU kind, so a test passes on neither by
+    skipping."""
+    import re
+
+    import pytest
+
+    from keras_bert.serving.cpu import this_cpu
+    from keras_bert.serving.plan import CPU_NEEDS
+
+    if option is None:  # an option every CPU serves
+        return make()
+    serves, requirement, _ = CPU_NEEDS[option]
+    if serves(this_cpu()):
+        return make()
+    with pytest.raises(ValueError, match=re.escape(requirement)):
+        make()
+    return None
+
+
+def on_cpu(flags, onednn=True, int8_kernel=None):
+    """A context in which the serving plan sees a CPU with `flags` (a set
+    of /proc/cpuinfo flags), oneDNN `onednn`, and the int8 kernel where
+    oneDNN is on unless `int8_kernel` says otherwise; its description
+    names it "test CPU"."""
+    from unittest import mock
+
+    from keras_bert.serving import plan
+    from keras_bert.serving.cpu import Cpu
+
+    cpu = Cpu(
+        model="test CPU",
+        flags=frozenset(flags),
+        onednn=onednn,
+        int8_kernel=onednn if int8_kernel is None else int8_kernel,
+    )
+    return mock.patch.object(plan, "this_cpu", lambda: cpu)
+
+
+def serves(option):
+    """Whether the serving plan serves `option` (`"int8"`, `"bfloat16"`)
+    on this CPU."""
+    from keras_bert.serving.plan import cpu_problem
+
+    return cpu_problem(option) is None

@@ -17,7 +17,11 @@ def fresh_aliases():
     """Each test imports the old modules anew, so that they warn again."""
     yield
     for name in list(sys.modules):
-        if name == "keras_bert.tasks" or name.startswith("keras_bert.tasks."):
+        if (
+            name == "keras_bert.tasks"
+            or name.startswith("keras_bert.tasks.")
+            or name in deprecations.RENAMED_MODULES
+        ):
             del sys.modules[name]
 
 
@@ -36,6 +40,16 @@ def fresh_aliases():
             "keras_bert.tasks.ner.frozen_features_tagger",
             "keras_bert.models.frozen_features_tagger",
         ),
+        ("keras_bert.models.quantization", "keras_bert.serving.quantization"),
+        (
+            "keras_bert.layers.remapper_forms",
+            "keras_bert.serving.runtime.remapper_forms",
+        ),
+        (
+            "keras_bert.layers.stream_layout",
+            "keras_bert.serving.runtime.stream_layout",
+        ),
+        ("keras_bert.serving.bfloat16_cpu", "keras_bert.serving.cpu"),
     ],
 )
 def test_an_old_module_warns_and_reads_the_new_one(old, new):
@@ -105,6 +119,17 @@ def test_an_old_name_warns_and_is_the_new_object(statement, expected):
             "keras_bert.fine_tuning.glue.dataset",
             "preprocess_texts",
             keras_bert.data.pack_texts,
+        ),
+        ("keras_bert.models", "serving_copy", keras_bert.serving.serving_copy),
+        (
+            "keras_bert.models",
+            "quantized_copy",
+            keras_bert.serving.quantized_copy,
+        ),
+        (
+            "keras_bert.models",
+            "head_parallel_copy",
+            keras_bert.serving.head_parallel_copy,
         ),
     ],
 )

@@ -28,6 +28,11 @@ One façade goes up, imported inside the method that is the façade:
 `checkpoints`, as keras-hub's `from_preset` does, so that users find
 loading on the class they load.
 
+How an export runs is a serving plan, on the serving floor: the layers and
+the models know no serving variant, so neither names one
+(`SERVING_VARIANT_NAMES`: streams, the matmul dtype, the former serving
+trace, int8 ranges); a served block reads one attribute, `served_call`.
+
 Folders also must not import each other in a loop, even on one floor: a
 change to one folder would otherwise ripple through the loop. And no
 module imports another module's private (underscored) name.
@@ -79,6 +84,7 @@ class Module:
     def __init__(self, relative, source):
         self.relative = relative
         self.folder = relative.split("/")[0].removesuffix(".py")
+        self.source = source
         self.tree = ast.parse(source, relative)
 
     def __repr__(self):
@@ -201,6 +207,32 @@ def private_imports(modules):
     ]
 
 
+# Words of the serving plan that the floors below `serving` never name.
+SERVING_VARIANT_NAMES = (
+    "streams",
+    "matmul_dtype",
+    "serving_trace",
+    "int8_ranges",
+)
+# The floors that know no serving variant.
+NO_SERVING_VARIANTS = ("layers", "models")
+
+
+def serving_variant_names(modules):
+    """`"path: name"` for each serving variant name (`SERVING_VARIANT_NAMES`,
+    as a word, in code or text) a module of `NO_SERVING_VARIANTS` holds."""
+    import re
+
+    found = []
+    for module in modules:
+        if module.folder not in NO_SERVING_VARIANTS:
+            continue
+        for name in SERVING_VARIANT_NAMES:
+            if re.search(rf"\b{name}\b", module.source):
+                found.append(f"{module.relative}: {name}")
+    return found
+
+
 def folder_graph(modules, facades=None):
     """`{folder: {folders it imports}}`, façade imports left out (they go
     up by design, inside a method)."""
@@ -264,6 +296,28 @@ def test_no_private_names_are_imported_from_other_modules(module):
         "Make the name public where it is defined, or keep its use in that "
         "module."
     )
+
+
+def test_layers_and_models_name_no_serving_variant():
+    found = serving_variant_names(MODULES)
+    assert found == [], (
+        f"Serving variants named below the serving floor: {found}. How an "
+        "export runs is the serving plan's (keras_bert.serving.plan), applied "
+        "by keras_bert.serving.served_copy through a block's `served_call`."
+    )
+
+
+def test_the_checks_catch_a_serving_variant_in_a_layer():
+    modules = _made_up(
+        layers__block="self.streams = streams\n",
+        models__backbone="# matmul_dtype in a comment counts too\n",
+        serving__plan="streams = 2\n",  # its own floor
+        layers__other="upstreams = 1\n",  # not the word
+    )
+    assert serving_variant_names(modules) == [
+        "layers/block.py: streams",
+        "models/backbone.py: matmul_dtype",
+    ]
 
 
 def test_no_import_cycles_between_folders():

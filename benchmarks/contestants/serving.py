@@ -45,6 +45,7 @@ OURS_EXPORTS = {
 }
 # The exports refused on a CPU without AVX512-BF16 or AMX.
 BFLOAT16 = ("ours_bf16", "ours_bf16_streams")
+INT8 = ("ours_int8", "ours_int8_calibrated")
 # The contestants `benchmarks/serving.py` runs at each of several thread
 # counts, reporting each one's best per batch size (issue 38: peers at
 # their best): the peers' intra-op threads, and both of TensorFlow's pools
@@ -153,13 +154,17 @@ def agreement(labels, reference):
 
 def skipped_here(names):
     """`{contestant: why}` for those of `names` this machine cannot run:
-    our bfloat16 exports (`BFLOAT16`) on a CPU without AVX512-BF16 or AMX,
-    where they are refused (`keras_bert.serving.bfloat16_cpu`)."""
-    from keras_bert.serving.bfloat16_cpu import bfloat16_cpu_problem
+    our exports whose option this CPU does not serve (bfloat16 without
+    AVX512-BF16 or AMX and oneDNN, int8 without oneDNN's int8 kernel),
+    which the export refuses (`keras_bert.serving.plan.cpu_problem`)."""
+    from keras_bert.serving.plan import cpu_problem
 
-    wanted = [name for name in BFLOAT16 if name in names]
-    problem = bfloat16_cpu_problem() if wanted else None
-    return {name: problem for name in wanted} if problem else {}
+    skipped = {}
+    for option, exports in (("int8", INT8), ("bfloat16", BFLOAT16)):
+        wanted = [name for name in exports if name in names]
+        problem = cpu_problem(option) if wanted else None
+        skipped.update({name: problem for name in wanted} if problem else {})
+    return skipped
 
 
 def exports_of(names):

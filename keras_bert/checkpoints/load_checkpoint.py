@@ -13,8 +13,8 @@ from keras_bert.checkpoints.read_checkpoint import read_checkpoint
 from keras_bert.checkpoints.read_checkpoint import read_checkpoint_config
 from keras_bert.checkpoints.weight_map import group_prefixes
 from keras_bert.checkpoints.weight_map import weight_map
+from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.bert_backbone import BertBackbone
-from keras_bert.models.serving_copy import backbone_of
 from keras_bert.models.task import Task
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 from keras_bert.text.bert_tokenizer import BertTokenizer

@@ -11,8 +11,8 @@ from keras_bert.checkpoints.checkpoint_config import (
 )
 from keras_bert.checkpoints.heads import checkpoint_head
 from keras_bert.checkpoints.weight_map import weight_map
+from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.bert_backbone import BertBackbone
-from keras_bert.models.serving_copy import backbone_of
 from keras_bert.text.vocabulary import save_vocabulary
 
 _SPECIAL_TOKENS = {

@@ -17,9 +17,9 @@ from keras_bert.checkpoints.keras_hub_weights import CLASSIFIER
 from keras_bert.checkpoints.keras_hub_weights import from_huggingface
 from keras_bert.checkpoints.keras_hub_weights import variables_by_path
 from keras_bert.checkpoints.weight_map import weight_map
+from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
-from keras_bert.models.serving_copy import backbone_of
 
 # Files of one preset that another may lack: removed from `path` when this
 # one does not write them.

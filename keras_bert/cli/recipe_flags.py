@@ -30,8 +30,8 @@ from keras_bert.models.bert_classifier import check_document_windows
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
 from keras_bert.models.presets import suggest_preset
-from keras_bert.models.serving_copy import PRECISIONS
-from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
+from keras_bert.serving.plan import PRECISIONS
+from keras_bert.serving.plan import check_options
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.text.document_windows import check_doc_stride
 from keras_bert.training.gradient_accumulation import (
@@ -301,7 +301,10 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
         )
     if get("export_dir") and get("export_precision") == "bfloat16":
         try:
-            check_bfloat16_cpu(get("export_check_cpu") is not False)
+            check_options(
+                precision="bfloat16",
+                check_cpu=get("export_check_cpu") is not False,
+            )
         except ValueError as error:
             raise app.UsageError(
                 f"--export_precision=bfloat16: {error} (Flags: "

@@ -14,9 +14,8 @@ from absl import logging
 
 from keras_bert import files
 from keras_bert.keras_workarounds import global_random_state_restored
-from keras_bert.models.serving_copy import check_serving_options
 from keras_bert.serving import export_saved_model
-from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
+from keras_bert.serving.plan import check_options
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.distribution import write_directory
@@ -211,9 +210,7 @@ def run_fine_tuning(
     check_gradient_accumulation_steps(gradient_accumulation_steps)
     if export_dir:
         # Before training: an export refused after hours of it is lost.
-        check_serving_options(precision=export_precision)
-        if export_precision == "bfloat16":
-            check_bfloat16_cpu(export_check_cpu)
+        check_options(precision=export_precision, check_cpu=export_check_cpu)
     # The strategy comes before any other TensorFlow work: a multi-worker
     # strategy must configure collective ops at program start.
     if isinstance(strategy, str):

@@ -1,11 +1,8 @@
 """BERT's input embedding block."""
 
 import keras
-from keras import ops
 
-from keras_bert.layers import remapper_forms as forms
 from keras_bert.layers.block_implementations import dropout_class
-from keras_bert.layers.block_implementations import embedding_serving_form
 from keras_bert.layers.block_implementations import layer_norm_class
 from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
@@ -38,9 +35,8 @@ class BertEmbedding(keras.layers.Layer):
             the three tables. Defaults to `TruncatedNormal(stddev=0.02)`.
         optimizations: tuple of str. The speed optimisations in use (see
             `keras_bert.layers.optimizations`); this layer reads
-            `"closed_form_layer_norm"`, `"half_bits_dropout"` and, in a
-            SavedModel export's trace, `"remapper_serving_graph"`
-            (`serving_call`). Defaults to `None`: all of them.
+            `"closed_form_layer_norm"` and `"half_bits_dropout"`. Defaults
+            to `None`: all of them.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -85,6 +81,10 @@ class BertEmbedding(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer = get_initializer(initializer)
         self.optimizations = validate_optimizations(optimizations)
+        # `None`, or `(layer, token_ids, segment_ids) -> outputs` run at
+        # inference instead of `call`'s layers: what `keras_bert.serving`
+        # sets on the embedding of a model it serves. Not config.
+        self.served_call = None
 
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size,
@@ -125,41 +125,13 @@ class BertEmbedding(keras.layers.Layer):
 
     def call(self, token_ids, segment_ids, training=None):
         check_ids_in_range(token_ids, self.vocabulary_size, "token_ids")
-        if embedding_serving_form(self.optimizations, training):
-            return self.serving_call(token_ids, segment_ids)
+        if self.served_call is not None and not training:
+            return self.served_call(self, token_ids, segment_ids)
         x = self.token_embedding(token_ids)
         x = x + self.segment_embedding(segment_ids)
         x = x + self.position_embedding(token_ids)
         x = self.layer_norm(x, training=training)
         return self.dropout_layer(x, training=training)
-
-    def serving_call(self, token_ids, segment_ids):
-        """The inference `call` computes, in the forms TensorFlow's CPU
-        remapper fuses (`keras_bert.layers.remapper_forms`): the three
-        embeddings gathered (an id out of range is an error, where Keras'
-        `take` would wrap a negative one), summed and normalized by one
-        `_MklLayerNorm`. What a SavedModel export runs
-        (`block_implementations.embedding_serving_form`)."""
-        import tensorflow as tf
-
-        dtype = self.compute_dtype
-        if self.token_embedding.quantization_mode is None:
-            table = ops.cast(self.token_embedding.embeddings, dtype)
-            x = tf.gather(table, token_ids)
-        else:
-            x = self.token_embedding(token_ids)
-        segments = ops.cast(self.segment_embedding.embeddings, dtype)
-        x = x + tf.gather(segments, segment_ids)
-        length = forms.shape(token_ids)[1]
-        positions = ops.cast(self.position_embedding.embeddings, dtype)
-        x = x + tf.slice(positions, [0, 0], tf.stack([length, -1]))
-        rows = forms.layer_norm(
-            tf.reshape(x, (-1, self.hidden_dim)),
-            ops.cast(self.layer_norm.gamma, "float32"),
-            ops.cast(self.layer_norm.beta, "float32"),
-            self.layer_norm_epsilon,
-        )
-        return tf.reshape(rows, tf.shape(x))
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert.layers.int8_matmul import column_sums
 from keras_bert.layers.int8_matmul import int8_matmul
+from keras_bert.layers.int8_matmul import int8_matmul_supported
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -86,6 +87,8 @@ class Int8Dense(keras.layers.Dense):
                 keras.quantizers.AbsMaxQuantizer,
             )
             and keras.backend.backend() == "tensorflow"
+            # Without oneDNN the kernel gives no output: Keras' own call.
+            and int8_matmul_supported()
         )
 
     def _int8_call(self, inputs, training=None):

@@ -24,10 +24,13 @@ whole tensor would (it cost accuracy when tried; `python
 benchmarks/serving.py` reports the int8 export's accuracy against
 float32's).
 
-The kernel exists where TensorFlow is built with oneDNN (the Linux x86
-packages, where it is on by default); `int8_matmul_supported()` says
-whether this process has it.
+The kernel runs where TensorFlow's oneDNN is on (its Linux x86 builds on
+CPUs with AVX512-VNNI, AVX512-BF16, AVX-VNNI or AMX by default, elsewhere
+with `TF_ENABLE_ONEDNN_OPTS=1`);
+`int8_matmul_supported()` says whether it runs in this process.
 """
+
+import functools
 
 import tensorflow as tf
 
@@ -95,15 +98,23 @@ def column_sums(kernel):
     return tf.reduce_sum(tf.cast(kernel, tf.float32), axis=0)
 
 
+@functools.cache
 def int8_matmul_supported():
-    """Whether this TensorFlow has the oneDNN int8 matmul kernel."""
+    """Whether oneDNN's int8 matmul runs in this process and answers right.
+
+    Where TensorFlow's oneDNN is off (`TF_ENABLE_ONEDNN_OPTS=0`, or an
+    AVX2-only CPU by default) the op exists but returns no output, so the
+    probe runs it and checks its answer, not only that it is there.
+    """
     try:
-        int8_matmul(
+        product = int8_matmul(
             tf.ones([1, 2]), tf.ones([2, 2], tf.int8), tf.ones([2]), [2.0, 2.0]
         )
-    except tf.errors.NotFoundError:
+        return product.shape == (1, 2) and bool(
+            tf.reduce_all(tf.abs(product - 2.0) < 0.05)
+        )
+    except tf.errors.OpError:
         return False
-    return True
 
 
 # The activations `int8_fused_matmul` fuses, by the block's `activation`.

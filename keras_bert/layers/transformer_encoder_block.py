@@ -11,7 +11,6 @@ from keras_bert.layers.initializers import clone_initializer
 from keras_bert.layers.initializers import get_initializer
 from keras_bert.layers.lora_dense import LoraDense
 from keras_bert.layers.optimizations import validate_optimizations
-from keras_bert.layers.stream_layout import check_streams
 from keras_bert.validation import check_positive_int
 from keras_bert.validation import check_rate
 
@@ -34,18 +33,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
     This layer holds the weights; how a call computes is one of the
     implementations in `keras_bert.layers.block_implementations`, all the
     same function to float rounding, chosen for each call by its
-    `select_implementation` (the only code that reads `optimizations`,
-    `streams`, the training flag, the input's dtype and shape and the
-    weights' quantization):
+    `select_implementation` (the only code that reads `optimizations`, the
+    training flag, the input's dtype and shape and the weights'
+    quantization):
 
     - `reference`: the formula above, top to bottom (`optimizations=()`);
     - `fast`: the same on 2-D `(tokens, hidden)` rows;
     - `fused_training`: training on a static shape, with the element-wise
-      work between the matmuls as XLA-fused ops (`layers.fused_ops`);
-    - `streams`: inference as `streams` parallel chains of heads and units
-      (`layers.stream_layout`), for serving on CPU.
-    - `serving_graph`: inference written for TensorFlow's CPU fusions
-      (`layers.remapper_forms`), what a SavedModel export serves.
+      work between the matmuls as XLA-fused ops (`layers.fused_ops`).
+
+    A block of a served model (`keras_bert.serving.served_copy`, what a
+    SavedModel export serves) holds a `served_call`, which it runs at
+    inference instead: one of the serving implementations
+    (`keras_bert.serving.runtime.block`), as the export's plan chose.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -65,10 +65,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         optimizations: tuple of str. The speed optimisations in use, names
             of `keras_bert.layers.optimizations.OPTIMIZATIONS`. Defaults to
             `None`: all of them.
-        streams: int or `None`. With `N`, inference runs as `N` parallel
-            chains (from 1 to `num_heads`); see
-            `keras_bert.models.serving_copy`, which sets it for serving.
-            Defaults to `None`.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -125,7 +121,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
         kernel_initializer=None,
         bias_initializer="zeros",
         optimizations=None,
-        streams=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -135,7 +130,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
             attention_dropout = dropout
         check_rate("dropout", dropout)
         check_rate("attention_dropout", attention_dropout)
-        check_streams(streams, num_heads)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
@@ -145,7 +139,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.optimizations = validate_optimizations(optimizations)
-        self.streams = streams
+        # `None`, or a function `(block, call) -> (outputs, probabilities)`
+        # run at inference instead of the implementations above: what
+        # `keras_bert.serving` sets on the blocks of a model it serves.
+        # Not config: a served copy is made, not saved.
+        self.served_call = None
         self.supports_masking = True
 
         LayerNorm = layer_norm_class(self.optimizations)
@@ -285,7 +283,6 @@ class TransformerEncoderBlock(keras.layers.Layer):
                     self.bias_initializer
                 ),
                 "optimizations": list(self.optimizations),
-                "streams": self.streams,
             }
         )
         return config

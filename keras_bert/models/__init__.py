@@ -1,5 +1,6 @@
 """BERT models: the backbone and its task models."""
 
+from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.bert_classifier import BertClassifier
 from keras_bert.models.bert_masked_lm import BertMaskedLM
@@ -8,19 +9,13 @@ from keras_bert.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert.models.bert_text_embedder import BertTextEmbedder
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
 from keras_bert.models.frozen_features_tagger import FrozenFeaturesTagger
-from keras_bert.models.head_parallel import head_parallel_copy
 from keras_bert.models.lora import merge_lora
 from keras_bert.models.pair_embedding_model import PairEmbeddingModel
 from keras_bert.models.presets import BACKBONE_PRESETS
-from keras_bert.models.quantization import QUANTIZATION_MODES
-from keras_bert.models.quantization import quantized_copy
-from keras_bert.models.serving_copy import backbone_of
-from keras_bert.models.serving_copy import serving_copy
 from keras_bert.models.task import Task
 
 __all__ = [
     "BACKBONE_PRESETS",
-    "QUANTIZATION_MODES",
     "BertBackbone",
     "BertClassifier",
     "BertMaskedLM",
@@ -32,8 +27,5 @@ __all__ = [
     "PairEmbeddingModel",
     "Task",
     "backbone_of",
-    "head_parallel_copy",
     "merge_lora",
-    "quantized_copy",
-    "serving_copy",
 ]

@@ -71,9 +71,6 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         lora_target_layer_names: tuple of str or `None`. With `lora_rank`,
             the blocks' dense layers that get LoRA (see `enable_lora`).
             Defaults to `None`: `("qkv_dense",)`.
-        streams: int or `None`. Each block's inference in this many
-            parallel streams (`keras_bert.models.serving_copy`). Defaults
-            to `None`.
         **kwargs: `name` and `trainable`.
 
     Inputs: a dict of int tensors of shape `(batch_size, sequence_length)`:
@@ -119,7 +116,6 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         optimizations=None,
         lora_rank=None,
         lora_target_layer_names=None,
-        streams=None,
         **kwargs,
     ):
         for name, value in (
@@ -170,7 +166,6 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
                 kernel_initializer=initializer,
                 dtype=dtype,
                 optimizations=optimizations,
-                streams=streams,
                 name=f"transformer_layer_{i}",
             )
             for i in range(num_layers)
@@ -215,7 +210,6 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.optimizations = optimizations
-        self.streams = streams
         self.lora_rank = None
         self.lora_target_layer_names = None
         if lora_rank is not None:
@@ -291,7 +285,6 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
                 if self.lora_target_layer_names
                 else None
             ),
-            "streams": self.streams,
         }
 
     @classmethod

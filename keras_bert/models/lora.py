@@ -1,7 +1,7 @@
 """LoRA on a backbone: enabled for training (`enable_lora`), and its updates
 added into the kernels, a copy of a model to serve (`merge_lora`)."""
 
-from keras_bert.models.serving_copy import serving_copy
+from keras_bert.models.backbone_of import backbone_of
 from keras_bert.validation import check_positive_int
 
 
@@ -9,7 +9,7 @@ def merge_lora(model):
     """A copy of `model` with its LoRA updates added into the kernels.
 
     After `backbone.enable_lora(rank)`, each adapted dense layer computes
-    with `kernel + A @ B`. The copy (`serving_copy(model)`) is the same
+    with `kernel + A @ B`. The copy (`merged_copy(model)`) is the same
     model without LoRA, built from `model`'s config, whose every weight is
     `model`'s and whose adapted kernels hold `kernel + A @ B` (in
     float32): it computes the same outputs, to float rounding, with one
@@ -35,7 +35,51 @@ def merge_lora(model):
     merged.backbone.lora_rank  # None
     ```
     """
-    return serving_copy(model)
+    if backbone_of(model).lora_rank is None:
+        return model
+    return merged_copy(model)
+
+
+def merged_copy(model):
+    """`model` rebuilt from its config without LoRA, holding its weights
+    with the LoRA updates (if any) added into the kernels: always a new
+    model, which can be changed without changing `model` (what
+    `merge_lora` and `keras_bert.serving.served_copy` make).
+
+    Args:
+        model: a `keras_bert.BertBackbone` or a task model built on one.
+
+    Returns:
+        A model of `model`'s class.
+    """
+    backbone = backbone_of(model)
+    config = model.get_config()
+    nested = config if model is backbone else config["backbone"]
+    nested = nested.get("config", nested)
+    nested.update(lora_rank=None, lora_target_layer_names=None)
+    copy = type(model).from_config(config)
+
+    merged_kernels, lora_weights = {}, set()
+    for block in backbone.transformer_layers:
+        for name in backbone.lora_target_layer_names or ():
+            dense = getattr(block, name)
+            merged_kernels[id(dense.base_kernel)] = dense.merged_kernel()
+            lora_weights.update(
+                (id(dense.lora_kernel_a), id(dense.lora_kernel_b))
+            )
+    sources = [w for w in model.weights if id(w) not in lora_weights]
+    targets = copy.weights
+    if [(w.name, tuple(w.shape)) for w in sources] != [
+        (w.name, tuple(w.shape)) for w in targets
+    ]:
+        raise ValueError(
+            f"Could not match the weights of {model.name!r} with those of "
+            "its copy: is its config complete (`get_config` returning every "
+            "constructor argument)?"
+        )
+    for target, source in zip(targets, sources):
+        target.assign(merged_kernels.get(id(source), source))
+    return copy
 
 
 # --- Enabling LoRA on a backbone (`BertBackbone.enable_lora`) ---------------

@@ -6,16 +6,12 @@ import keras
 import tensorflow as tf
 
 from keras_bert import files
-from keras_bert.layers.block_implementations import dense_layers
 from keras_bert.layers.block_implementations import select_implementation
-from keras_bert.layers.remapper_forms import reading_frozen
-from keras_bert.layers.remapper_forms import serving_trace
-from keras_bert.models.serving_copy import backbone_of
-from keras_bert.models.serving_copy import check_serving_options
-from keras_bert.models.serving_copy import serving_copy
-from keras_bert.serving.bfloat16_cpu import check_bfloat16_cpu
+from keras_bert.models.backbone_of import backbone_of
 from keras_bert.serving.endpoints import serving_endpoints
-from keras_bert.serving.int8_calibration import calibrate_int8_ranges
+from keras_bert.serving.plan import plan_export
+from keras_bert.serving.runtime.remapper_forms import reading_frozen
+from keras_bert.serving.served_copy import served_copy
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
@@ -101,9 +97,10 @@ def export_saved_model(
     Args:
         model: a `keras_bert.BertBackbone` or a task model with a serving
             signature (`BertClassifier`, `BertQuestionAnswerer`, ...).
-            What is served is `keras_bert.models.serving_copy(model,
-            quantize, streams)`: with LoRA enabled, the updates merged into
-            the kernels; `model` itself is unchanged.
+            What is served is a copy made as the export's plan says
+            (`keras_bert.serving.plan.plan_export`, applied by
+            `keras_bert.serving.served_copy`): with LoRA enabled, the
+            updates merged into the kernels; `model` itself is unchanged.
         preprocessor: the `keras_bert.BertPreprocessor` the model was
             trained with, or `None` (the default) for the one attached to
             the model (`model.preprocessor`). Passing the export directory
@@ -113,35 +110,36 @@ def export_saved_model(
         version: int or `None`. `None` takes the next free version (1 for
             an empty directory).
         quantize: `None` or `"int8"`. With `"int8"` the export serves an
-            int8 copy of the model (`keras_bert.models.serving_copy`:
-            int8 dense kernels and WordPiece table, about 4x smaller
-            variables; `model` itself is unchanged), whose matmuls run on
-            TensorFlow's oneDNN int8 kernel, a core TensorFlow op in the
-            Linux x86 builds (README, "Serve", "int8": its accuracy,
-            size and speed; slower than float32 for single short
-            requests, faster for batches). Defaults to `None`: float
+            int8 copy of the model (int8 dense kernels and WordPiece
+            table, about 4x smaller variables; `model` itself is
+            unchanged), whose matmuls run on TensorFlow's oneDNN int8
+            kernels, which need TensorFlow's oneDNN on (by default on
+            CPUs with AVX512-VNNI, AVX512-BF16, AVX-VNNI or AMX; elsewhere
+            with `TF_ENABLE_ONEDNN_OPTS=1`) and VNNI or AMX to sum int8
+            products exactly: refused at export time elsewhere
+            (`check_cpu`). Defaults to `None`: float
             weights.
         streams: `None` or int. With `N`, the export serves
-            `keras_bert.models.serving_copy(model, streams=N)`: each block's
+            a copy whose blocks each have their
             heads and feed-forward units split into `N` independent
             chains that TensorFlow runs at the same time on its inter-op
             threads, in the serving forms of the default export
             (`serving_graph_streams` in
-            `keras_bert.layers.block_implementations`). Serve it with one
+            `keras_bert.serving.runtime.block`). Serve it with one
             intra-op thread and `N` inter-op threads (TF Serving:
             `--tensorflow_intra_op_parallelism=1
             --tensorflow_inter_op_parallelism=N`), `N` the number of
             cores: then short requests use every core, where TensorFlow's
             matmuls of a few dozen rows use one (README, "Serve").
             The same outputs, to float rounding; float weights only
-            (`serving_copy` says which options combine), float32 or
-            bfloat16 matmuls (`precision`).
+            (`keras_bert.serving.plan.INCOMPATIBLE`), float32 or
+            bfloat16 matmuls (`precision`). Serves on every CPU.
             Defaults to `None`: the blocks as they are.
         precision: `"float32"` or `"bfloat16"`. With `"bfloat16"`, the
             encoder blocks' dense matmuls (q|k|v, attention output,
             feed-forward) run in bfloat16 on bfloat16 constants
             (`serving_graph_bfloat16` in
-            `keras_bert.layers.block_implementations`); the attention's
+            `keras_bert.serving.runtime.block`); the attention's
             scores, softmax and context, the residual adds, the
             LayerNorms, the embeddings, the pooler, the head and every
             output stay float32. On a CPU with AVX512-BF16 or AMX,
@@ -149,8 +147,8 @@ def export_saved_model(
             accuracy; `saved_models/README.md`: which servers load it).
             With `streams`, the streams' matmuls so
             (`serving_graph_streams_bfloat16`). Refused on a CPU without
-            either (`check_cpu`), and with `quantize`. Defaults to
-            `"float32"`.
+            either, or in a process with oneDNN off (`check_cpu`), and with
+            `quantize`. Defaults to `"float32"`.
         calibration_texts: `None`, or with `quantize="int8"` a few hundred
             sentences of the text the model will serve (a list of strings;
             for sentence pairs a tuple of two lists). The int8 copy runs
@@ -162,11 +160,13 @@ def export_saved_model(
             but `_QuantizedMatMul`, an internal op of TensorFlow's oneDNN
             builds, is then in the graph (`saved_models/README.md`: which
             servers load it). Defaults to `None`: per-row ranges, stock
-            ops.
-        check_cpu: bool. With `precision="bfloat16"`, `False` exports on
-            a CPU without AVX512-BF16 or AMX (for a server that has them)
-            with a warning instead of a `ValueError`
-            (`keras_bert.serving.bfloat16_cpu`). Defaults to `True`.
+            ops. Needs oneDNN on in this process, where it runs (never
+            waived by `check_cpu=False`).
+        check_cpu: bool. `False` exports an option this CPU cannot serve
+            (`quantize="int8"` without oneDNN, `precision="bfloat16"`
+            without AVX512-BF16 or AMX) for a server that can, with a
+            warning instead of a `ValueError`
+            (`keras_bert.serving.plan.CPU_NEEDS`). Defaults to `True`.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
             output; defaults to the model's `label_names`, else `"0"`,
@@ -195,10 +195,6 @@ def export_saved_model(
     )
     ```
     """
-    check_serving_options(quantize, streams, precision)
-    _check_calibration(quantize, calibration_texts)
-    if precision == "bfloat16":
-        check_bfloat16_cpu(check_cpu)
     if isinstance(preprocessor, str) and export_dir is None:
         # export_saved_model(model, export_dir): the model's preprocessor.
         preprocessor, export_dir = None, preprocessor
@@ -223,25 +219,21 @@ def export_saved_model(
             "a keras_bert.BertPreprocessor. Received: "
             f"preprocessor={preprocessor!r}"
         )
-    model = serving_copy(model, quantize=quantize, streams=streams)
-    matmul_dtype = None if precision == "float32" else precision
-    int8_ranges = None
-    if calibration_texts is not None:
-        int8_ranges = calibrate_int8_ranges(
-            model, preprocessor, calibration_texts
-        )
-    implementation = _served_implementation(model, matmul_dtype, int8_ranges)
+    plan = plan_export(
+        model, quantize, streams, precision, calibration_texts, check_cpu
+    )
+    model = served_copy(model, plan, preprocessor, calibration_texts)
     endpoints = serving_endpoints(model, preprocessor, **options)
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    if implementation not in _FROZEN_IMPLEMENTATIONS:
+    if plan.reads_model_variables:
         archive.track(model)
     # Otherwise only what the endpoints read is saved (`add_endpoint` tracks
-    # it): the blocks' weights as constants of the graph (`serving_graph`)
-    # or laid out per stream, not also the blocks' variables.
+    # it): the blocks' weights as constants of the graph or laid out per
+    # stream, not also the blocks' variables.
     archive.track(preprocessor)
-    frozen = _frozen_variables(model)
+    frozen = _frozen_variables(model, plan)
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, reading_frozen(function, frozen), signature)
 
@@ -249,10 +241,8 @@ def export_saved_model(
     # half-written version (it ignores names that are not numbers).
     staging = files.join(export_dir, f".export-{uuid.uuid4().hex}")
     try:
-        # The endpoints are traced here, their blocks as `serving_graph`
-        # (`keras_bert.layers.block_implementations`) where it applies.
-        with serving_trace(matmul_dtype=matmul_dtype, int8_ranges=int8_ranges):
-            archive.write_out(staging, verbose=False)
+        # The endpoints are traced here, their blocks as the plan says.
+        archive.write_out(staging, verbose=False)
         if files.exists(version_dir):
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
@@ -269,26 +259,15 @@ def export_saved_model(
     return version_dir
 
 
-# The implementations whose blocks do not read their own variables: their
-# weights are constants of the graph or laid out per stream.
-_FROZEN_IMPLEMENTATIONS = (
-    "streams",
-    "serving_graph",
-    "serving_graph_bfloat16",
-    "serving_graph_streams",
-    "serving_graph_streams_bfloat16",
-)
-
-
-def _frozen_variables(model):
+def _frozen_variables(model, plan):
     """The weights an export reads as constants of its graph
-    (`reading_frozen`), with `"remapper_serving_graph"` (as the blocks'
-    `serving_graph` does theirs): the model's, but the encoder blocks'
-    (their serving implementation freezes them itself, or reads int8 ones
-    as variables) and the WordPiece table's (gathered from, and too large
-    to copy into the graph)."""
+    (`reading_frozen`), where the plan runs the remapper's forms frozen (as
+    the blocks' `serving_graph` does theirs): the model's, but the encoder
+    blocks' (their serving implementation freezes them itself, or reads
+    int8 ones as variables) and the WordPiece table's (gathered from, and
+    too large to copy into the graph)."""
     backbone = backbone_of(model)
-    if "remapper_serving_graph" not in backbone.optimizations:
+    if not (plan.remapper_forms and plan.frozen):
         return []
     kept = {id(v) for v in backbone.embedding.token_embedding.weights}
     for block in backbone.transformer_layers:
@@ -300,12 +279,15 @@ def served_implementation(
     model, quantize=None, streams=None, precision="float32", calibrated=False
 ):
     """The encoder implementation an export of `model` with these options
-    traces its blocks as: a name of
-    `keras_bert.layers.block_implementations.IMPLEMENTATIONS`.
+    serves its blocks with: a name of
+    `keras_bert.serving.runtime.block.IMPLEMENTATIONS`, or for a model
+    built without `"remapper_serving_graph"` (and without streams) the
+    blocks' own inference implementation
+    (`keras_bert.layers.block_implementations`, e.g. `"fast"`).
 
-    What `export_saved_model` chooses, without writing anything (and
-    without the CPU check of `precision="bfloat16"`): for benchmarks and
-    reports that say what each export runs.
+    `plan_export(...).implementation`, without writing anything and
+    without asking what this CPU serves (`check_cpu=None`): for
+    benchmarks and reports that say what each export runs.
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model built on one.
@@ -328,47 +310,19 @@ def served_implementation(
     served_implementation(backbone, streams=2)  # "serving_graph_streams"
     ```
     """
-    check_serving_options(quantize, streams, precision)
-    _check_calibration(quantize, [""] if calibrated else None)
-    model = serving_copy(model, quantize=quantize, streams=streams)
-    matmul_dtype = None if precision == "float32" else precision
-    int8_ranges = None
-    if calibrated:  # the ranges' values do not choose
-        int8_ranges = {
-            (block.name, dense.name): (-1.0, 1.0)
-            for block in backbone_of(model).transformer_layers
-            for dense in dense_layers(block)
-        }
-    return _served_implementation(model, matmul_dtype, int8_ranges)
-
-
-def _check_calibration(quantize, calibration_texts):
-    if calibration_texts is not None and quantize != "int8":
-        raise ValueError(
-            f"Received calibration_texts with quantize={quantize!r}: the "
-            "calibrated ranges are those of int8 layers' inputs. Pass "
-            "quantize='int8' too, or no calibration_texts."
-        )
-
-
-def _served_implementation(model, matmul_dtype, int8_ranges=None):
-    """The implementation the export's trace chooses for the served blocks
-    (`select_implementation`); a `ValueError` if bfloat16 matmuls are
-    asked for and it does not run them."""
+    plan = plan_export(
+        model,
+        quantize,
+        streams,
+        precision,
+        [""] if calibrated else None,
+        check_cpu=None,
+    )
+    if plan.implementation is not None:
+        return plan.implementation
+    # The blocks' own inference: what it chooses for an inference call.
     block = backbone_of(model).transformer_layers[0]
-    with serving_trace(matmul_dtype=matmul_dtype, int8_ranges=int8_ranges):
-        name, _ = select_implementation(block, None, None, None, False)
-    if matmul_dtype == "bfloat16" and not name.endswith("_bfloat16"):
-        raise ValueError(
-            "precision='bfloat16' runs in the blocks' "
-            "`serving_graph_bfloat16` implementation (or, with streams, "
-            "`serving_graph_streams_bfloat16`), but this model's blocks "
-            f"serve as {name!r} (their optimizations: "
-            f"{list(block.optimizations)}). Build the model with the default "
-            "optimizations (they include 'remapper_serving_graph'), or "
-            "export with precision='float32'."
-        )
-    return name
+    return select_implementation(block, None, None, None, False)[0]
 
 
 def _new_version_dir(export_dir, version):

@@ -14,25 +14,25 @@ value beyond them at serving time is clipped to them.
 """
 
 from keras_bert.data.trim_batch import trim_batch
-from keras_bert.layers.block_implementations import dense_layers
-from keras_bert.layers.remapper_forms import recording_input_ranges
-from keras_bert.layers.remapper_forms import serving_trace
-from keras_bert.models.serving_copy import backbone_of
+from keras_bert.models.backbone_of import backbone_of
+from keras_bert.serving.runtime.block import BlockServing
 
 
 def calibrate_int8_ranges(model, preprocessor, texts, batch_size=32):
     """`{(block name, dense layer name): (low, high)}`: the range of each
     encoder block's dense layers' inputs over `texts`, what
-    `serving_trace(int8_ranges=...)` takes. The inputs are those of every
+    a served block's `BlockServing(int8_ranges=...)` takes
+    (`int8_ranges_of`). The inputs are those of every
     row the layer computes, in batches of `batch_size` trimmed to their
     longest row as a served request is (the shorter rows' padding
     positions too).
 
     Args:
-        model: the model to be served (its int8 copy, `serving_copy(model,
-            quantize="int8")`, so that each layer's range is the one its
-            inputs take behind the int8 layers before it); a
-            `keras_bert.BertBackbone` or a task model built on one.
+        model: the model to be served (its int8 copy, so that each
+            layer's range is the one its inputs take behind the int8
+            layers before it); a `keras_bert.BertBackbone` or a task model
+            built on one. Its blocks run `serving_graph_int8` while it
+            calibrates, and their `served_call` is restored after.
         preprocessor: the `keras_bert.BertPreprocessor` the model serves
             with.
         texts: what `preprocessor` takes: a list of strings, or for a
@@ -44,16 +44,43 @@ def calibrate_int8_ranges(model, preprocessor, texts, batch_size=32):
         range holding 0.
 
     Raises:
-        ValueError: `texts` is empty or not text, or the blocks do not run
-            the serving forms (a model built without
-            `"remapper_serving_graph"`), so that no range was recorded.
+        ValueError: `texts` is empty or not text.
 
     Example:
     ```python
-    copy = keras_bert.models.serving_copy(classifier, quantize="int8")
+    copy = keras_bert.serving.quantized_copy(classifier)
     ranges = calibrate_int8_ranges(copy, preprocessor, ["a fine film"])
     ```
     """
+    check_calibration_texts(texts)
+    columns = texts if isinstance(texts, tuple) else (texts,)
+    backbone = backbone_of(model)
+    blocks = backbone.transformer_layers
+    served = [block.served_call for block in blocks]
+    ranges = {}
+    for block in blocks:
+        block.served_call = BlockServing(
+            "serving_graph_int8", frozen=False, recorded_ranges=ranges
+        )
+    try:
+        for start in range(0, len(columns[0]), batch_size):
+            batch = tuple(c[start : start + batch_size] for c in columns)
+            features = preprocessor(batch if len(batch) > 1 else batch[0])
+            features = trim_batch(features, multiple=1)
+            backbone(
+                {name: features[name] for name in backbone.input},
+                training=False,
+            )
+    finally:
+        for block, call in zip(blocks, served):
+            block.served_call = call
+    return ranges
+
+
+def check_calibration_texts(texts):
+    """Raises a `ValueError` naming what was received unless `texts` is a
+    non-empty list of strings, or a tuple of two such lists of the same
+    length (sentence pairs)."""
     columns = texts if isinstance(texts, tuple) else (texts,)
     if (
         not columns
@@ -69,31 +96,6 @@ def calibrate_int8_ranges(model, preprocessor, texts, batch_size=32):
             f"Received: {_describe(texts)}. Pass a few hundred sentences of "
             "the text the model will serve."
         )
-    backbone = backbone_of(model)
-    with serving_trace(frozen=False), recording_input_ranges() as ranges:
-        for start in range(0, len(columns[0]), batch_size):
-            batch = tuple(c[start : start + batch_size] for c in columns)
-            features = preprocessor(batch if len(batch) > 1 else batch[0])
-            features = trim_batch(features, multiple=1)
-            backbone(
-                {name: features[name] for name in backbone.input},
-                training=False,
-            )
-    expected = {
-        (block.name, dense.name)
-        for block in backbone.transformer_layers
-        for dense in dense_layers(block)
-    }
-    if set(ranges) != expected:
-        block = backbone.transformer_layers[0]
-        raise ValueError(
-            "Calibration recorded no input ranges: the encoder blocks do not "
-            "run the serving forms (their optimizations: "
-            f"{list(block.optimizations)}). Build the model with the default "
-            "optimizations (they include 'remapper_serving_graph'), or "
-            "export without `calibration_texts`."
-        )
-    return ranges
 
 
 def _describe(texts):

@@ -8,6 +8,11 @@ import pytest
 
 from benchmarks import serving
 from benchmarks.contestants import serving as contestants
+from keras_bert.serving import plan
+from keras_bert.serving.cpu import Cpu
+from tests.helpers import on_cpu
+
+_BFLOAT16_CPU = Cpu("test CPU", frozenset({"avx512_bf16"}), True, True)
 
 
 def test_requests_are_consecutive_and_the_last_is_shorter():
@@ -291,17 +296,25 @@ def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
     assert serving.OURS_DEFAULT == "ours_fp32_default"
 
 
-def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls(monkeypatch):
-    """Elsewhere it is skipped, and the table and its goal say why."""
-    from keras_bert.serving import bfloat16_cpu
-
-    monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda: {"avx2"})
-    assert contestants.skipped_here(["ours_fp32"]) == {}
-    skipped = contestants.skipped_here(contestants.CONTESTANTS)
+def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls():
+    """Elsewhere it is skipped, and the table and its goal say why; so are
+    the int8 exports where oneDNN's int8 kernel does not run."""
+    with on_cpu({"avx2"}):
+        assert contestants.skipped_here(["ours_fp32"]) == {}
+        skipped = contestants.skipped_here(contestants.CONTESTANTS)
     assert list(skipped) == ["ours_bf16", "ours_bf16_streams"]
     assert skipped["ours_bf16_streams"] == skipped["ours_bf16"]
     assert "avx512_bf16 or amx_bf16" in skipped["ours_bf16"]
-    assert "lists no avx512 or amx flag" in skipped["ours_bf16"]
+    assert "(avx2; oneDNN on)" in skipped["ours_bf16"]
+    with on_cpu({"avx2"}, onednn=False):
+        skipped_off = contestants.skipped_here(contestants.CONTESTANTS)
+    assert list(skipped_off) == [
+        "ours_int8",
+        "ours_int8_calibrated",
+        "ours_bf16",
+        "ours_bf16_streams",
+    ]
+    assert "oneDNN int8 kernels" in skipped_off["ours_int8"]
     markdown = serving.summary_markdown(
         [_record("ours_fp32", 0, 100.0)],
         ["ours_fp32", "ours_bf16"],
@@ -317,8 +330,8 @@ def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls(monkeypatch):
         "ours_bf16 was skipped on this CPU." in markdown
     )
     for flags in ({"avx512_bf16"}, {"amx_bf16", "avx2"}):
-        monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda f=flags: f)
-        assert contestants.skipped_here(contestants.CONTESTANTS) == {}
+        with on_cpu(flags):
+            assert contestants.skipped_here(contestants.CONTESTANTS) == {}
 
 
 def test_our_exports_are_those_the_contestants_serve():
@@ -373,10 +386,8 @@ def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
     (float32: top two probabilities at least 1e-3 apart here); the
     bfloat16 one, those where float32's top two are not within bfloat16's
     rounding (0.02) of each other."""
-    from keras_bert.serving import bfloat16_cpu
-
     # The export checks the CPU; the graph runs on any (slower without).
-    monkeypatch.setattr(bfloat16_cpu, "cpu_flags", lambda: {"avx512_bf16"})
+    monkeypatch.setattr(plan, "this_cpu", lambda: _BFLOAT16_CPU)
     classifier, preprocessor = _tiny_classifier()
     rng = np.random.default_rng(0)  # far from uniform probabilities
     classifier.set_weights(

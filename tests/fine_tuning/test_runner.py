@@ -15,7 +15,7 @@ from keras_bert.data import shuffled_epochs
 from keras_bert.fine_tuning import FineTuningJob
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning import runner
-from keras_bert.serving import bfloat16_cpu
+from tests.helpers import on_cpu
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad"]
 VOCABULARY += ["film", "plot", "very", "not"]
@@ -316,7 +316,7 @@ def test_a_bfloat16_export_is_refused_before_training_without_the_cpu(
 ):
     task = TinySentiment()
     with (
-        mock.patch.object(bfloat16_cpu, "cpu_flags", return_value={"avx2"}),
+        on_cpu({"avx2"}),
         pytest.raises(ValueError, match="avx512_bf16 or amx_bf16"),
     ):
         run_fine_tuning(

@@ -2,7 +2,9 @@
 
 One block's weights; each implementation in
 `block_implementations.IMPLEMENTATIONS` runs every call its row says it can
-(inference, training, int8 weights, query rows only) and is compared with
+(inference, training, int8 weights, query rows only), and each serving
+implementation (`keras_bert.serving.runtime.block.IMPLEMENTATIONS`, run as
+a served block's `served_call`) every inference call, and is compared with
 `reference` on the same inputs: outputs, attention probabilities and, in
 training, the gradients of the inputs and of every weight. `reference`
 itself is compared with the formula in numpy (float64), at the same
@@ -27,13 +29,16 @@ Tolerances, stated:
   largest magnitude (1/127 of it): `CALIBRATED_TOLERANCE` (0.05) on
   outputs of unit scale and on probabilities.
 
+The serving int8 rows run TensorFlow's oneDNN int8 kernels: where the
+kernel does not run (oneDNN off), they are not cases, and
+`test_int8_serving_rows_follow_the_cpu` checks that the plan refuses int8
+there instead.
+
 Training compares with dropout 0, and with dropout 0.1 where the dropout
 masks are the reference's by seed (every position: with the query rows
 only, fewer elements draw other masks). Run with `-s` for the measured
 figures: the max-abs difference of each case (`FIGURES`).
 """
-
-import contextlib
 
 import keras
 import numpy as np
@@ -45,8 +50,12 @@ from keras_bert.layers import fused_ops
 from keras_bert.layers.block_implementations import IMPLEMENTATIONS
 from keras_bert.layers.block_implementations import run_block
 from keras_bert.layers.block_implementations import select_implementation
-from keras_bert.layers.remapper_forms import recording_input_ranges
-from keras_bert.layers.remapper_forms import serving_trace
+from keras_bert.models import BertBackbone
+from keras_bert.serving import plan_export
+from keras_bert.serving.runtime import block as serving_block
+from keras_bert.serving.runtime.block import BlockServing
+from keras_bert.serving.runtime.block import int8_ranges_of
+from tests.helpers import serves
 from tests.layers.block_formula import block_weights
 from tests.layers.block_formula import numpy_block
 
@@ -66,17 +75,43 @@ POSITIONS = [[0, 3, 3], [0, 6, 1], [2, 0, 5]]
 FIGURES = {}  # case id → (outputs, probabilities, gradients) max-abs
 
 
+class _ServingRow:
+    """A serving implementation as a row: inference only, at the query
+    rows too; int8 weights for the int8 ones."""
+
+    training = False
+    inference = True
+    query_rows = True
+
+    def __init__(self, name):
+        self.int8 = "int8" in name
+        self.float = not self.int8
+
+
+# The rows: the block's own table, then the serving floor's.
+ROWS = {
+    **{name: row for name, row in IMPLEMENTATIONS.items()},
+    **{name: _ServingRow(name) for name in serving_block.IMPLEMENTATIONS},
+}
+SERVING = tuple(serving_block.IMPLEMENTATIONS)
+
+
 def _cases():
     """(implementation, weights, mode, rows, mask, activation), each a call
     the implementation can run; the float32 calls with both masks, the
     exact GELU everywhere and the approximate one on whole float32 calls."""
     cases = []
-    for name, row in IMPLEMENTATIONS.items():
+    for name, row in ROWS.items():
+        if name in SERVING and row.int8 and not serves("int8"):
+            continue  # refused by the plan (test_int8_serving_rows_...)
         for weights in ("float32", "mixed_bfloat16", "int8"):
             # `reference` runs int8 weights too, but has no int8 formula to
             # be compared with (tests/layers/test_int8_matmul.py compares
             # it with its float weights).
             if weights == "int8" and (not row.int8 or name == "reference"):
+                continue
+            # A serving int8 row runs int8 weights only.
+            if name in SERVING and row.int8 and weights != "int8":
                 continue
             modes = [
                 mode
@@ -121,8 +156,12 @@ def _case_id(case):
 
 
 def test_every_implementation_has_rows():
-    assert {case[0] for case in CASES} == set(IMPLEMENTATIONS)
-    for name, row in IMPLEMENTATIONS.items():
+    served_int8 = {n for n in SERVING if ROWS[n].int8}
+    expected = set(ROWS) - (set() if serves("int8") else served_int8)
+    assert {case[0] for case in CASES} == expected
+    for name, row in ROWS.items():
+        if name not in expected:
+            continue
         cases = [case for case in CASES if case[0] == name]
         modes = {case[2] for case in cases}
         assert ("inference" in modes) == row.inference, name
@@ -147,8 +186,7 @@ _BLOCKS = {}
 
 
 def _block(weights, dropout, activation):
-    """One block per setting, with random non-small weights and
-    `streams=2` (so that every implementation can run on it)."""
+    """One block per setting, with random non-small weights."""
     key = (weights, dropout, activation)
     if key not in _BLOCKS:
         keras.utils.set_random_seed(0)
@@ -157,7 +195,6 @@ def _block(weights, dropout, activation):
             intermediate_dim=INTERMEDIATE,
             dropout=dropout,
             activation=activation,
-            streams=2,
             dtype="float32" if weights == "int8" else weights,
         )
         block(np.zeros((1, 2, HIDDEN), "float32"))
@@ -206,17 +243,31 @@ def _run(block, name, mask, positions, training):
     ]
     seeds = [layer.seed_generator.state.numpy() for layer in dropouts]
     x = tf.cast(_inputs(), block.compute_dtype)  # as the block's __call__
-    trace = contextlib.nullcontext()
-    if name == CALIBRATED:  # the ranges recorded on these inputs
-        with serving_trace(frozen=False), recording_input_ranges() as ranges:
+    implementation = name
+    if name in SERVING:  # as a served block runs it
+        implementation, ranges = None, None
+        if name == CALIBRATED:  # the ranges recorded on these inputs
+            recorded = {}
+            block.served_call = BlockServing(
+                "serving_graph_int8", frozen=False, recorded_ranges=recorded
+            )
             run_block(block, x, mask, None, False, False)
-        assert len(ranges) == 4, ranges
-        trace = serving_trace(frozen=False, int8_ranges=ranges)
-    with tf.GradientTape() as tape, trace:
-        tape.watch(x)
-        outputs, probs = run_block(
-            block, x, mask, positions, training, True, implementation=name
+            assert len(recorded) == 4, recorded
+            ranges = int8_ranges_of(block, recorded)
+        block.served_call = BlockServing(
+            name,
+            frozen=False,
+            streams=2 if "streams" in name else None,
+            int8_ranges=ranges,
         )
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        try:
+            outputs, probs = run_block(
+                block, x, mask, positions, training, True, implementation
+            )
+        finally:
+            block.served_call = None
         weights = tf.sin(tf.range(HIDDEN, dtype="float32"))
         loss = tf.reduce_sum(tf.cast(outputs, "float32") * weights)
     grads = []
@@ -245,13 +296,14 @@ def test_implementation_matches_reference(monkeypatch, case):
         expected, expected_probs = _numpy_block(block, padding_mask, positions)
         grads = expected_grads = []
     else:
-        # The implementation computes the query rows only where it can.
-        _, call = select_implementation(
-            block, _inputs(), padding_mask, positions, training, name
-        )
-        assert (call.query_positions is not None) == (
-            rows == "query" and IMPLEMENTATIONS[name].query_rows
-        )
+        if name not in SERVING:
+            # The implementation computes the query rows only where it can.
+            _, call = select_implementation(
+                block, _inputs(), padding_mask, positions, training, name
+            )
+            assert (call.query_positions is not None) == (
+                rows == "query" and IMPLEMENTATIONS[name].query_rows
+            )
         outputs, probs, grads = _run(
             block, name, padding_mask, positions, training
         )
@@ -311,59 +363,10 @@ def _numpy_block(block, padding_mask, positions):
         ({}, {"training": True, "fuse_any_size": True}, "fused_training"),
         ({"optimizations": ("xla_fused_ops",)}, {}, "reference"),
         ({"optimizations": ("query_positions_only",)}, {"query": 1}, "fast"),
-        ({"streams": 2}, {}, "streams"),
-        ({"streams": 2}, {"training": True}, "fast"),
-        ({"streams": 2}, {"int8": True}, "fast"),
         ({}, {"training": True, "fuse_any_size": True, "int8": True}, "fast"),
-        ({}, {"serving": True}, "serving_graph"),
-        ({}, {"serving": True, "query": 1}, "serving_graph"),
-        ({}, {"serving": "bfloat16"}, "serving_graph_bfloat16"),
-        ({}, {"serving": "bfloat16", "query": 1}, "serving_graph_bfloat16"),
-        (
-            {"streams": 2},
-            {"serving": "bfloat16"},
-            "serving_graph_streams_bfloat16",
-        ),
-        (
-            {"streams": 2},
-            {"serving": "bfloat16", "query": 1},
-            "serving_graph_streams_bfloat16",
-        ),
-        # bfloat16 with int8 weights: the export refuses it; the int8 row
-        # comes first.
-        ({}, {"serving": "bfloat16", "int8": True}, "serving_graph_int8"),
-        ({"optimizations": ("split_qkv_first",)}, {"serving": True}, "fast"),
-        ({"streams": 2}, {"serving": True}, "serving_graph_streams"),
-        (
-            {"streams": 2},
-            {"serving": True, "query": 1},
-            "serving_graph_streams",
-        ),
-        # Without the serving forms: the streams' own implementation.
-        (
-            {"streams": 2, "optimizations": ("split_qkv_first",)},
-            {"serving": True},
-            "streams",
-        ),
-        ({}, {"serving": True, "int8": True}, "serving_graph_int8"),
-        ({}, {"serving": True, "int8": True, "query": 1}, "serving_graph_int8"),
-        ({}, {"serving": True, "int8": True, "ranges": 4}, CALIBRATED),
-        (
-            {},
-            {"serving": True, "int8": True, "ranges": 4, "query": 1},
-            CALIBRATED,
-        ),
-        # A range missing (another block's, say): the per-row int8.
-        (
-            {},
-            {"serving": True, "int8": True, "ranges": 3},
-            "serving_graph_int8",
-        ),
-        # Ranges do not make float weights int8.
-        ({}, {"serving": True, "ranges": 4}, "serving_graph"),
+        ({"optimizations": ("split_qkv_first",)}, {"int8": True}, "fast"),
         # Weight-only int8 (no input quantizer): Keras' own int8 call.
-        ({}, {"serving": True, "int8": "weights_only"}, "fast"),
-        ({}, {"serving": True, "training": True}, "fast"),
+        ({}, {"int8": "weights_only"}, "fast"),
     ],
 )
 def test_selection(monkeypatch, settings, call, expected):
@@ -384,26 +387,11 @@ def test_selection(monkeypatch, settings, call, expected):
         for dense in _dense_layers(block):
             dense.quantize("int8", config=config)
     positions = tf.constant(POSITIONS) if call.get("query") else None
-    serving = call.get("serving")
-    ranges = {
-        (block.name, dense.name): (-1.0, 1.0)
-        for dense in _dense_layers(block)[: call.get("ranges", 0)]
-    }
-    trace = (
-        serving_trace(
-            matmul_dtype=None if serving is True else serving,
-            int8_ranges=ranges,
-        )
-        if serving
-        else contextlib.nullcontext()
+    name, block_call = select_implementation(
+        block, _inputs(), None, positions, call.get("training", False)
     )
-    with trace:
-        name, block_call = select_implementation(
-            block, _inputs(), None, positions, call.get("training", False)
-        )
     assert name == expected
     assert (block_call.query_positions is None) == (positions is None)
-    assert (block_call.int8_ranges is not None) == (name == CALIBRATED)
 
 
 def test_without_query_positions_only_the_outputs_are_gathered():
@@ -425,7 +413,35 @@ def test_without_query_positions_only_the_outputs_are_gathered():
 def test_an_implementation_that_cannot_run_the_call_is_refused():
     block = TransformerEncoderBlock(num_heads=HEADS, intermediate_dim=8)
     block(np.zeros((1, 2, HIDDEN), "float32"))
-    with pytest.raises(ValueError, match="'streams'.*training=True"):
-        select_implementation(block, _inputs(), None, None, True, "streams")
+    with pytest.raises(ValueError, match="'fused_training'.*training=False"):
+        select_implementation(
+            block, _inputs(), None, None, False, "fused_training"
+        )
     with pytest.raises(ValueError, match="'flash'"):
         select_implementation(block, _inputs(), None, None, False, "flash")
+
+
+def test_int8_serving_rows_follow_the_cpu():
+    """Where oneDNN's int8 kernel runs, every serving int8 row is a case
+    above; where it does not, the plan refuses int8 at export time, so
+    that no int8 row is ever served there."""
+    served_int8 = {n for n in SERVING if ROWS[n].int8}
+    assert served_int8 == {"serving_graph_int8", CALIBRATED}
+    names = {case[0] for case in CASES}
+    if serves("int8"):
+        assert served_int8 <= names
+        return
+    assert not served_int8 & names
+    with pytest.raises(ValueError, match="oneDNN int8 kernels"):
+        plan_export(_backbone(), quantize="int8")
+
+
+def _backbone():
+    return BertBackbone(
+        vocabulary_size=8,
+        num_layers=1,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=INTERMEDIATE,
+        max_sequence_length=8,
+    )

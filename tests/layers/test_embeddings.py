@@ -7,6 +7,7 @@ import pytest
 from keras_bert.layers import BertEmbedding
 from keras_bert.layers import PositionEmbedding
 from keras_bert.layers import SegmentEmbedding
+from keras_bert.serving.runtime.embedding import served_embedding
 from tests.helpers import assert_config_complete
 from tests.helpers import run_layer_saving_test
 from tests.helpers import run_serialization_test
@@ -99,9 +100,10 @@ def test_bert_embedding_matches_hand_computation():
 
 
 @pytest.mark.parametrize("quantized", [False, True])
-def test_serving_call_computes_the_inference_call(quantized):
-    """`serving_call` (what an export runs) gives the inference `call`'s
-    outputs, with a float or an int8 WordPiece table (random weights)."""
+def test_the_served_call_computes_the_inference_call(quantized):
+    """`served_embedding` (what a served copy's embedding runs, as its
+    `served_call`) gives the inference `call`'s outputs, with a float or
+    an int8 WordPiece table (random weights)."""
     layer = BertEmbedding(vocabulary_size=30, hidden_dim=8, dropout=0.5)
     token_ids = np.array([[2, 29, 7, 0], [5, 5, 1, 0]], "int32")
     segment_ids = np.array([[0, 0, 1, 1], [0, 1, 1, 0]], "int32")
@@ -111,8 +113,12 @@ def test_serving_call_computes_the_inference_call(quantized):
     if quantized:
         layer.token_embedding.quantize("int8")
     expected = layer(token_ids, segment_ids, training=False)
-    served = layer.serving_call(token_ids, segment_ids)
+    layer.served_call = served_embedding
+    served = layer(token_ids, segment_ids, training=False)
     np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-5)
+    # In training the layer's own call runs (dropout 0.5 here).
+    trained = layer(token_ids, segment_ids, training=True)
+    assert np.abs(np.asarray(trained) - np.asarray(expected)).max() > 0.1
 
 
 def test_bert_embedding_rejects_out_of_range_token_ids():

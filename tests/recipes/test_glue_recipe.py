@@ -21,8 +21,8 @@ from keras_bert.fine_tuning.glue.dataset import preprocess_glue
 from keras_bert.fine_tuning.glue.metrics import compute_glue_metrics
 from keras_bert.fine_tuning.glue.tfds import GlueDataNotFoundError
 from keras_bert.fine_tuning.glue.tsv import read_glue_tsv
-from keras_bert.serving import bfloat16_cpu
 from tests.fine_tuning.glue.fixtures import glue_fixture_dir
+from tests.helpers import on_cpu
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 # tests/fine_tuning/glue/fixtures.py, written once
@@ -280,7 +280,7 @@ def test_a_bfloat16_export_is_refused_before_training_without_the_cpu(
     """--export_precision=bfloat16 on a CPU without AVX512-BF16 or AMX: a
     usage error before any data is read, naming the flags and the fix."""
     with (
-        mock.patch.object(bfloat16_cpu, "cpu_flags", return_value={"avx2"}),
+        on_cpu({"avx2"}),
         pytest.raises(
             app.UsageError,
             match="--export_precision=bfloat16: .*avx512_bf16 or amx_bf16"

@@ -1,6 +1,6 @@
 """export_saved_model(precision="bfloat16"): the encoder's dense matmuls in
 bfloat16, everything else float32; refused on a CPU without AVX512-BF16 or
-AMX unless `check_cpu=False`.
+AMX, or with TensorFlow's oneDNN off, unless `check_cpu=False`.
 
 Tolerances, stated: bfloat16 keeps 8 significant bits (about 3 decimal
 digits), and every weight and input of the encoder's matmuls is rounded
@@ -22,8 +22,9 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 import keras_bert
 from keras_bert.layers.optimizations import ALL
-from keras_bert.serving import bfloat16_cpu
+from keras_bert.serving import cpu as cpu_module
 from keras_bert.serving import export_saved_model
+from keras_bert.serving import plan
 from keras_bert.serving import saved_model_op_types
 from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
@@ -31,6 +32,7 @@ from tests.helpers import export_classifier
 from tests.helpers import export_preprocessor
 from tests.helpers import far_from_uniform
 from tests.helpers import keras_probabilities
+from tests.helpers import on_cpu
 from tests.helpers import run_saved_model_outside_python
 
 VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
@@ -47,8 +49,8 @@ def _classifier(optimizations=None):
     return far_from_uniform(export_classifier(optimizations=optimizations))
 
 
-def _cpu(flags):
-    return mock.patch.object(bfloat16_cpu, "cpu_flags", return_value=flags)
+def _cpu(flags, onednn=True):
+    return on_cpu(flags, onednn=onednn)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,7 @@ def export(tmp_path_factory):
     classifier = _classifier()
     with (
         _cpu(NO_BFLOAT16),
-        mock.patch.object(bfloat16_cpu.logging, "warning") as warning,
+        mock.patch.object(plan.logging, "warning") as warning,
     ):
         path = export_saved_model(
             classifier,
@@ -75,7 +77,7 @@ def test_bfloat16_export_answers_as_the_float32_model(export):
     # The override exported, and said why it should not have.
     (message, *args), _ = warning.call_args
     message = message % tuple(args)
-    assert "lists avx512_vnni, avx512bw, avx512f" in message
+    assert "test CPU (avx2, avx512f, avx512_vnni; oneDNN on)" in message
     assert "avx512_bf16 or amx_bf16" in message and "check_cpu" in message
     served = tf.saved_model.load(path).signatures["serving_default"]
     outputs = served(text=tf.constant(SENTENCES))
@@ -164,12 +166,14 @@ def test_bfloat16_with_streams_answers_as_the_float32_model(tmp_path):
 
 
 def test_refused_on_a_cpu_without_bfloat16_instructions(tmp_path):
-    for flags, found in (
-        (NO_BFLOAT16, "lists avx512_vnni, avx512bw, avx512f"),
-        ({"fpu", "avx2"}, "lists no avx512 or amx flag"),
-        (set(), "/proc/cpuinfo could not be read"),
+    for flags, onednn, found in (
+        (NO_BFLOAT16, True, "(avx2, avx512f, avx512_vnni; oneDNN on)"),
+        ({"fpu", "avx2"}, True, "(avx2; oneDNN on)"),
+        (set(), True, "(no AVX2; oneDNN on)"),
+        # The instructions, but oneDNN off: Eigen's bfloat16 is slow.
+        ({"avx512_bf16"}, False, "(avx512_bf16; oneDNN off)"),
     ):
-        with _cpu(flags), pytest.raises(ValueError) as raised:
+        with _cpu(flags, onednn), pytest.raises(ValueError) as raised:
             export_saved_model(
                 _classifier(),
                 export_preprocessor(),
@@ -180,6 +184,7 @@ def test_refused_on_a_cpu_without_bfloat16_instructions(tmp_path):
         assert found in message, message
         assert "avx512_bf16 or amx_bf16" in message
         assert "precision='float32'" in message  # the fixes
+        assert "TF_ENABLE_ONEDNN_OPTS=1" in message
         assert "check_cpu=False" in message
     assert not os.path.exists(tmp_path / "x")
 
@@ -187,23 +192,23 @@ def test_refused_on_a_cpu_without_bfloat16_instructions(tmp_path):
 def test_cpu_flags_are_the_first_processors(tmp_path, monkeypatch):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(
-        "processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\n\n"
+        "processor\t: 0\nmodel name\t: Some CPU\n"
+        "flags\t\t: fpu avx2 avx512_bf16\n\n"
         "processor\t: 1\nflags\t\t: fpu\n"
     )
-    monkeypatch.setattr(bfloat16_cpu, "CPUINFO", str(cpuinfo))
-    assert bfloat16_cpu.cpu_flags() == {"fpu", "avx2", "avx512_bf16"}
-    bfloat16_cpu.check_bfloat16_cpu()  # passes
-    assert bfloat16_cpu.bfloat16_cpu_problem() is None
-    monkeypatch.setattr(bfloat16_cpu, "CPUINFO", str(tmp_path / "missing"))
-    assert bfloat16_cpu.cpu_flags() == set()
+    monkeypatch.setattr(cpu_module, "CPUINFO", str(cpuinfo))
+    assert cpu_module.cpu_flags() == {"fpu", "avx2", "avx512_bf16"}
+    assert cpu_module._cpuinfo_field("model name") == "Some CPU"
+    found = cpu_module.Cpu("Some CPU", frozenset({"avx512_bf16"}), True, True)
+    assert plan.cpu_problem("bfloat16", found) is None
+    monkeypatch.setattr(cpu_module, "CPUINFO", str(tmp_path / "missing"))
+    assert cpu_module.cpu_flags() == set()
     # The sentence the check's error starts with, without its fixes.
-    problem = bfloat16_cpu.bfloat16_cpu_problem()
-    assert problem.endswith(
-        "could not be read: here a bfloat16 export could "
-        "serve slower than float32."
-    )
+    missing = cpu_module.Cpu("unknown", frozenset(), True, True)
+    problem = plan.cpu_problem("bfloat16", missing)
+    assert problem.endswith("this CPU is unknown (no AVX2; oneDNN on).")
     with pytest.raises(ValueError) as raised:
-        bfloat16_cpu.check_bfloat16_cpu()
+        plan.check_cpu_serves(precision="bfloat16", cpu=missing)
     assert str(raised.value).startswith(problem + " Export with")
 
 
@@ -229,7 +234,9 @@ def test_blocks_without_the_serving_graph_are_refused(tmp_path):
     )
     with (
         _cpu({"avx512_bf16"}),
-        pytest.raises(ValueError, match="serve as 'fast'.*precision='float32'"),
+        pytest.raises(
+            ValueError, match="precision='bfloat16' runs in the serving forms"
+        ),
     ):
         export_saved_model(
             classifier,

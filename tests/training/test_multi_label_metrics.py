@@ -70,9 +70,10 @@ def test_tuned_thresholds_maximise_each_labels_f1():
     thresholds = tune_thresholds(LABELS, PROBABILITIES)
     assert thresholds == [0.5, 0.25, 0.35]
     tuned = multi_label_scores(LABELS, PROBABILITIES, thresholds)
-    assert tuned["macro_f1"] > multi_label_scores(LABELS, PROBABILITIES)[
-        "macro_f1"
-    ]
+    assert (
+        tuned["macro_f1"]
+        > multi_label_scores(LABELS, PROBABILITIES)["macro_f1"]
+    )
 
 
 def test_metrics_survive_serialization():

@@ -1,9 +1,6 @@
 """int8 weights: a quantized copy of a model to serve."""
 
-from keras_bert.models.serving_copy import QUANTIZATION_MODES  # noqa: F401
-from keras_bert.models.serving_copy import check_quantization_mode
-from keras_bert.models.serving_copy import is_quantized_layer  # noqa: F401
-from keras_bert.models.serving_copy import serving_copy
+from keras_bert.serving.served_copy import serving_copy
 
 
 def quantized_copy(model, mode="int8"):
@@ -37,11 +34,10 @@ def quantized_copy(model, mode="int8"):
         intermediate_dim=32, max_sequence_length=16,
     )
     classifier = keras_bert.BertClassifier(backbone, num_classes=2)
-    int8 = keras_bert.models.quantized_copy(classifier)
+    int8 = keras_bert.serving.quantized_copy(classifier)
     int8.backbone.transformer_layers[0].qkv_dense.quantization_mode  # 'int8'
     ```
     """
-    check_quantization_mode(mode)
     if mode is None:
         raise ValueError(
             "Received an invalid value for argument `mode`, expected 'int8'."

@@ -1,6 +1,6 @@
 """A copy of a model whose blocks infer as parallel streams, to serve."""
 
-from keras_bert.models.serving_copy import serving_copy
+from keras_bert.serving.served_copy import serving_copy
 from keras_bert.validation import check_positive_int
 
 
@@ -11,9 +11,9 @@ def head_parallel_copy(model, streams=2):
     feed-forward units dealt out to `streams` independent chains, which
     TensorFlow runs at the same time on its inter-op threads (it pays on
     CPU with one intra-op thread and `streams` inter-op threads, see
-    `keras_bert.layers.stream_layout`). `copy(inputs)` and `copy.predict`
-    compute `model`'s outputs, to float rounding; `model` itself is
-    unchanged. `keras_bert.serving.export_saved_model(model, ...,
+    `keras_bert.serving.runtime.stream_layout`). `copy(inputs)` and
+    `copy.predict` compute `model`'s outputs, to float rounding; `model`
+    itself is unchanged. `keras_bert.serving.export_saved_model(model, ...,
     streams=N)` serves this copy.
 
     Args:
@@ -31,8 +31,8 @@ def head_parallel_copy(model, streams=2):
         intermediate_dim=32, max_sequence_length=16,
     )
     classifier = keras_bert.BertClassifier(backbone, num_classes=2)
-    served = keras_bert.models.head_parallel_copy(classifier, streams=2)
-    served.backbone.transformer_layers[0].streams  # 2
+    served = keras_bert.serving.head_parallel_copy(classifier, streams=2)
+    served.backbone.transformer_layers[0].served_call.streams  # 2
     ```
     """
     check_positive_int("streams", streams)

@@ -1,6 +1,7 @@
-"""The block's `streams` setting: its inference as parallel streams, from
-its weights laid out per stream (the outputs of every implementation, the
-streams' included, are compared in test_block_implementations.py)."""
+"""A block served as parallel streams (`BlockServing("streams")`, what a
+served copy's blocks run with `streams`), from its weights laid out per
+stream (the outputs of every implementation, the streams' included, are
+compared in tests/layers/test_block_implementations.py)."""
 
 import os
 import warnings
@@ -12,16 +13,25 @@ import pytest
 import keras_bert
 from keras_bert.layers import TransformerEncoderBlock
 from keras_bert.layers.block_implementations import select_implementation
-from keras_bert.layers.stream_layout import freeze_stream_layout
-from keras_bert.layers.stream_layout import stream_layout
-from keras_bert.layers.stream_layout import stream_slices
-from tests.helpers import run_layer_saving_test
+from keras_bert.serving.runtime.block import BlockServing
+from keras_bert.serving.runtime.stream_layout import check_streams
+from keras_bert.serving.runtime.stream_layout import freeze_stream_layout
+from keras_bert.serving.runtime.stream_layout import stream_layout
+from keras_bert.serving.runtime.stream_layout import stream_slices
 from tests.helpers import run_serialization_test
 
 HIDDEN = 12
 # Float32 rounding of the same sums in another order, on values of order 1.
 TOLERANCE = 2e-6
-PREVIOUS = os.path.join(os.path.dirname(__file__), "previous_version")
+PREVIOUS = os.path.join(
+    os.path.dirname(__file__), "..", "..", "layers", "previous_version"
+)
+
+
+def _serve(block, streams):
+    """`block` served as `streams` streams, its weights read as variables."""
+    block.served_call = BlockServing("streams", frozen=False, streams=streams)
+    return block
 
 
 def _block(streams=None, activation="gelu", optimizations=None, heads=3):
@@ -30,9 +40,10 @@ def _block(streams=None, activation="gelu", optimizations=None, heads=3):
         intermediate_dim=20,
         activation=activation,
         optimizations=optimizations,
-        streams=streams,
     )
     block(np.zeros((1, 2, HIDDEN), "float32"))
+    if streams:
+        _serve(block, streams)
     # Non-zero biases and LayerNorm weights, so that a mix-up shows.
     rng = np.random.default_rng(1)
     block.set_weights(
@@ -64,7 +75,6 @@ def test_a_block_with_streams_infers_as_the_block(
     x, mask = _inputs()
     plain = _block(None, activation, optimizations)
     block = _block(streams, activation, optimizations)
-    assert select_implementation(block, x, mask, None, False)[0] == "streams"
     np.testing.assert_allclose(
         _outputs(block, x, mask), _outputs(plain, x, mask), atol=TOLERANCE
     )
@@ -75,16 +85,17 @@ def test_a_block_with_streams_infers_as_the_block(
 
 def test_uneven_split_of_heads_and_units():
     # 5 heads and 21 units over 2 streams: 3 + 2 heads, 11 + 10 units.
-    block = TransformerEncoderBlock(num_heads=5, intermediate_dim=21, streams=2)
+    block = TransformerEncoderBlock(num_heads=5, intermediate_dim=21)
     plain = TransformerEncoderBlock(num_heads=5, intermediate_dim=21)
     x = np.random.default_rng(2).normal(size=(2, 4, 10)).astype("float32")
     plain(x)
     block(x)
     block.set_weights(plain.get_weights())
+    _serve(block, 2)
     np.testing.assert_allclose(
         _outputs(block, x), _outputs(plain, x), atol=TOLERANCE
     )
-    layout = stream_layout(block)
+    layout = stream_layout(block, 2)
     assert layout.head_slices == [(0, 3), (3, 5)]
     assert layout.unit_slices == [(0, 11), (11, 21)]
     assert layout.stream_weights[1]["key_value_kernel"].shape == (10, 8)
@@ -97,16 +108,16 @@ def test_stream_slices():
 
 def test_bad_streams_are_refused_by_name():
     with pytest.raises(ValueError, match="streams=4.*num_heads=3.*at most 3"):
-        TransformerEncoderBlock(num_heads=3, intermediate_dim=8, streams=4)
+        check_streams(4, 3)
     with pytest.raises(ValueError, match="streams"):
-        TransformerEncoderBlock(num_heads=3, intermediate_dim=8, streams=0)
+        check_streams(0, 3)
 
 
 def test_the_layout_follows_the_weights_and_is_not_saved():
     """The layout is made again from the block's weights whenever the
     implementation runs (here eagerly), and is no weight of the block: its
-    config, weights and `.keras` file are a plain block's, plus
-    `streams`."""
+    config, weights and `.keras` file are a plain block's (a served block
+    is made, not saved: the reloaded one is a plain block)."""
     block = _block(2)
     x, mask = _inputs()
     before = _outputs(block, x, mask)
@@ -118,11 +129,9 @@ def test_the_layout_follows_the_weights_and_is_not_saved():
     assert np.abs(after - before).max() > 1e-2
     np.testing.assert_allclose(after, _outputs(plain, x, mask), atol=TOLERANCE)
     assert len(block.weights) == len(plain.weights) == 12
-    assert block.get_config()["streams"] == 2
+    assert block.get_config() == plain.get_config() | {"name": block.name}
     rebuilt = run_serialization_test(block)
-    assert rebuilt.streams == 2
-    restored = run_layer_saving_test(block, x)
-    assert restored.layers[-1].streams == 2
+    assert rebuilt.served_call is None
 
 
 def _traced(block):
@@ -153,12 +162,12 @@ def test_an_unfrozen_block_reads_its_weights_in_every_call_of_a_graph():
 
 
 def test_a_frozen_layout_is_refreshed_when_a_graph_is_traced():
-    """`freeze_stream_layout` (what `serving_copy` does): the graph reads
+    """`freeze_stream_layout` (what `served_copy` does): the graph reads
     the layout variables, made again from the weights at every trace."""
     block, plain = _block(2), _block()
     x, mask = _inputs()
-    layout = freeze_stream_layout(block)
-    assert layout is freeze_stream_layout(block)
+    layout = freeze_stream_layout(block, 2)
+    assert layout is freeze_stream_layout(block, 2)
     _new_biases(block, 6)
     plain.set_weights(block.get_weights())
     np.testing.assert_allclose(
@@ -202,7 +211,7 @@ def test_a_head_parallel_block_file_still_loads():
 def test_head_parallel_block_from_block_warns_and_computes_the_block():
     block = _block()
     x, mask = _inputs()
-    with pytest.warns(FutureWarning, match="TransformerEncoderBlock"):
+    with pytest.warns(FutureWarning, match="serving_copy"):
         layer = keras_bert.layers.HeadParallelBlock.from_block(block, 2)
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(layer(x, padding_mask=mask)),
@@ -219,7 +228,7 @@ def test_under_mixed_precision_the_layout_holds_the_float32_weights():
     """The layout is read while the block runs, where Keras casts its
     variables to bfloat16: it must hold the weights themselves."""
     block = TransformerEncoderBlock(
-        num_heads=2, intermediate_dim=8, streams=2, dtype="mixed_bfloat16"
+        num_heads=2, intermediate_dim=8, dtype="mixed_bfloat16"
     )
     plain = TransformerEncoderBlock(
         num_heads=2, intermediate_dim=8, dtype="mixed_bfloat16"
@@ -231,10 +240,11 @@ def test_under_mixed_precision_the_layout_holds_the_float32_weights():
     weights = [rng.normal(0, 0.3, w.shape) for w in plain.get_weights()]
     plain.set_weights(weights)
     block.set_weights(weights)
+    _serve(block, 2)
     outputs = keras.ops.cast(block(x, padding_mask=mask), "float32")
     expected = keras.ops.cast(plain(x, padding_mask=mask), "float32")
     np.testing.assert_allclose(outputs, expected, atol=2**-6)
-    query_kernel = stream_layout(block).stream_weights[0]["query_kernel"]
+    query_kernel = stream_layout(block, 2).stream_weights[0]["query_kernel"]
     np.testing.assert_array_equal(
         keras.ops.convert_to_numpy(query_kernel),
         block.qkv_dense.get_weights()[0][:, :6],

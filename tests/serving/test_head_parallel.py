@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import keras_bert
-from keras_bert.models import head_parallel_copy
+from keras_bert.serving import head_parallel_copy
 
 TOLERANCE = 2e-6
 
@@ -41,15 +41,12 @@ def test_classifier_copy_predicts_the_same():
         classifier.predict(inputs, verbose=0),
         atol=TOLERANCE,
     )
-    assert [block.streams for block in copy.backbone.transformer_layers] == [
-        2,
-        2,
-    ]
-    assert copy.backbone.get_config()["streams"] == 2
+    assert [
+        block.served_call.streams for block in copy.backbone.transformer_layers
+    ] == [2, 2]
     # The model itself is unchanged.
-    assert classifier.backbone.streams is None
     assert all(
-        block.streams is None
+        block.served_call is None
         for block in classifier.backbone.transformer_layers
     )
 

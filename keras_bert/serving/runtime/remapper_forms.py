@@ -24,21 +24,18 @@ matches (`tensorflow/core/grappler/optimizers/remapper.cc`):
 Without oneDNN (`TF_ENABLE_ONEDNN_OPTS=0`, other CPUs, GPUs) the same
 graph runs as the stock ops it is made of, and computes the same function.
 
-A serving trace (`serving_trace`, which `keras_bert.serving`'s export
-enters) is what `keras_bert.layers.block_implementations` reads to choose
-its `serving_graph` implementation, or with `matmul_dtype="bfloat16"` its
-`serving_graph_bfloat16` one: the same forms, whose dense matmuls the
-remapper fuses in bfloat16 (oneDNN runs them on AVX512-BF16 or AMX
-instructions where the CPU has them). In a frozen one, `weight` reads each
-weight once, while the graph is traced, into a constant of the graph:
+The served blocks' `serving_graph` implementations
+(`keras_bert.serving.runtime.block`) are written with these forms, and
+so is the served embedding (`keras_bert.serving.runtime.embedding`); in
+bfloat16 the remapper fuses the same forms' dense matmuls in bfloat16
+(oneDNN runs them on AVX512-BF16 or AMX instructions where the CPU has
+them). Frozen (the export's plan), `weight` reads each weight once, while
+the graph is traced, into a constant of the graph:
 oneDNN then reorders a weight into its blocked layout once instead of on
 every call (as it does for a variable unless
 `TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1` is set), and a request reads no
 variables.
 """
-
-import contextlib
-import threading
 
 from keras import ops
 
@@ -48,82 +45,13 @@ from keras_bert.keras_workarounds import backend_variable
 # exactly 0 in float32 (as `block_pieces.MASK_SCORE`).
 MASK_BIAS = -1e9
 
-_TRACE = threading.local()
 
-
-@contextlib.contextmanager
-def serving_trace(frozen=True, matmul_dtype=None, int8_ranges=None):
-    """Within it (in this thread), the blocks traced run `serving_graph`
-    (or `serving_graph_bfloat16`), reading their weights as constants of
-    the graph if `frozen`.
-
-    Args:
-        frozen: bool. Whether `weight` freezes weights into constants.
-            Defaults to `True`.
-        matmul_dtype: `None` or `"bfloat16"`. The dtype of the blocks'
-            dense matmuls (q|k|v, attention output, feed-forward) and of
-            their weights. Defaults to `None`: the blocks' compute dtype.
-        int8_ranges: `None` or dict, `(block name, dense layer name)` →
-            `(low, high)`: the calibrated input ranges of int8 blocks'
-            dense layers (`recording_input_ranges`), with which they run
-            `serving_graph_int8_calibrated`. Defaults to `None`.
-    """
-    previous = getattr(_TRACE, "state", None)
-    _TRACE.state = {
-        "frozen": frozen,
-        "matmul_dtype": matmul_dtype,
-        "int8_ranges": int8_ranges or {},
-    }
-    try:
-        yield
-    finally:
-        _TRACE.state = previous
-
-
-def in_serving_trace():
-    """Whether a `serving_trace` is open in this thread."""
-    return getattr(_TRACE, "state", None) is not None
-
-
-def serving_matmul_dtype():
-    """The `matmul_dtype` of the `serving_trace` open in this thread, or
-    `None`."""
-    return (getattr(_TRACE, "state", None) or {}).get("matmul_dtype")
-
-
-def serving_int8_ranges(block, layers):
-    """`{layer name: (low, high)}` for the `layers` of `block` in the open
-    serving trace's `int8_ranges`, or `None` unless it has all of them."""
-    ranges = (getattr(_TRACE, "state", None) or {}).get("int8_ranges") or {}
-    found = {
-        layer.name: ranges[(block.name, layer.name)]
-        for layer in layers
-        if (block.name, layer.name) in ranges
-    }
-    return found if len(found) == len(layers) else None
-
-
-@contextlib.contextmanager
-def recording_input_ranges():
-    """Within it (in this thread), every eager call of a block's
-    `serving_graph` implementation (a block run in a `serving_trace`,
-    outside a `tf.function`) widens the recorded range of each dense
-    layer's inputs; yields the dict `int8_ranges` takes, `(block name,
-    dense layer name)` → `(low, high)`, each range holding 0."""
-    previous = getattr(_TRACE, "recording", None)
-    _TRACE.recording = ranges = {}
-    try:
-        yield ranges
-    finally:
-        _TRACE.recording = previous
-
-
-def record_input_range(block, layer, x):
-    """Widens `(block, layer)`'s recorded input range to hold `x`'s values,
-    inside `recording_input_ranges`; else nothing."""
+def record_input_range(ranges, block, layer, x):
+    """Widens `ranges[(block name, layer name)]` to hold `x`'s values, in
+    an eager call with a `ranges` dict (the calibration,
+    `keras_bert.serving.int8_calibration`); else nothing."""
     import tensorflow as tf
 
-    ranges = getattr(_TRACE, "recording", None)
     if ranges is None or not tf.executing_eagerly():
         return
     x = ops.convert_to_numpy(ops.cast(x, "float32"))
@@ -134,17 +62,16 @@ def record_input_range(block, layer, x):
     )
 
 
-def weight(compute, dtype):
+def weight(compute, dtype, frozen=True):
     """`compute(read)` in `dtype`: a tensor computed from variables, each
     read with `read` (variable → tensor), e.g. a kernel with its LoRA update
-    added. In a frozen serving trace, computed now into a constant of the
-    graph being traced (read so that the graph does not record the
+    added. With `frozen`, while a graph is traced, computed now into a
+    constant of that graph (read so that the graph does not record the
     variables: an export saves only what its graph reads); else read by the
     graph."""
     import tensorflow as tf
 
-    state = getattr(_TRACE, "state", None)
-    if state and state["frozen"] and not tf.executing_eagerly():
+    if frozen and not tf.executing_eagerly():
         with tf.init_scope():
             value = ops.convert_to_numpy(compute(_read_now))
         return tf.constant(value, dtype=dtype)
@@ -153,8 +80,7 @@ def weight(compute, dtype):
 
 def reading_frozen(function, variables):
     """`function`, reading `variables` (Keras variables) as constants of
-    the graph it is traced into, in a frozen serving trace; else `function`
-    as it is.
+    any graph it is traced into; called eagerly, `function` as it is.
 
     `weight` freezes what the blocks read; this freezes what the rest of a
     served model reads through Keras' layers (the embedding's LayerNorm and
@@ -174,12 +100,7 @@ def reading_frozen(function, variables):
 
     @functools.wraps(function)
     def frozen(*args, **kwargs):
-        state = getattr(_TRACE, "state", None)
-        if (
-            not variables
-            or not (state and state["frozen"])
-            or tf.executing_eagerly()
-        ):
+        if not variables or tf.executing_eagerly():
             return function(*args, **kwargs)
         mapping = [
             (v, weight(lambda read, v=v: read(v), backend_variable(v).dtype))

@@ -1,8 +1,8 @@
 """The encoder block's weights dealt out to parallel streams, for serving.
 
-The `"streams"` implementation of `TransformerEncoderBlock`
-(`keras_bert.layers.block_implementations`) computes a block's inference
-as `streams` independent chains, Megatron's tensor parallelism (Shoeybi
+The `"streams"` serving implementation of `TransformerEncoderBlock`
+(`keras_bert.serving.runtime.block`) computes a block's inference as
+`streams` independent chains, Megatron's tensor parallelism (Shoeybi
 et al., 2019) with the CPU's cores as the devices: stream `i` owns a
 contiguous slice of the heads (the matching columns of the fused q|k|v
 kernel, and rows of the attention output kernel) and a slice of the
@@ -10,7 +10,7 @@ feed-forward units (columns of the first kernel, rows of the second).
 
 Rows of a kernel are contiguous in memory, columns are not: a column slice of a
 variable is a copy, made again by every request that reads it. So a model made
-to be served (`keras_bert.models.serving_copy`, which calls
+to be served (`keras_bert.serving.served_copy`, which calls
 `freeze_stream_layout` on each block) has each stream's column blocks laid out
 once in variables of their own (the query kernel, the key|value kernel and the
 intermediate kernel with their biases; the row blocks too, so that a stream
@@ -22,9 +22,9 @@ moment it was traced. Neither Keras nor a `.keras` file sees it (it is derived):
 an export saves it because its graph reads it (and not the block's own kernels,
 which that graph does not read).
 
-A block with `streams` whose layout was not frozen (one built or loaded
-with `streams` and trained, say) slices its own weights in the graph on
-every call instead: slower, but always the weights of the moment.
+A block served with streams whose layout was not frozen slices its own
+weights in the graph on every call instead: slower, but always the
+weights of the moment.
 """
 
 import weakref
@@ -191,27 +191,28 @@ def _read_now(variable):
 _LAYOUTS = weakref.WeakKeyDictionary()
 
 
-def _new_layout(block, stream_weights):
+def _new_layout(block, streams, stream_weights):
     return StreamLayout(
         block.num_heads,
         block.intermediate_dim,
-        block.streams,
+        streams,
         stream_weights,
         block.attention_output_dense.bias,
         block.output_dense.bias,
     )
 
 
-def freeze_stream_layout(block):
+def freeze_stream_layout(block, streams):
     """Lays a built block's weights out per stream, in variables of their
     own that its `"streams"` implementation reads from now on (refreshed
     from the block's weights whenever it runs eagerly or is traced).
 
-    What a model made to be served gets (`keras_bert.models.serving_copy`).
+    What a model made to be served gets (`keras_bert.serving.served_copy`).
 
     Args:
         block: a built `keras_bert.layers.TransformerEncoderBlock` with
-            `streams` and float weights.
+            float weights.
+        streams: int. The number of streams, at most the block's heads.
 
     Returns:
         The block's `StreamLayout`.
@@ -221,9 +222,9 @@ def freeze_stream_layout(block):
 
     with tf.init_scope():
         layout = _LAYOUTS.get(block)
-        if layout is not None and len(layout.stream_weights) == block.streams:
-            return stream_layout(block)
-        layout = _new_layout(block, [])
+        if layout is not None and len(layout.stream_weights) == streams:
+            return stream_layout(block, streams)
+        layout = _new_layout(block, streams, [])
         values = laid_out(
             block, layout.head_slices, layout.unit_slices, _read_now
         )
@@ -242,7 +243,7 @@ def freeze_stream_layout(block):
     return layout
 
 
-def stream_layout(block):
+def stream_layout(block, streams):
     """The `StreamLayout` the block's `"streams"` implementation reads:
     its frozen layout, refreshed from its weights now (eagerly, also when
     called while a graph is traced), or else slices of its weights read
@@ -250,8 +251,8 @@ def stream_layout(block):
     import tensorflow as tf
 
     layout = _LAYOUTS.get(block)
-    if layout is None or len(layout.stream_weights) != block.streams:
-        layout = _new_layout(block, [])
+    if layout is None or len(layout.stream_weights) != streams:
+        layout = _new_layout(block, streams, [])
         layout.stream_weights = laid_out(
             block, layout.head_slices, layout.unit_slices, _read_in_graph
         )

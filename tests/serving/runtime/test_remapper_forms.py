@@ -2,18 +2,20 @@
 
 tests/layers/test_block_implementations.py compares `serving_graph` with
 `reference` eagerly (stock kernels, weights read from variables). Here the
-block is traced in a frozen serving trace into a TF1 graph and run in a
-Session, as TF Serving runs an export: its weights are constants of the
-graph, grappler's remapper fuses it (on TensorFlow's oneDNN builds) and the
-outputs stay within 1e-5 of `reference` (the tolerance of
-test_block_implementations); with bfloat16 matmuls
-(`serving_graph_bfloat16`) within its bfloat16 tolerance, 2**-6, the
-remapper fusing the dense matmuls in bfloat16 and everything else in
-float32.
+block, served frozen (its `served_call`), is traced into a TF1 graph and
+run in a Session, as TF Serving runs an export: its weights are constants
+of the graph, and the outputs stay within 1e-5 of `reference` (the
+tolerance of test_block_implementations); with bfloat16 matmuls
+(`serving_graph_bfloat16`) within its bfloat16 tolerance, 2**-6.
+
+Where TensorFlow's oneDNN is on, grappler's remapper fuses the forms (the
+dense matmuls in bfloat16 for bfloat16, everything else in float32);
+where it is off (an AVX2-only CPU by default, `TF_ENABLE_ONEDNN_OPTS=0`)
+the same graph runs as the stock ops it is made of, no oneDNN op in it:
+each test asserts the one or the other, by what this process runs.
 """
 
 import collections
-import contextlib
 
 import numpy as np
 import pytest
@@ -22,9 +24,10 @@ import tensorflow as tf
 from keras_bert.layers import BertEmbedding
 from keras_bert.layers import TransformerEncoderBlock
 from keras_bert.layers.block_implementations import run_block
-from keras_bert.layers.remapper_forms import in_serving_trace
-from keras_bert.layers.remapper_forms import reading_frozen
-from keras_bert.layers.remapper_forms import serving_trace
+from keras_bert.serving.cpu import onednn_enabled
+from keras_bert.serving.runtime.block import BlockServing
+from keras_bert.serving.runtime.embedding import served_embedding
+from keras_bert.serving.runtime.remapper_forms import reading_frozen
 
 HIDDEN, HEADS, INTERMEDIATE = 16, 4, 32
 MASK = [[1] * 7, [1] * 4 + [0] * 3, [0] * 7]
@@ -58,23 +61,26 @@ def _inputs():
     )
 
 
-def _onednn_enabled():
-    from tensorflow.python.util import _pywrap_util_port
+def _assert_stock_ops(kinds, blocks=1):
+    """Without oneDNN: no oneDNN op; grappler's Eigen remapper fuses each
+    dense matmul with its bias only (GELU and residual apart), and each
+    LayerNorm is its batch norm, unfused."""
+    assert not [kind for kind in kinds if kind.startswith("_Mkl")], kinds
+    assert kinds["_FusedMatMul+BiasAdd"] == 4 * blocks, kinds
+    assert kinds["FusedBatchNormV3"] == 2 * blocks, kinds
 
-    return _pywrap_util_port.IsMklEnabled()
 
-
-def _session_run(block, implementation="serving_graph", matmul_dtype=None):
-    """The block's (or the list of blocks', one after the other) outputs
-    from a TF1 Session (unknown batch and length, as a served graph has),
-    the op kinds of the graph it ran after grappler, with the fused ops'
-    `fused_ops`, and the dtypes (`T`) of each kind."""
+def _session_run(block, implementation="serving_graph"):
+    """The block's (or the list of blocks', one after the other) outputs,
+    served frozen as `implementation`, from a TF1 Session (unknown batch
+    and length, as a served graph has), the op kinds of the graph it ran
+    after grappler, with the fused ops' `fused_ops`, and the dtypes (`T`)
+    of each kind."""
     blocks = block if isinstance(block, list) else [block]
 
     def stack(x, mask):
         for each in blocks:
-            x = run_block(each, x, mask, None, False, False, implementation)
-            x = x[0]
+            x = run_block(each, x, mask, None, False, False)[0]
         return x
 
     traced = tf.function(
@@ -84,8 +90,13 @@ def _session_run(block, implementation="serving_graph", matmul_dtype=None):
             tf.TensorSpec((None, None), tf.int32),
         ],
     )
-    with serving_trace(matmul_dtype=matmul_dtype):
+    for each in blocks:
+        each.served_call = BlockServing(implementation)
+    try:
         concrete = traced.get_concrete_function()
+    finally:
+        for each in blocks:
+            each.served_call = None
     graph_def = concrete.graph.as_graph_def()
     stored = {node.op for node in graph_def.node}
     graph = tf.Graph()
@@ -122,15 +133,15 @@ def test_the_served_graph_computes_the_reference(activation):
     # Frozen: the graph reads no variable.
     assert not stored & {"ReadVariableOp", "VarHandleOp"}, stored
     assert "FusedBatchNormV3" in stored and "BiasAdd" in stored
-    assert not in_serving_trace()
 
 
 @pytest.mark.parametrize("activation", ["gelu", "gelu_approximate"])
 def test_the_remapper_fuses_the_block(activation):
-    if not _onednn_enabled():
-        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
     gelu = {"gelu": "GeluExact", "gelu_approximate": "GeluApproximate"}
     _, kinds, _, _ = _session_run(_block(activation))
+    if not onednn_enabled():
+        _assert_stock_ops(kinds)
+        return
     assert kinds["_MklLayerNorm"] == 2, kinds
     # The scores: their scale and mask in the matmul.
     assert kinds["_MklFusedBatchMatMulV2+Mul+Add"] == 1, kinds
@@ -148,12 +159,14 @@ def test_each_further_block_runs_fifteen_ops():
     # every block, so a second block computes no shapes of its own but one
     # (its residual's, for the fused add); q, k and v are split into heads
     # by one reshape and one transpose (then an unpack), not three of each.
-    if not _onednn_enabled():
-        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
     _, one, _, _ = _session_run([_block("gelu")])
     _, two, _, _ = _session_run([_block("gelu"), _block("gelu")])
     added = {k: two[k] - one[k] for k in two if two[k] != one[k]}
     added.pop("Const", None)
+    if not onednn_enabled():  # the same graph, each fusion its pieces
+        _assert_stock_ops(two, blocks=2)
+        assert added["Unpack"] == 1, added  # q|k|v split at once
+        return
     assert added == {
         "_MklNativeFusedMatMul+BiasAdd": 1,  # q|k|v
         "Reshape": 2,  # q|k|v to heads; the context from them
@@ -179,12 +192,14 @@ def test_bfloat16_matmuls_stay_bfloat16_after_grappler():
         block, _inputs(), np.asarray(MASK), None, False, False, "reference"
     )
     outputs, kinds, stored, dtypes = _session_run(
-        block, "serving_graph_bfloat16", matmul_dtype="bfloat16"
+        block, "serving_graph_bfloat16"
     )
     assert np.abs(outputs - np.asarray(expected)).max() <= BFLOAT16_TOLERANCE
     assert not stored & {"ReadVariableOp", "VarHandleOp"}, stored
-    if not _onednn_enabled():
-        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
+    if not onednn_enabled():  # the plan refuses bfloat16 there; stock ops
+        assert not [kind for kind in kinds if kind.startswith("_Mkl")]
+        assert kinds["MatMul"] == 4 and dtypes["MatMul"] == {"bfloat16"}
+        return
     matmuls = {
         "_MklNativeFusedMatMul+BiasAdd": 3,  # q|k|v, attention output, FFN
         "_MklNativeFusedMatMul+BiasAdd+GeluExact": 1,
@@ -219,12 +234,12 @@ def _embedding_ids():
     return token_ids, segment_ids
 
 
-def _embedding_session_run(layer, trace=True):
-    """The embedding traced as an export traces it (in a serving trace,
-    every weight but the WordPiece table read as a constant), that table
-    then frozen too so that a Session runs the graph alone: its outputs,
-    the op kinds it ran after grappler, and the variables the traced graph
-    read."""
+def _embedding_session_run(layer, served=True):
+    """The embedding traced as an export traces it (`served`: in its
+    serving form, every weight but the WordPiece table read as a
+    constant), that table then frozen too so that a Session runs the graph
+    alone: its outputs, the op kinds it ran after grappler, and the
+    variables the traced graph read."""
     from tensorflow.python.framework import convert_to_constants
 
     table = layer.token_embedding.embeddings
@@ -234,11 +249,14 @@ def _embedding_session_run(layer, trace=True):
         return layer(token_ids, segment_ids, training=False)
 
     traced = tf.function(
-        reading_frozen(embed, others),
+        reading_frozen(embed, others) if served else embed,
         input_signature=[tf.TensorSpec((None, None), tf.int32)] * 2,
     )
-    with serving_trace() if trace else contextlib.nullcontext():
+    layer.served_call = served_embedding if served else None
+    try:
         concrete = traced.get_concrete_function()
+    finally:
+        layer.served_call = None
     traced_ops = [node.op for node in concrete.graph.as_graph_def().node]
     reads, stored = traced_ops.count("ReadVariableOp"), set(traced_ops)
     constant = convert_to_constants.convert_variables_to_constants_v2(concrete)
@@ -262,7 +280,7 @@ def _embedding_session_run(layer, trace=True):
 
 
 def test_the_served_embedding_computes_its_call_as_one_layer_norm():
-    """In a serving trace `BertEmbedding` runs `serving_call`: Keras'
+    """Served, `BertEmbedding` runs `served_embedding`: Keras'
     outputs (random weights, LayerNorm's too), the WordPiece table the
     one variable read, and on oneDNN one `_MklLayerNorm` and plain gathers
     (no wrapping of negative ids, no broadcast of the positions)."""
@@ -272,24 +290,23 @@ def test_the_served_embedding_computes_its_call_as_one_layer_norm():
     outputs, kinds, stored, reads = _embedding_session_run(layer)
     assert np.abs(outputs - expected).max() <= TOLERANCE
     assert "FusedBatchNormV3" in stored and reads == 1, (stored, reads)
-    # Outside a serving trace: Keras' layers, every weight a variable.
-    outputs, _, stored, reads = _embedding_session_run(layer, trace=False)
+    # Not served: Keras' layers, every weight a variable.
+    outputs, _, stored, reads = _embedding_session_run(layer, served=False)
     assert np.abs(outputs - expected).max() <= TOLERANCE
     assert "FusedBatchNormV3" not in stored and reads >= 5, (stored, reads)
-    assert not in_serving_trace()
-    if not _onednn_enabled():
-        pytest.skip("This TensorFlow build has no oneDNN: nothing to fuse.")
-    _, kinds, _, _ = _embedding_session_run(layer)
+    if not onednn_enabled():  # stock ops: the batch norm, unfused
+        assert kinds["FusedBatchNormV3"] == 1, kinds
+        assert not [kind for kind in kinds if kind.startswith("_Mkl")]
+        return
     assert kinds["_MklLayerNorm"] == 1, kinds
     assert kinds["GatherV2"] == 2, kinds  # the position rows: one Slice
     left = {"Mean", "Rsqrt", "SquaredDifference", "SelectV2", "BroadcastTo"}
     assert not left & set(kinds), kinds
 
 
-def test_reading_frozen_reads_constants_only_in_a_frozen_trace():
-    """The variables given are constants of a graph traced in a frozen
-    serving trace, variables otherwise; with none given the trace is the
-    function's own (its assignments made)."""
+def test_reading_frozen_reads_constants_in_a_trace():
+    """The variables given are constants of a graph traced; with none
+    given the trace is the function's own (its assignments made)."""
     import keras
 
     variable = keras.Variable(np.arange(3.0, dtype="float32"))
@@ -302,16 +319,13 @@ def test_reading_frozen_reads_constants_only_in_a_frozen_trace():
         counter.assign_add(1.0)
         return keras.ops.convert_to_tensor(counter)
 
-    def ops_of(function, trace):
-        traced = tf.function(function)
-        with trace:
-            graph = traced.get_concrete_function().graph
+    def ops_of(function):
+        graph = tf.function(function).get_concrete_function().graph
         return collections.Counter(n.op for n in graph.as_graph_def().node)
 
     frozen = reading_frozen(double, [variable])
-    assert ops_of(frozen, serving_trace())["ReadVariableOp"] == 0
-    assert ops_of(frozen, serving_trace(frozen=False))["ReadVariableOp"] == 1
-    assert ops_of(frozen, contextlib.nullcontext())["ReadVariableOp"] == 1
+    assert ops_of(frozen)["ReadVariableOp"] == 0
+    assert ops_of(double)["ReadVariableOp"] == 1
     np.testing.assert_array_equal(frozen(), [0.0, 2.0, 4.0])  # eagerly
     unfrozen = reading_frozen(count, [])
-    assert ops_of(unfrozen, serving_trace())["AssignVariableOp"] == 1
+    assert ops_of(unfrozen)["AssignVariableOp"] == 1
