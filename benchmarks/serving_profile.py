@@ -4,9 +4,14 @@ int8 kernels.
 The MiniLM-L6-H384 `BertClassifier` (real weights, a random 2-class head:
 speed does not depend on the head's values), profiled two ways:
 
---threads  the export as it is, with `streams=2` and (on a CPU with
-           AVX512-BF16 or AMX) with `precision="bfloat16"` without and with
-           `streams=2`, `predict_ids` run as
+--threads  the export as it is, with `streams=2`, without the remapper's
+           forms (`plain`: the model rebuilt without
+           `"remapper_serving_graph"`, its blocks' own `fast` inference)
+           and (on a CPU with AVX512-BF16 or AMX) with
+           `precision="bfloat16"` without and with `streams=2`, under each
+           `--onednn` setting of the serving process
+           (`TF_ENABLE_ONEDNN_OPTS`: which form serves fastest where
+           oneDNN is off), `predict_ids` run as
            TF Serving runs it (a C++ Session, one `Session::Run` a
            request) on SST-2-sized requests (`SHAPES`; it prints the mean
            width of SST-2 dev's requests trimmed to their longest row), in
@@ -22,7 +27,7 @@ speed does not depend on the head's values), profiled two ways:
            and int8 weights dequantized before a float32 matmul.
 
     python benchmarks/serving_profile.py --threads [--trace] [--calls=100] \
-        [--trace_at=1,1 --trace_at=1,2]
+        [--trace_at=1,1 --trace_at=1,2] [--onednn=1,0]
     python benchmarks/serving_profile.py --matmul
 """
 
@@ -49,6 +54,12 @@ flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
 flags.DEFINE_string("work_dir", "/tmp/keras_bert_serving_profile", "Exports.")
 flags.DEFINE_string("worker", None, "Internal: `intra,inter` of a worker.")
 flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices.")
+flags.DEFINE_list(
+    "onednn",
+    ["default"],
+    "With --threads: TF_ENABLE_ONEDNN_OPTS of the serving processes, each "
+    "setting in turn (`default`: as this process has it).",
+)
 FLAGS = flags.FLAGS
 # The requests timed: batch size -> tokens.
 SHAPES = {1: 24, 32: 48}
@@ -154,34 +165,50 @@ def print_op_times(session, output, feed, name, width):
 
 def profile_threads():
     import keras_bert
+    from keras_bert.layers.optimizations import ALL
     from keras_bert.serving.plan import cpu_problem
 
     (model, preprocessor), paths = classifier(), {}
     exports = [("as is", {}), ("2 streams", {"streams": 2})]
+    plain = model.get_config()
+    plain["backbone"]["config"]["optimizations"] = [
+        name for name in ALL if name != "remapper_serving_graph"
+    ]
+    plain_model = type(model).from_config(plain)
+    plain_model.set_weights(model.get_weights())
     if cpu_problem("bfloat16") is None:  # AVX512-BF16 or AMX, oneDNN on
         exports.append(("bfloat16", {"precision": "bfloat16"}))
         exports.append(
             ("bf16 2 streams", {"precision": "bfloat16", "streams": 2})
         )
-    for name, options in exports:
+    for name, options in exports + [("plain", {})]:
         directory = os.path.join(FLAGS.work_dir, name.replace(" ", "_"))
         shutil.rmtree(directory, ignore_errors=True)
         paths[name] = keras_bert.serving.export_saved_model(
-            model, export_dir=directory, **options
+            plain_model if name == "plain" else model,
+            preprocessor,
+            directory,
+            **options,
         )
     widths = trimmed_widths(preprocessor)
     print(f"SST-2 dev's mean trimmed width at batch 1 and 32: {widths}")
     with open(os.path.join(FLAGS.work_dir, "paths.json"), "w") as f:
         json.dump(paths, f)
     print("load average before:", os.getloadavg()[0])
-    for intra, inter in ((1, 1), (2, 2), (1, 2)):
-        command = common.script_command(
-            __file__,
-            f"--worker={intra},{inter}",
-            *common.flag_values("calls", "work_dir", "trace"),
-            *[f"--trace_at={setting}" for setting in FLAGS.trace_at],
-        )
-        print(common.run_process(command)[0].stdout, end="", flush=True)
+    for onednn in FLAGS.onednn:
+        env = dict(os.environ)
+        if onednn != "default":
+            env["TF_ENABLE_ONEDNN_OPTS"] = onednn
+        print(f"TF_ENABLE_ONEDNN_OPTS={onednn} in the serving processes")
+        for intra, inter in ((1, 1), (2, 2), (1, 2)):
+            command = common.script_command(
+                __file__,
+                f"--worker={intra},{inter}",
+                *common.flag_values("calls", "work_dir", "trace"),
+                *[f"--trace_at={setting}" for setting in FLAGS.trace_at],
+            )
+            process = common.run_process(command, env=env)[0]
+            print(process.stdout, end="", flush=True)
     print("load average after:", os.getloadavg()[0])
 
 
@@ -192,12 +219,20 @@ def profile_matmul():
 
     from keras_bert.layers.int8_matmul import column_sums
     from keras_bert.layers.int8_matmul import int8_matmul
+    from keras_bert.layers.int8_matmul import int8_matmul_supported
+    from keras_bert.serving.cpu import this_cpu
 
+    # Without oneDNN the oneDNN int8 kernel answers nothing: its column is
+    # "-", and Keras' own int8 is the int8 that runs (the serving plan
+    # weighs it against float32 there).
+    onednn_int8 = int8_matmul_supported()
     print(f"{common.machine_description()}; load {os.getloadavg()[0]:.1f}")
+    print(f"CPU as the serving plan reads it: {this_cpu().description}")
     print(
         "| (rows, in) @ (in, out) | float32 ms | Keras int8 | oneDNN int8 "
-        "| dequantized | float32 time / oneDNN int8 time |\n"
-        "|---|---:|---:|---:|---:|---:|"
+        "| dequantized | float32 time / oneDNN int8 time "
+        "| float32 time / Keras int8 time |\n"
+        "|---|---:|---:|---:|---:|---:|---:|"
     )
     rng = np.random.default_rng(0)
     for input_dim, units in ((384, 1152), (384, 1536), (1536, 384)):
@@ -219,7 +254,9 @@ def profile_matmul():
         functions = [
             tf.function(lambda x: tf.matmul(x, weights)),
             tf.function(keras_int8),
-            tf.function(lambda x: int8_matmul(x, kernel, scale, sums)),
+            tf.function(lambda x: int8_matmul(x, kernel, scale, sums))
+            if onednn_int8
+            else None,
             tf.function(
                 lambda x: tf.matmul(x, tf.cast(kernel, tf.float32) / scale)
             ),
@@ -228,17 +265,22 @@ def profile_matmul():
             x = tf.constant(rng.normal(size=(rows, input_dim)), tf.float32)
             times = [[] for _ in functions]
             for function in functions:  # traces
-                function(x)
+                if function is not None:
+                    function(x)
             for _ in range(15):
                 for function, spent in zip(functions, times):
+                    if function is None:
+                        continue
                     start = time.perf_counter()
                     function(x).numpy()
                     spent.append(time.perf_counter() - start)
-            ms = [1000 * np.median(t) for t in times]
+            ms = [1000 * np.median(t) if t else None for t in times]
+            cells = ["-" if m is None else f"{m:.2f}" for m in ms]
+            onednn = "-" if ms[2] is None else f"{ms[0] / ms[2]:.2f}"
             print(
                 f"| ({rows}, {input_dim}) @ ({input_dim}, {units}) | "
-                + " | ".join(f"{m:.2f}" for m in ms)
-                + f" | {ms[0] / ms[2]:.2f} |",
+                + " | ".join(cells)
+                + f" | {onednn} | {ms[0] / ms[1]:.2f} |",
                 flush=True,
             )
 

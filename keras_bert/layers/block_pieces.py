@@ -196,19 +196,6 @@ def fused_exact_gelu(x, dense):
     )
 
 
-def linear(x, kernel, bias, dtype):
-    """`x @ kernel (+ bias)` in `dtype`, the bias as TensorFlow's `BiasAdd`,
-    the op its CPU remapper fuses with the matmul before it and the GELU
-    after it (after an `AddV2`, which `x + bias` is, the GELU's
-    element-wise ops stay separate ops)."""
-    import tensorflow as tf
-
-    x = ops.matmul(x, ops.cast(kernel, dtype))
-    if bias is None:
-        return x
-    return tf.nn.bias_add(x, ops.cast(bias, dtype))
-
-
 def next_seed(dropout):
     """The seed a dropout layer's next training call would use."""
     # Keras' Dropout has no seed generator at rate 0.

@@ -35,9 +35,9 @@ from keras import ops
 
 from keras_bert.layers import block_pieces as pieces
 from keras_bert.layers.block_implementations import dense_layers
-from keras_bert.layers.int8_matmul import int8_fused_matmul
 from keras_bert.layers.int8_matmul import int8_matmul
 from keras_bert.serving.runtime import remapper_forms as forms
+from keras_bert.serving.runtime.int8_fused_matmul import int8_fused_matmul
 from keras_bert.serving.runtime.stream_layout import stream_layout
 from keras_bert.serving.runtime.stream_layout import stream_slices
 
@@ -101,11 +101,11 @@ def stream_outputs(block, layout, call):
     partials, all_probs = [], []
     for weights, (h0, h1) in zip(layout.stream_weights, layout.head_slices):
         heads = (h1 - h0, head_dim)
-        query = pieces.linear(
+        query = linear(
             queries, weights["query_kernel"], weights["query_bias"], dtype
         )
         key, value = ops.split(
-            pieces.linear(
+            linear(
                 x, weights["key_value_kernel"], weights["key_value_bias"], dtype
             ),
             2,
@@ -125,9 +125,7 @@ def stream_outputs(block, layout, call):
             ops.matmul(probs, value), (-1, heads[0] * head_dim)
         )
         partials.append(
-            pieces.linear(
-                context, weights["attention_output_kernel"], None, dtype
-            )
+            linear(context, weights["attention_output_kernel"], None, dtype)
         )
         all_probs.append(probs)
     attention_output = _sum(partials) + ops.cast(
@@ -137,16 +135,14 @@ def stream_outputs(block, layout, call):
     # Feed-forward: each stream's units, to a partial output.
     partials = []
     for weights in layout.stream_weights:
-        hidden = pieces.linear(
+        hidden = linear(
             x,
             weights["intermediate_kernel"],
             weights["intermediate_bias"],
             dtype,
         )
         hidden = pieces.activation(hidden, block, False, call)
-        partials.append(
-            pieces.linear(hidden, weights["output_kernel"], None, dtype)
-        )
+        partials.append(linear(hidden, weights["output_kernel"], None, dtype))
     outputs = _sum(partials) + ops.cast(layout.output_bias, dtype)
     outputs = block.output_layer_norm(x + outputs)
     outputs = ops.reshape(outputs, (batch_size, query_length, block.hidden_dim))
@@ -373,6 +369,19 @@ def _sum(tensors, dtype=None):
     for tensor in tensors[1:]:
         total = total + tensor
     return total
+
+
+def linear(x, kernel, bias, dtype):
+    """`x @ kernel (+ bias)` in `dtype`, the bias as TensorFlow's `BiasAdd`,
+    the op its CPU remapper fuses with the matmul before it and the GELU
+    after it (after an `AddV2`, which `x + bias` is, the GELU's
+    element-wise ops stay separate ops)."""
+    import tensorflow as tf
+
+    x = ops.matmul(x, ops.cast(kernel, dtype))
+    if bias is None:
+        return x
+    return tf.nn.bias_add(x, ops.cast(bias, dtype))
 
 
 # ----------------------------------------------------------------------------
