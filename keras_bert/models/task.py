@@ -21,6 +21,7 @@ from keras_bert.layers.initializers import clone_initializer
 from keras_bert.models.loading import CheckpointLoading
 from keras_bert.models.raw_text import RawTextMethods
 from keras_bert.text.bert_preprocessor import BertPreprocessor
+from keras_bert.training.cpu_backend import log_onednn_hint
 from keras_bert.training.gradient_accumulation import accumulating_train_step
 from keras_bert.training.gradient_accumulation import (
     check_gradient_accumulation_steps,
@@ -176,6 +177,7 @@ class Task(CheckpointLoading, RawTextMethods, keras.Model):
         classifier.fit(["a good film", "a bad book"], [1, 0], verbose=0)
         ```
         """
+        log_onednn_hint()  # once a process, on a CPU where it pays
         schedule = learning_rate_schedule(getattr(self, "optimizer", None))
         if isinstance(schedule, FitWarmupLinearDecay):
             seed = kwargs.pop("seed", None)

@@ -1,4 +1,6 @@
-"""What this process's CPU runs: the facts a serving plan is made from.
+"""What this process's CPU runs: the facts a serving plan is made from
+(its flags and TensorFlow's backend read by
+`keras_bert.training.cpu_backend`).
 
 An export's options each need something of the CPU
 (`keras_bert.serving.plan` holds which):
@@ -21,6 +23,10 @@ An export's options each need something of the CPU
 import dataclasses
 import functools
 
+from keras_bert.training.cpu_backend import cpu_flags
+from keras_bert.training.cpu_backend import cpuinfo_field
+from keras_bert.training.cpu_backend import onednn_enabled
+
 # The /proc/cpuinfo flags of the instructions oneDNN multiplies bfloat16
 # on: AVX512-BF16 and AMX's bfloat16 tiles.
 BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
@@ -39,51 +45,6 @@ _DECIDING_FLAGS = (
     "amx_bf16",
     "amx_int8",
 )
-
-
-def _cpuinfo_field(field):
-    """The value of `field` for the first processor in /proc/cpuinfo, or
-    `None` (no such file, e.g. off Linux)."""
-    try:
-        # A kernel file of this machine, which tf.io.gfile reads as empty
-        # (its size is 0).
-        with open(CPUINFO, errors="replace") as file:  # gfile-exempt: procfs
-            for line in file:
-                name, _, value = line.partition(":")
-                if name.strip() == field:
-                    return value.strip()
-    except OSError:
-        pass
-    return None
-
-
-def cpu_flags():
-    """The CPU flags `/proc/cpuinfo` lists for the first processor (its
-    `flags` line; an empty set where there is no such file, e.g. off
-    Linux).
-
-    Returns:
-        A `set` of str, e.g. `{"avx512f", "avx512_bf16", ...}`.
-
-    Example:
-    ```python
-    "avx2" in cpu_flags()  # True on most x86-64 servers
-    ```
-    """
-    return set((_cpuinfo_field("flags") or "").split())
-
-
-def onednn_enabled():
-    """Whether TensorFlow runs its oneDNN kernels in this process (what
-    `TF_ENABLE_ONEDNN_OPTS` and the CPU decided when TensorFlow was
-    imported)."""
-    try:
-        from tensorflow.python.util import _pywrap_util_port
-    except ImportError:  # a TensorFlow without the function: its default
-        import os
-
-        return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
-    return bool(_pywrap_util_port.IsMklEnabled())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +91,7 @@ def this_cpu():
     from keras_bert.layers.int8_matmul import int8_matmul_supported
 
     return Cpu(
-        model=_cpuinfo_field("model name") or "unknown",
+        model=cpuinfo_field("model name") or "unknown",
         flags=frozenset(cpu_flags()),
         onednn=onednn_enabled(),
         int8_kernel=int8_matmul_supported(),

@@ -1,7 +1,10 @@
 """recipes/cpu_backend.py: a recipe turns oneDNN on where TensorFlow would
-leave it off, says so, and never overrides the user's setting."""
+leave it off, says so, and never overrides the user's setting; the library
+only hints (`keras_bert.training.cpu_backend`)."""
 
 import cpu_backend
+
+from keras_bert.training import cpu_backend as library
 
 AVX2 = {"fpu", "sse4_2", "avx", "avx2", "fma"}  # e.g. AMD EPYC Zen 2/3
 
@@ -38,3 +41,20 @@ def test_this_cpus_flags_are_read():
     flags = cpu_backend.cpu_flags()
     assert "sse2" in flags or not flags  # x86-64 Linux, or no /proc
     assert cpu_backend.cpu_flags("/nonexistent/cpuinfo") == set()
+
+
+def test_the_recipes_and_the_library_read_tensorflows_rule_alike():
+    assert cpu_backend.ONEDNN_DEFAULT_FLAGS == library.ONEDNN_DEFAULT_FLAGS
+
+
+def test_the_library_hints_where_a_recipe_would_turn_onednn_on():
+    hint = library.onednn_hint(enabled=False, flags=AVX2, machine="x86_64")
+    assert "TF_ENABLE_ONEDNN_OPTS=1" in hint
+    # Not where oneDNN is on, where the user turned it off on a CPU that
+    # TensorFlow would run it on, nor off x86.
+    for enabled, flags, machine in (
+        (True, AVX2, "x86_64"),
+        (False, AVX2 | {"avx512_vnni"}, "x86_64"),
+        (False, AVX2, "aarch64"),
+    ):
+        assert library.onednn_hint(enabled, flags, machine) is None

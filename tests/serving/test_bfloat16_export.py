@@ -26,6 +26,7 @@ from keras_bert.serving import cpu as cpu_module
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import plan
 from keras_bert.serving import saved_model_op_types
+from keras_bert.training import cpu_backend
 from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
@@ -196,12 +197,12 @@ def test_cpu_flags_are_the_first_processors(tmp_path, monkeypatch):
         "flags\t\t: fpu avx2 avx512_bf16\n\n"
         "processor\t: 1\nflags\t\t: fpu\n"
     )
-    monkeypatch.setattr(cpu_module, "CPUINFO", str(cpuinfo))
+    monkeypatch.setattr(cpu_backend, "CPUINFO", str(cpuinfo))
     assert cpu_module.cpu_flags() == {"fpu", "avx2", "avx512_bf16"}
-    assert cpu_module._cpuinfo_field("model name") == "Some CPU"
+    assert cpu_backend.cpuinfo_field("model name") == "Some CPU"
     found = cpu_module.Cpu("Some CPU", frozenset({"avx512_bf16"}), True, True)
     assert plan.cpu_problem("bfloat16", found) is None
-    monkeypatch.setattr(cpu_module, "CPUINFO", str(tmp_path / "missing"))
+    monkeypatch.setattr(cpu_backend, "CPUINFO", str(tmp_path / "missing"))
     assert cpu_module.cpu_flags() == set()
     # The sentence the check's error starts with, without its fixes.
     missing = cpu_module.Cpu("unknown", frozenset(), True, True)
