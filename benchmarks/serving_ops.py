@@ -41,6 +41,12 @@ the graph runs in bfloat16 after grappler is counted, with the casts to
 and from it: a bfloat16 matmul that grappler cast back to float32 would
 show as a float32 kernel.
 
+A variant whose option this CPU does not serve (int8 or bfloat16, where
+the serving plan refuses it: `keras_bert.serving.plan.cpu_problem`) is
+left out, and the section says why. Run with `TF_ENABLE_ONEDNN_OPTS=0` (in
+its own `--results_section`) for the forms on TensorFlow's Eigen kernels:
+what an AVX2-only CPU runs by default.
+
     python benchmarks/serving_ops.py [--rounds=3] [--sentences=200]
 """
 
@@ -87,6 +93,14 @@ THREADS = {
 }
 ENV = {
     "serving_graph_variables_assume_frozen": "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
+}
+# The CPU need (`keras_bert.serving.plan.CPU_NEEDS`) of each variant that
+# has one.
+NEEDS = {
+    "int8": "int8",
+    "int8_calibrated": "int8",
+    "bfloat16": "bfloat16",
+    "bfloat16_streams_2": "bfloat16",
 }
 EXPORT_OF = {"serving_graph_variables_assume_frozen": "serving_graph_variables"}
 OUTPUT_SENTENCES = 64
@@ -314,6 +328,15 @@ def main(argv):
 
     import numpy as np
 
+    from keras_bert.serving.cpu import this_cpu
+    from keras_bert.serving.plan import cpu_problem
+
+    global VARIANTS
+    skipped = {
+        name: cpu_problem(NEEDS[name]) for name in VARIANTS if name in NEEDS
+    }
+    skipped = {name: why for name, why in skipped.items() if why}
+    VARIANTS = tuple(name for name in VARIANTS if name not in skipped)
     shutil.rmtree(FLAGS.work_dir, ignore_errors=True)
     os.makedirs(FLAGS.work_dir)
     model, preprocessor = _classifier()
@@ -361,6 +384,12 @@ def main(argv):
         *rows,
         "",
     ]
+    if skipped:
+        lines += [
+            "Not exported here (the serving plan refuses them on this CPU): "
+            + "; ".join(f"`{name}`: {why}" for name, why in skipped.items()),
+            "",
+        ]
     for name in VARIANTS:
         if ops[name]["bfloat16_kinds"]:
             lines += [
@@ -431,12 +460,18 @@ def main(argv):
             + "; "
             + common.load_note(loads, common.cores(machine))
         )
+    setting = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
     command = (
-        "python benchmarks/serving_ops.py "
+        (f"TF_ENABLE_ONEDNN_OPTS={setting} " if setting else "")
+        + "python benchmarks/serving_ops.py "
         + " ".join(common.flag_values("rounds", "sentences"))
         + common.section_flags()
     )
-    lines += ["", f"Command: `{command}`. Machine: {machine}."]
+    lines += [
+        "",
+        f"Command: `{command}`. Machine: {machine}; as the serving plan "
+        f"reads it: {this_cpu().description}.",
+    ]
     for name in VARIANTS:
         print(name, json.dumps(ops[name]["ops_run_kinds"]))
     common.publish("serving_ops", "\n".join(lines))
