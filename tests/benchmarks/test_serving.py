@@ -299,13 +299,13 @@ def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
 def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls():
     """Elsewhere it is skipped, and the table and its goal say why; so are
     the int8 exports where oneDNN's int8 kernel does not run."""
-    with on_cpu({"avx2"}):
+    with on_cpu({"avx2", "avx512_vnni"}):
         assert contestants.skipped_here(["ours_fp32"]) == {}
         skipped = contestants.skipped_here(contestants.CONTESTANTS)
     assert list(skipped) == ["ours_bf16", "ours_bf16_streams"]
     assert skipped["ours_bf16_streams"] == skipped["ours_bf16"]
     assert "avx512_bf16 or amx_bf16" in skipped["ours_bf16"]
-    assert "(avx2; oneDNN on)" in skipped["ours_bf16"]
+    assert "(avx2, avx512_vnni; oneDNN on)" in skipped["ours_bf16"]
     with on_cpu({"avx2"}, onednn=False):
         skipped_off = contestants.skipped_here(contestants.CONTESTANTS)
     assert list(skipped_off) == [
@@ -329,7 +329,7 @@ def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls():
         "ours_bf16 / onnxruntime_fp32, batch 1: goal ≥1.5×, not measured: "
         "ours_bf16 was skipped on this CPU." in markdown
     )
-    for flags in ({"avx512_bf16"}, {"amx_bf16", "avx2"}):
+    for flags in ({"avx512_bf16", "avx512_vnni"}, {"amx_bf16", "amx_int8"}):
         with on_cpu(flags):
             assert contestants.skipped_here(contestants.CONTESTANTS) == {}
 
