@@ -30,6 +30,8 @@ from absl import flags
 
 ROOT = "ram://flow"
 FLAGS = flags.FLAGS
+# The recipes import their sibling `cpu_backend`, as run from recipes/.
+sys.path.insert(0, "recipes")
 
 
 def run_recipe(name, **values):

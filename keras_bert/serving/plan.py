@@ -56,10 +56,10 @@ _ONEDNN_FIX = (
 # what it needs, the alternatives). Measured where a fallback was weighed:
 # without oneDNN, Keras' own int8 matmul is slower than float32's
 # (`python benchmarks/serving_profile.py --matmul`), so int8 is refused
-# there rather than served slower. Without VNNI or AMX, oneDNN's u8·s8
-# products add up in saturating 16-bit sums (oneDNN's guide, "Nuances of
-# int8 Computations"), which put the int8 exports outside their
-# tolerances where tried on such a CPU: refused there too.
+# there rather than served slower (section `int8_matmul_eigen` of
+# benchmarks/RESULTS.md). Without VNNI or AMX, oneDNN's u8·s8 products
+# add up in saturating 16-bit sums (oneDNN's developer guide, "Nuances of
+# int8 Computations"): refused there too.
 CPU_NEEDS = {
     "int8": (
         lambda cpu: cpu.int8_kernel and bool(set(INT8_FLAGS) & cpu.flags),
