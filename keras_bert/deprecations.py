@@ -170,9 +170,10 @@ MOVED_NAMES = {
 }
 
 # Constructor arguments that left a class: a config (a `.keras` file)
-# saved with one loads without it, computing the same function.
+# saved with one loads without it, computing the same function (passed to
+# the constructor, Keras refuses it as an unrecognized argument).
 DROPPED_CONFIG_KEYS = {
-    # How a served block runs is the serving plan's (`served_call`).
+    # How a model serves is the export's plan now (`streams=N` there).
     TransformerEncoderBlock: ("streams",),
     BertBackbone: ("streams",),
 }

@@ -172,8 +172,7 @@ EXPORT_SENTENCES = ["the quick brown fox", "a lazy dog", "", "good film " * 20]
 
 def export_classifier(**backbone_config):
     """A 3-class `BertClassifier` on a 2-layer, hidden-16 backbone over
-    `EXPORT_VOCABULARY` (`backbone_config`: e.g. `optimizations`,
-    `streams`)."""
+    `EXPORT_VOCABULARY` (`backbone_config`: e.g. `optimizations`)."""
     import keras_bert
 
     backbone = keras_bert.BertBackbone(

@@ -118,6 +118,11 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         lora_target_layer_names=None,
         **kwargs,
     ):
+        if unknown := set(kwargs) - {"name", "trainable"}:
+            raise ValueError(
+                "Unrecognized keyword arguments passed to BertBackbone: "
+                f"{ {key: kwargs[key] for key in sorted(unknown)} }."
+            )
         for name, value in (
             ("vocabulary_size", vocabulary_size),
             ("num_layers", num_layers),

@@ -281,7 +281,11 @@ def plan_export(
 ):
     """The `ServingPlan` of an export of `model` with these options on
     this CPU; a `ValueError` for options that cannot be served together
-    or that this CPU cannot serve (`check_options`).
+    or that this CPU cannot serve (`check_options`). Where TensorFlow's
+    oneDNN is off, `streams` serve without the remapper's forms (the
+    blocks' `streams` implementation), which measured faster there: plan
+    an export on the kind of CPU, and with the `TF_ENABLE_ONEDNN_OPTS`
+    setting, it will be served with.
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model built on one.
@@ -324,6 +328,15 @@ def plan_export(
         )
     if check_cpu is not None:
         check_cpu_serves(quantize, precision, calibrated, check_cpu)
+    cpu = this_cpu()
+    if streams and not cpu.onednn and not quantize and precision == "float32":
+        # Without oneDNN nothing fuses the remapper's forms, and streams
+        # served faster with Keras' layers between their matmuls; with it,
+        # in the forms (sections `serving_ops_eigen` and
+        # `serving_ops_onednn` of benchmarks/RESULTS.md, one CPU with
+        # oneDNN switched off and on). Without streams the forms served
+        # at least as fast either way: they stay.
+        remapper_forms = False
     weights = "float32"
     if quantize:
         weights = "int8_calibrated" if calibrated else "int8"
@@ -333,5 +346,5 @@ def plan_export(
         streams=streams,
         remapper_forms=remapper_forms,
         frozen=frozen,
-        cpu=this_cpu(),
+        cpu=cpu,
     )

@@ -91,7 +91,10 @@ def test_every_option_serves_or_is_refused_by_the_plan(cpu):
                 refused = REFUSED[cpu]["bfloat16"]
             if refused is None:
                 plan = plan_export(backbone, **options)
-                assert plan.implementation == SERVES[option], (cpu, option)
+                expected = SERVES[option]
+                if option == "streams" and not onednn:
+                    expected = "streams"  # measured faster without oneDNN
+                assert plan.implementation == expected, (cpu, option)
                 assert plan.cpu.onednn == onednn
                 continue
             with pytest.raises(ValueError) as raised:

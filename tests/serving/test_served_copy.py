@@ -96,6 +96,11 @@ def test_a_config_saved_with_streams_loads_without_them():
     )
     assert block.served_call is None
     assert "streams" not in loaded.backbone.get_config()
+    # Passed to a constructor, it is refused as an unknown argument.
+    with pytest.raises(ValueError, match="Unrecognized.*'streams': 2"):
+        keras_bert.BertBackbone(**tiny_backbone_config(), streams=2)
+    with pytest.raises(ValueError, match="Unrecognized.*'streams': 2"):
+        keras_bert.layers.TransformerEncoderBlock(2, 8, streams=2)
 
 
 def test_incompatible_options_are_refused_by_name_with_the_fix():

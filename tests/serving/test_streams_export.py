@@ -1,8 +1,11 @@
 """export_saved_model(streams=N): the same answers from parallel streams.
 
-The export traces its blocks as `serving_graph_streams` (the serving forms,
-each stream's weights sliced into constants of the graph), so its
-variables hold each weight outside the blocks once and the blocks' none.
+Where TensorFlow's oneDNN is on the export traces its blocks as
+`serving_graph_streams` (the serving forms, each stream's weights sliced
+into constants of the graph), so its variables hold the WordPiece table
+only; where it is off, as `streams` (Keras' layers between the matmuls,
+which serve faster there), reading each weight once from variables: the
+blocks' through their streams' layout, none twice.
 """
 
 import os
@@ -15,6 +18,8 @@ import keras_bert
 from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
+from keras_bert.serving.cpu import onednn_enabled
+from keras_bert.serving.export import served_implementation
 from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
@@ -72,6 +77,11 @@ def _saved_floats(path):
     return saved
 
 
+def _all_floats(classifier):
+    """Every float weight of the model, once."""
+    return sum(int(np.prod(w.shape)) for w in classifier.weights)
+
+
 def _unfrozen_floats(classifier):
     """The WordPiece table's floats: what the export keeps as variables
     (the blocks' weights, and every other one outside them, are constants
@@ -88,14 +98,26 @@ def test_streams_export_saves_each_weight_once(export):
     # saved twice, as a whole model's export does under `variables` and
     # `_all_variables`).
     classifier, _, path = export
-    assert _saved_floats(path) == _unfrozen_floats(classifier)
+    if onednn_enabled():
+        assert served_implementation(classifier, streams=2) == (
+            "serving_graph_streams"
+        )
+        assert _saved_floats(path) == _unfrozen_floats(classifier)
+    else:
+        assert served_implementation(classifier, streams=2) == "streams"
+        assert _saved_floats(path) == _all_floats(classifier)
 
 
 @pytest.mark.slow  # exports a model
-def test_a_model_configured_with_streams_exports_them(tmp_path):
-    """`BertBackbone(streams=2)` (a reloaded served copy, say) exported
-    without `streams=`: served as streams, each weight once."""
-    classifier = _classifier(streams=2)
+def test_a_model_saved_with_streams_exports_as_the_default(tmp_path):
+    """A classifier whose saved config has `streams=2` (a served copy
+    saved before the serving plan) loads without them and, exported
+    without `streams=`, serves as the default export: each weight once,
+    the same answers."""
+    config = _classifier().get_config()
+    config["backbone"]["config"]["streams"] = 2
+    classifier = keras_bert.BertClassifier.from_config(config)
+    assert served_implementation(classifier) == "serving_graph"
     preprocessor = keras_bert.BertPreprocessor(
         keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
     )
