@@ -296,13 +296,10 @@ def run_torch_grouped():
         with torch_loop.autocast(FLAGS.precision):
             loss = model(**batch).loss
         marks.append(time.perf_counter())
-        loss.backward()
-        marks.append(time.perf_counter())
-        torch.nn.utils.clip_grad_norm_(model.parameters(), settings["clipnorm"])
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        loss.item()
+        torch_loop.step(
+            model, optimizer, loss, settings["clipnorm"], scheduler,
+            after_backward=lambda: marks.append(time.perf_counter()),
+        )  # fmt: skip
         marks.append(time.perf_counter())
         step_cpu.append(time.process_time() - cpu)
         for name, a, b in zip(parts, marks, marks[1:]):

@@ -64,13 +64,19 @@ def autocast(precision):
     )
 
 
-def step(model, optimizer, loss, clipnorm=None, scheduler=None):
+def step(
+    model, optimizer, loss, clipnorm=None, scheduler=None, after_backward=None
+):
     """One optimizer step on `loss` (a scalar of `model`'s forward pass):
     back-propagation, clipping to the global norm `clipnorm`, the
-    optimizer, the schedule. Returns the loss as a float."""
+    optimizer, the schedule. `after_backward()` is called between the
+    back-propagation and the clipping (a profile's clock). Returns the
+    loss as a float."""
     import torch
 
     loss.backward()
+    if after_backward is not None:
+        after_backward()
     if clipnorm:
         torch.nn.utils.clip_grad_norm_(model.parameters(), clipnorm)
     optimizer.step()

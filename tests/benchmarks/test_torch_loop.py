@@ -291,3 +291,21 @@ def test_train_on_calls_a_forward_without_a_truth_value():
         torch_loop.train_on(model, batches, optimizer, forward=forward)
     )
     assert forward.calls == 2 and len(losses) == 2
+
+
+def test_step_calls_after_backward_between_gradients_and_update():
+    # finetune_profile.py times the backward pass through this hook.
+    model = _model()
+    x, y = _data()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = _weights(model)
+    seen = []
+
+    def after_backward():
+        seen.append(model.dense.weight.grad is not None)
+        _assert_same_weights(_weights(model), before)
+
+    loss = _step_loss(model, x, y)(np.arange(6))
+    torch_loop.step(model, optimizer, loss, after_backward=after_backward)
+    assert seen == [True]
+    assert model.dense.weight.grad is None or not model.dense.weight.grad.any()
