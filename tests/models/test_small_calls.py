@@ -253,6 +253,7 @@ def test_empty_inputs_give_empty_outputs_at_once(models, name, x, shape):
 # === evaluate ===
 
 LABELS = np.array([0, 2, 1, 1, 0])
+OTHER_LABELS = np.array([1, 1, 2, 0, 2])
 WEIGHTS = np.array([1.0, 0.5, 2.0, 1.0, 0.0])
 
 
@@ -276,7 +277,13 @@ def compiled_copy(models, name):
 )
 def test_small_evaluate_equals_keras_evaluate(models, x, kwargs):
     model = compiled_copy(models, "classifier")
+
+    def values(result):
+        return list(result.values()) if kwargs.get("return_dict") else result
+
     expected = model.evaluate(x, LABELS, callbacks=[], verbose=0, **kwargs)
+    other = model.evaluate(x, OTHER_LABELS, callbacks=[], verbose=0, **kwargs)
+    assert not np.allclose(values(other), values(expected))
     model.test_function = None
     fast = model.evaluate(x, LABELS, **kwargs)
     assert model.test_function is None  # Keras' step never ran
@@ -284,21 +291,25 @@ def test_small_evaluate_equals_keras_evaluate(models, x, kwargs):
     assert any(k[0] == kind for k in model._small_calls.functions)
     if kwargs.get("return_dict"):
         assert list(fast) == list(expected)
-        fast, expected = list(fast.values()), list(expected.values())
-    assert len(fast) == len(expected) == 2  # loss, accuracy
-    np.testing.assert_allclose(fast, expected, rtol=1e-6)
-    # Metrics start over on each call, as Keras' evaluate resets them.
-    again = model.evaluate(x, LABELS, **kwargs)
-    if kwargs.get("return_dict"):
-        again = list(again.values())
-    np.testing.assert_allclose(again, expected, rtol=1e-6)
+    assert len(values(fast)) == len(values(expected)) == 2  # loss, accuracy
+    np.testing.assert_allclose(values(fast), values(expected), rtol=1e-6)
+    # Metrics start over on each call, as Keras' evaluate resets them: a
+    # second call on other labels equals Keras' loop on those labels, not
+    # a running mean over both calls.
+    again = model.evaluate(x, OTHER_LABELS, **kwargs)
+    assert model.test_function is None
+    np.testing.assert_allclose(values(again), values(other), rtol=1e-6)
 
 
 @pytest.mark.slow  # tens of seconds on two cores
 def test_small_evaluate_of_a_multi_output_head(models):
     model = compiled_copy(models, "question_answerer")
     labels = {"start_logits": LABELS, "end_logits": LABELS + 1}
+    other_labels = {"start_logits": OTHER_LABELS, "end_logits": OTHER_LABELS}
     expected = model.evaluate(ids(TEXTS), labels, callbacks=[], verbose=0)
+    # Keras' loop leaves the metrics holding the other labels' values.
+    other = model.evaluate(ids(TEXTS), other_labels, callbacks=[], verbose=0)
+    assert not np.allclose(other, expected)
     model.test_function = None
     fast = model.evaluate(ids(TEXTS), labels)
     assert model.test_function is None
