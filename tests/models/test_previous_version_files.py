@@ -13,7 +13,11 @@ exports of the loaded models answering as the earlier exports did.
   serving code (CHANGELOG.md, "Models that are only models");
 - 2e700df: `BertTextEmbedder`, a LoRA classifier, `FrozenFeaturesTagger`,
   a backbone with `optimizations=()`, a classifier's int8 and `streams=2`
-  exports.
+  exports;
+- be12d5f: `BertClassifier`s saved with the keyword arguments that later
+  became a label mode and document windows (multi-label with thresholds,
+  windows with `"max"` and `max_windows`, a regressor, pairs), and what
+  the loaded models say of themselves (`ATTRIBUTES`).
 """
 
 import importlib
@@ -51,7 +55,7 @@ def _cases(table):
     cases = []
     for commit in GENERATIONS:
         generation = _generation(commit)
-        for key in getattr(generation, table):
+        for key in getattr(generation, table, ()):
             slow = table == "EXPORTS" and key in generation.SLOW_EXPORTS
             marks = [pytest.mark.slow] if slow else []
             cases.append(
@@ -87,7 +91,7 @@ def _load(commit, stem):
 
 
 def test_every_generation_is_found():
-    assert {"a68cf67", "2e700df"} <= set(GENERATIONS)
+    assert {"a68cf67", "2e700df", "be12d5f"} <= set(GENERATIONS)
 
 
 @pytest.mark.parametrize("commit, stem", _cases("CLASSES"))
@@ -96,6 +100,13 @@ def test_keras_file_loads_and_gives_the_same_outputs(commit, stem):
     model = _load(commit, stem)
     assert type(model).__name__ == generation.CLASSES[stem]
     _check(commit, stem, model(generation.model_inputs(stem)))
+
+
+@pytest.mark.parametrize("commit, stem", _cases("ATTRIBUTES"))
+def test_keras_file_keeps_what_the_model_says_of_itself(commit, stem):
+    model = _load(commit, stem)
+    for name, value in _generation(commit).ATTRIBUTES[stem].items():
+        assert getattr(model, name) == value, name
 
 
 @pytest.mark.parametrize("commit, stem", _cases("WEIGHTS"))
