@@ -1,11 +1,11 @@
 r"""Long documents: windows against truncation, keras-bert against
 transformers, on Linux kernel documentation pages.
 
-    python benchmarks/kernel_docs_data.py --output_dir=/tmp/kernel_docs
+    python benchmarks/data_sets.py --data_set=kernel_docs --output_dir=/tmp/kernel_docs
     python benchmarks/long_documents.py --data_dir=/tmp/kernel_docs
 
 Four contestants fine-tune all-MiniLM-L6-v2 to tell a page's top-level
-`Documentation/` folder (`benchmarks/kernel_docs_data.py`: six labels)
+`Documentation/` folder (`benchmarks/data_sets.py --data_set=kernel_docs`: six labels)
 with the same budget — `SETTINGS` (sequence length, epochs, batch size,
 learning rate, warmup, AdamW, dropout, seed), the same pages — and print
 the dev accuracy of the last epoch:
@@ -77,7 +77,9 @@ SETTINGS = dict(
 )  # fmt: skip
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_dir", None, "kernel_docs_data.py's --output_dir.")
+flags.DEFINE_string(
+    "data_dir", None, "data_sets.py --data_set=kernel_docs's --output_dir."
+)
 flags.DEFINE_enum("contestant", None, list(CONTESTANTS), "Run one (worker).")
 flags.DEFINE_list("contestants", list(CONTESTANTS), "The driver runs these.")
 flags.DEFINE_integer("limit_train", None, "Every k-th train page, ~N pages.")
@@ -387,7 +389,7 @@ def main(argv):
         return summarize()
     if not FLAGS.data_dir:
         raise app.UsageError(
-            "Pass --data_dir (benchmarks/kernel_docs_data.py's output)."
+            "Pass --data_dir (benchmarks/data_sets.py --data_set=kernel_docs's output)."
         )
     return worker() if FLAGS.contestant else driver()
 

@@ -1,7 +1,7 @@
 """Multi-label classification side by side with transformers in PyTorch.
 
 Which entity types (LOC, MISC, ORG, PER; possibly none) a CoNLL-2003
-sentence mentions (`benchmarks/entity_types_data.py` builds the JSONL
+sentence mentions (`benchmarks/data_sets.py --data_set=entity_types` builds the JSONL
 files outside the repository), fine-tuned from all-MiniLM-L6-v2 with a
 fresh head by both contestants with the same settings (`SETTINGS`):
 
@@ -50,7 +50,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
-from benchmarks import entity_types_data  # noqa: E402
+from benchmarks import data_sets  # noqa: E402
 from benchmarks.contestants import torch_loop  # noqa: E402
 
 SETTINGS = dict(
@@ -85,10 +85,10 @@ def data_files():
     the seeded sample of `SETTINGS["train_sentences"]` train sentences."""
     paths = {
         split: os.path.join(FLAGS.data_dir, f"{split}.jsonl")
-        for split in entity_types_data.SPLITS
+        for split in data_sets.SPLITS
     }
     if not all(tf.io.gfile.exists(path) for path in paths.values()):
-        paths = entity_types_data.build(FLAGS.data_dir)
+        paths = data_sets.build(FLAGS.data_dir)
     count = SETTINGS["train_sentences"]
     sample = os.path.join(
         FLAGS.data_dir, f"train_{count}_seed{FLAGS.seed}.jsonl"
@@ -312,7 +312,8 @@ def main(argv):
     for contestant in CONTESTANTS:
         common.run_process(
             common.script_command(
-                __file__, f"--contestant={contestant}",
+                __file__,
+                f"--contestant={contestant}",
                 *common.flag_values(
                     "seed", "threads", "data_dir", "runs_dir", "records_dir"
                 ),

@@ -1,8 +1,8 @@
-"""The multi-label data builder: a sentence's entity types from CoNLL tags."""
+"""benchmarks/data_sets.py: entity_types, from CoNLL tags."""
 
 import json
 
-from benchmarks import entity_types_data
+from benchmarks import data_sets
 
 CONLL = """-DOCSTART- -X- O O
 
@@ -21,9 +21,9 @@ here RB I-ADVP O
 
 
 def test_each_sentence_lists_its_entity_types(tmp_path):
-    for name in entity_types_data.SPLITS.values():
+    for name in data_sets.SPLITS.values():
         (tmp_path / name).write_text(CONLL)
-    paths = entity_types_data.build(str(tmp_path / "out"), str(tmp_path))
+    paths = data_sets.build(str(tmp_path / "out"), str(tmp_path))
     with open(paths["dev"]) as file:
         rows = [json.loads(line) for line in file]
     assert rows == [
@@ -31,6 +31,6 @@ def test_each_sentence_lists_its_entity_types(tmp_path):
         {"text": "Peter Blackburn", "labels": ["PER"]},
         {"text": "Nothing here", "labels": []},
     ]
-    assert entity_types_data.describe(paths["train"]) == (
+    assert data_sets.describe(paths["train"]) == (
         3, {"MISC": 1, "ORG": 1, "PER": 1}, 1
     )  # fmt: skip
