@@ -3,7 +3,7 @@ other ways to run it.
 
 Every contestant fine-tunes all-MiniLM-L6-v2 on `../shared/glue`, sequence
 length 128, batch 32, 1 epoch; each job a fresh process, the contestants
-alternating, the order rotated each round, round k with seed k. Three
+alternating, the order rotated each round, round k with seed k. Four
 races, each with its records and its section of RESULTS.md:
 
 `--race=tools` (SST-2, learning rate 2e-5, each tool as it runs by
@@ -47,6 +47,15 @@ default; benchmarks/finetune_job/):
   the raw train strings, `evaluate` and `predict` on the dev strings (2e-5,
   10% warmup, the recipe's batching); both load `all_minilm_l6_v2_en` from
   a Hugging Face cache made of the local files, as the tests make one.
+`--race=compile_auto` (SST-2; benchmarks/compile_auto/): does the one-line
+  Keras path train as the recipe does? The recipe against compile_auto,
+  `BertClassifier.from_checkpoint(<MiniLM>, num_classes=2)` (compiled by
+  its constructor: `compile("auto")`), then `fit(train_sentences,
+  labels)` with Keras' defaults (batch 32, 1 epoch; `seed=k`, the data
+  order of the recipe's seed) and the dev sentences' `predict`, recording
+  the learning rate at every update. `--train_examples=N` trains both on
+  the same N sentences (a seeded sample, in a temporary GLUE directory;
+  the dev split whole).
 
     python benchmarks/finetune_job.py --race=tools --rounds=3
     python benchmarks/finetune_job.py --race=lora --summarize
@@ -56,6 +65,8 @@ transformers' `Trainer` needs `accelerate` (the `dev` extra).
 
 import math
 import os
+import random
+import shutil
 import sys
 import tempfile
 import time
@@ -77,6 +88,7 @@ RACES = {
     ),
     "lora": ("lora_finetune", "full lora lora_lr1e-3"),
     "raw_text": ("raw_text_fit", "recipe raw_text"),
+    "compile_auto": ("compile_auto", "recipe compile_auto"),
 }
 # The recipe flags of each contestant that runs the recipe.
 RECIPES = {
@@ -127,6 +139,10 @@ def define_flags():
         "summarize", False, "Only write the table from the records."
     )
     flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
+    flags.DEFINE_integer(
+        "train_examples", 0, "--race=compile_auto: train on this many "
+        "SST-2 sentences (0: the whole split).",
+    )  # fmt: skip
     flags.DEFINE_string("output_dir", None, "Records; default: the race's.")
     flags.DEFINE_string("worker", None, "Internal: run one job.")
     flags.DEFINE_string("task", "sst2", "Internal: the worker's task.")
@@ -307,6 +323,7 @@ def run_torch_grouped(precision="float32"):
     def evaluate(epoch):
         eval_start.append(time.time())
         dev_lengths = np.array([len(ids) for ids in dev["input_ids"]])
+
         def logits(rows):
             with torch_loop.autocast(precision):
                 return model(**padded_batch(dev, rows)).logits.float().numpy()
@@ -394,7 +411,65 @@ def run_raw_text():
     }
 
 
+def sst2_sample(glue_dir, examples, directory):
+    """A GLUE directory in `directory` whose SST-2 train split is a seeded
+    sample of `examples` sentences of `glue_dir`'s (the dev split whole)."""
+    source = os.path.join(glue_dir, "SST-2")
+    target = os.path.join(directory, "SST-2")
+    os.makedirs(target)
+    with open(os.path.join(source, "train.tsv")) as f:
+        header, *rows = f.readlines()
+    rows = random.Random(0).sample(rows, examples)
+    with open(os.path.join(target, "train.tsv"), "w") as f:
+        f.writelines([header, *rows])
+    shutil.copy(os.path.join(source, "dev.tsv"), target)
+    return directory
+
+
+def run_compile_auto():
+    """`from_checkpoint`, `fit` on strings, dev accuracy, learning rates."""
+    import keras
+    import numpy as np
+
+    import keras_bert
+
+    (texts, labels), (dev_texts, dev_labels) = (
+        common.read_sst2(split, FLAGS.glue_dir) for split in ("train", "dev")
+    )
+    keras.utils.set_random_seed(FLAGS.seed)
+    model = keras_bert.BertClassifier.from_checkpoint(
+        common.minilm_dir(), num_classes=2, sequence_length=128
+    )
+    rates = []
+
+    class LearningRates(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            rates.append(float(self.model.optimizer.learning_rate))
+
+    start = time.perf_counter()
+    model.fit(
+        texts, labels, seed=FLAGS.seed, batch_size=32, epochs=1,
+        callbacks=[LearningRates()], verbose=2,
+    )  # fmt: skip
+    train_seconds = time.perf_counter() - start
+    logits = model.predict(dev_texts, batch_size=64, verbose=0)
+    correct = np.argmax(logits, -1) == np.asarray(dev_labels)
+    return {
+        "num_train_examples": len(labels),
+        "train_seconds": train_seconds,
+        "dev_accuracy": float(correct.mean()),
+        "learning_rate": {
+            "start": rates[0],
+            "peak": max(rates),
+            "peak_update": int(np.argmax(rates)) + 1,
+            "end": rates[-1],
+            "updates": len(rates),
+        },
+    }
+
+
 WORKERS = {
+    "compile_auto": run_compile_auto,
     "raw_text": run_raw_text,
     "keras_hub": run_keras_hub,
     "keras_hub_xla": lambda: run_keras_hub(jit_compile=True),
@@ -439,7 +514,7 @@ def run_job(contestant, k, task="sst2", env=None):
             *common.flag_values("glue_dir"),
         )  # fmt: skip
         record, total, _ = common.run_worker(command, env=env)
-    if FLAGS.race != "raw_text":
+    if "metrics" in record and FLAGS.race != "raw_text":
         record["dev_accuracy"] = record.pop("metrics")["accuracy"]
     speed = record["num_train_examples"] / record["train_seconds"]
     return dict(
@@ -562,6 +637,53 @@ def lora_summary(records):
     ]
 
 
+def compile_auto_summary(records):
+    rounds = common.paired_rounds(records, ["recipe", "compile_auto"])
+    if not rounds:
+        raise SystemExit(f"No complete round in {output_dir()}.")
+    rows = [
+        "| round (seed) | recipe dev accuracy | compile_auto dev accuracy | "
+        "difference (points) | compile_auto learning rate: start, peak (at "
+        "update), end, over updates |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rounds:
+        ours, theirs = records[("compile_auto", r)], records[("recipe", r)]
+        rate = ours["learning_rate"]
+        difference = 100 * (ours["dev_accuracy"] - theirs["dev_accuracy"])
+        rows.append(
+            f"| {r} | {theirs['dev_accuracy']:.4f} | {ours['dev_accuracy']:.4f} "
+            f"| {difference:+.2f} | {rate['start']:.3g}, {rate['peak']:.3g} "
+            f"(update {rate['peak_update']}), {rate['end']:.3g}, "
+            f"{rate['updates']} |"
+        )
+    ours, theirs = (
+        [records[(c, r)]["dev_accuracy"] for r in rounds]
+        for c in ("compile_auto", "recipe")
+    )
+    mean = sum(ours) / len(ours), sum(theirs) / len(theirs)
+    rows.append(
+        f"| mean | {mean[1]:.4f} | {mean[0]:.4f} "
+        f"| {100 * (mean[0] - mean[1]):+.2f} | |"
+    )
+    commands, *context = common.context_note(records)
+    examples = records[("recipe", rounds[0])]["num_train_examples"]
+    return [
+        "`BertClassifier.from_checkpoint(<local all-MiniLM-L6-v2>, "
+        'num_classes=2).fit(train_sentences, labels)` with `compile("auto")`'
+        " against `recipes/glue.py --task=sst2` with the same settings "
+        f"({commands}; see its docstring): {examples} SST-2 training "
+        "sentences, sequence 128, batch 32, peak learning rate 2e-5 with 10% "
+        "warmup and linear decay, 1 epoch, seed k in round k; each job a "
+        "fresh process. Dev accuracy on the whole dev split (872 sentences). "
+        "The learning rate is the one each update of `fit` used (the last "
+        "update's is the end; 0 after it).",
+        *context,
+        "",
+        *rows,
+    ]
+
+
 def speed_by_load(speeds, loads, cores):
     """The raw-text speed ratios (`speeds`, per "<task> round <k>") of the
     rounds on a quiet machine and of those that shared it (by `loads`)."""
@@ -669,14 +791,19 @@ def main(argv):
                 )  # fmt: skip
         lines = raw_text_summary(FLAGS.tasks)
     else:
-        if not FLAGS.summarize:
-            common.run_rounds(
-                run_job, contestants, output_dir(), FLAGS.first_round,
-                FLAGS.rounds,
-            )  # fmt: skip
+        with tempfile.TemporaryDirectory() as sample:
+            if FLAGS.train_examples and not FLAGS.summarize:
+                FLAGS.glue_dir = sst2_sample(
+                    FLAGS.glue_dir, FLAGS.train_examples, sample
+                )
+            if not FLAGS.summarize:
+                common.run_rounds(
+                    run_job, contestants, output_dir(), FLAGS.first_round,
+                    FLAGS.rounds,
+                )  # fmt: skip
         records = common.by_round(common.read_records(output_dir()))
-        summary = tools_summary if FLAGS.race == "tools" else lora_summary
-        lines = summary(records)
+        summary = {"tools": tools_summary, "lora": lora_summary}
+        lines = summary.get(FLAGS.race, compile_auto_summary)(records)
     common.publish(RACES[FLAGS.race][0], "\n".join(lines) + "\n")
 
 
