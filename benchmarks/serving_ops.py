@@ -48,6 +48,26 @@ its own `--results_section`) for the forms on TensorFlow's Eigen kernels:
 what an AVX2-only CPU runs by default.
 
     python benchmarks/serving_ops.py [--rounds=3] [--sentences=200]
+
+Two profiles instead of the race (printed, nothing written):
+
+`--threads`: p50 milliseconds of `predict_ids` on SST-2-sized requests
+(`SHAPES`: batch 1 of 24 tokens and batch 32 of 48, SST-2 dev's mean
+widths trimmed to the longest row) of `THREAD_VARIANTS` at intra-op and
+inter-op threads (1, 1), (2, 2) and (1, 2), a fresh process per setting
+(TensorFlow fixes its pools at start-up), under each `--onednn` setting
+of the serving processes. `--trace` also traces `--calls` batch-1
+requests at each `--trace_at` setting (step stats): op time per op type,
+the matmuls' share, the ops run.
+
+`--matmul`: MiniLM's dense shapes at 128 and 4096 rows: float32, Keras'
+own int8 (`ops.matmul(int8, int8)` on per-row quantized inputs),
+TensorFlow's oneDNN int8 kernel (`keras_bert.layers.int8_matmul`) and
+int8 weights dequantized before a float32 matmul.
+
+    python benchmarks/serving_ops.py --threads [--trace] [--calls=100] \
+        [--trace_at=1,1 --trace_at=1,2] [--onednn=1,0]
+    python benchmarks/serving_ops.py --matmul
 """
 
 import collections
@@ -70,7 +90,22 @@ from benchmarks import common  # noqa: E402
 flags.DEFINE_integer("rounds", 3, "Paired timing rounds (0: ops only).")
 flags.DEFINE_integer("sentences", 200, "Batch-1 requests timed per job.")
 flags.DEFINE_string("work_dir", "/tmp/keras_bert_serving_ops", "Exports.")
-flags.DEFINE_string("worker", None, "Internal: `ops|time,VARIANT`.")
+flags.DEFINE_string(
+    "worker", None, "Internal: `ops|time,VARIANT` or `threads,INTRA,INTER`."
+)
+flags.DEFINE_bool("threads", False, "Profile the thread settings instead.")
+flags.DEFINE_bool("trace", False, "With --threads: where the op time goes.")
+flags.DEFINE_multi_string(
+    "trace_at", ["1,2"], "With --trace: the `intra,inter` settings traced."
+)
+flags.DEFINE_integer("calls", 100, "Timed batch-1 calls (batch 32: a fifth).")
+flags.DEFINE_list(
+    "onednn",
+    ["default"],
+    "With --threads: TF_ENABLE_ONEDNN_OPTS of the serving processes, each "
+    "setting in turn (`default`: as this process has it).",
+)
+flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices instead.")
 FLAGS = flags.FLAGS
 
 VARIANTS = (
@@ -106,6 +141,11 @@ EXPORT_OF = {"serving_graph_variables_assume_frozen": "serving_graph_variables"}
 OUTPUT_SENTENCES = 64
 CALIBRATION_SENTENCES = 256  # as benchmarks/serving.py's default
 BOOKKEEPING = ("Const", "_Arg", "_Retval", "NoOp")
+# --threads: the requests timed (batch size -> tokens) and the exports.
+SHAPES = {1: 24, 32: 48}
+THREAD_VARIANTS = (
+    "serving_graph", "streams_2", "fast", "bfloat16", "bfloat16_streams_2"
+)  # fmt: skip
 
 
 # === Exports (driver) ===
@@ -227,11 +267,7 @@ def ops_worker(name, path, inputs_path):
     )
     metadata = tf.compat.v1.RunMetadata()
     session.run(output, one, options=options, run_metadata=metadata)
-    run = collections.Counter()
-    for device in metadata.step_stats.dev_stats:
-        for node in device.node_stats:
-            label = node.timeline_label.split("(")[0].split("=")
-            run[label[-1].strip().split(" ")[0] if len(label) > 1 else "?"] += 1
+    run = collections.Counter(op for op, _ in _step_ops(metadata))
     kinds, fused = collections.Counter(), collections.Counter()
     bfloat16, casts = collections.Counter(), collections.Counter()
     for graph in metadata.partition_graphs:
@@ -266,6 +302,18 @@ def ops_worker(name, path, inputs_path):
     }
 
 
+def _step_ops(metadata, unnamed="?"):
+    """`(op type, microseconds)` of each op a traced run executed (step
+    stats; where the timeline names no type, `unnamed`, or with None the
+    node's name)."""
+    for device in metadata.step_stats.dev_stats:
+        for node in device.node_stats:
+            label = node.timeline_label.split("(")[0].split("=")
+            op = label[-1].strip().split(" ")[0] if len(label) > 1 else None
+            op = op or unnamed or node.node_name
+            yield op, node.op_end_rel_micros
+
+
 def _dtype(node, attribute):
     """The dtype name of a node's type attribute, or `""`."""
     import tensorflow as tf
@@ -295,7 +343,168 @@ def time_worker(name, path):
     return result
 
 
+def threads_worker(intra, inter, paths):
+    """Prints each export's p50 `predict_ids` time in a Session with these
+    pools (and with --trace, where its op time goes)."""
+    import numpy as np
+    import tensorflow as tf
+
+    for name, path in paths.items():
+        session, signatures = _session(path, (intra, inter))
+        signature = signatures["predict_ids"]
+        output = signature.outputs["probabilities"].name
+        feeds = {
+            batch: {
+                signature.inputs[k].name: np.full([batch, width], v, np.int32)
+                for k, v in (
+                    ("token_ids", 1000), ("segment_ids", 0), ("padding_mask", 1)
+                )
+            }
+            for batch, width in SHAPES.items()
+        }  # fmt: skip
+        for batch, feed in feeds.items():
+            for _ in range(5):  # warm-up
+                session.run(output, feed)
+            times = []
+            for _ in range(
+                FLAGS.calls if batch == 1 else max(FLAGS.calls // 5, 5)
+            ):
+                start = time.perf_counter()
+                session.run(output, feed)
+                times.append(time.perf_counter() - start)
+            print(
+                f"intra {intra} inter {inter} {name:18} batch {batch:2} width "
+                f"{SHAPES[batch]}: p50 {np.median(times) * 1e3:.2f} ms",
+                flush=True,
+            )
+        if FLAGS.trace and f"{intra},{inter}" in FLAGS.trace_at:
+            micros, counts = collections.Counter(), collections.Counter()
+            options = tf.compat.v1.RunOptions(
+                trace_level=tf.compat.v1.RunOptions.FULL_TRACE
+            )
+            for _ in range(FLAGS.calls):
+                metadata = tf.compat.v1.RunMetadata()
+                session.run(output, feeds[1], options, metadata)
+                for op, us in _step_ops(metadata, unnamed=None):
+                    micros[op] += us
+                    counts[op] += 1
+            total, calls = sum(micros.values()), FLAGS.calls
+            matmuls = sum(t for op, t in micros.items() if "MatMul" in op)
+            print(
+                f"{name}, batch 1 width {SHAPES[1]}, traced: "
+                f"{total / calls / 1e3:.2f} ms of op time a request over "
+                f"all threads, {sum(counts.values()) // calls} ops; matmuls "
+                f"{100 * matmuls / total:.0f}%"
+            )
+            for op, us in micros.most_common(12):
+                print(
+                    f"  {op:32} {us / calls:7.0f} us  ({counts[op] // calls} ops)"
+                )
+        session.close()
+
+
 # === Driver ===
+
+
+def profile_threads(skipped):
+    """--threads: exports `THREAD_VARIANTS` (those this CPU serves), then
+    times them in a worker per thread setting and `--onednn` setting."""
+    model, preprocessor = _classifier()
+    paths = {
+        name: _export(name, model, preprocessor, FLAGS.work_dir)
+        for name in THREAD_VARIANTS
+        if name not in skipped
+    }
+    with open(os.path.join(FLAGS.work_dir, "paths.json"), "w") as f:
+        json.dump(paths, f)
+    print(f"{common.machine_description()}; load {os.getloadavg()[0]:.1f}")
+    for onednn in FLAGS.onednn:
+        env = dict(os.environ)
+        if onednn != "default":
+            env["TF_ENABLE_ONEDNN_OPTS"] = onednn
+        print(f"TF_ENABLE_ONEDNN_OPTS={onednn} in the serving processes")
+        for intra, inter in ((1, 1), (2, 2), (1, 2)):
+            command = common.script_command(
+                __file__, f"--worker=threads,{intra},{inter}",
+                *common.flag_values("calls", "work_dir", "trace"),
+                *[f"--trace_at={setting}" for setting in FLAGS.trace_at],
+            )  # fmt: skip
+            print(common.run_process(command, env=env)[0].stdout, end="")
+    print("load average after:", os.getloadavg()[0])
+
+
+def profile_matmul():
+    """--matmul: the int8 matmul choices against float32, a table."""
+    import numpy as np
+    import tensorflow as tf
+    from keras import ops
+
+    from keras_bert.layers.int8_matmul import column_sums
+    from keras_bert.layers.int8_matmul import int8_matmul
+    from keras_bert.layers.int8_matmul import int8_matmul_supported
+    from keras_bert.serving.cpu import this_cpu
+
+    # Without oneDNN the oneDNN int8 kernel answers nothing: its column is
+    # "-", and Keras' own int8 is the int8 that runs (the serving plan
+    # weighs it against float32 there).
+    onednn_int8 = int8_matmul_supported()
+    print(f"{common.machine_description()}; load {os.getloadavg()[0]:.1f}")
+    print(f"CPU as the serving plan reads it: {this_cpu().description}")
+    print(
+        "| (rows, in) @ (in, out) | float32 ms | Keras int8 | oneDNN int8 "
+        "| dequantized | float32 time / oneDNN int8 time "
+        "| float32 time / Keras int8 time |\n"
+        "|---|---:|---:|---:|---:|---:|---:|"
+    )
+    rng = np.random.default_rng(0)
+    for input_dim, units in ((384, 1152), (384, 1536), (1536, 384)):
+        weights = rng.normal(0, 0.05, (input_dim, units)).astype("float32")
+        scale = (127.0 / np.abs(weights).max(axis=0)).astype("float32")
+        kernel = tf.constant(np.round(weights * scale).astype("int8"))
+        scale, sums = tf.constant(scale), column_sums(kernel)
+        weights = tf.constant(weights)
+
+        def keras_int8(x):
+            # What Keras' Dense._int8_call computes at inference.
+            x_max = tf.reduce_max(tf.abs(x), axis=-1, keepdims=True)
+            x_scale = 127.0 / tf.maximum(x_max, 1e-7)
+            product = ops.matmul(
+                tf.cast(tf.round(x * x_scale), tf.int8), kernel
+            )
+            return tf.cast(product, tf.float32) / (x_scale * scale)
+
+        functions = [
+            tf.function(lambda x: tf.matmul(x, weights)),
+            tf.function(keras_int8),
+            tf.function(lambda x: int8_matmul(x, kernel, scale, sums))
+            if onednn_int8
+            else None,
+            tf.function(
+                lambda x: tf.matmul(x, tf.cast(kernel, tf.float32) / scale)
+            ),
+        ]
+        for rows in (128, 4096):
+            x = tf.constant(rng.normal(size=(rows, input_dim)), tf.float32)
+            times = [[] for _ in functions]
+            for function in functions:  # traces
+                if function is not None:
+                    function(x)
+            for _ in range(15):
+                for function, spent in zip(functions, times):
+                    if function is None:
+                        continue
+                    start = time.perf_counter()
+                    function(x).numpy()
+                    spent.append(time.perf_counter() - start)
+            ms = [1000 * np.median(t) if t else None for t in times]
+            cells = ["-" if m is None else f"{m:.2f}" for m in ms]
+            onednn = "-" if ms[2] is None else f"{ms[0] / ms[2]:.2f}"
+            print(
+                f"| ({rows}, {input_dim}) @ ({input_dim}, {units}) | "
+                + " | ".join(cells)
+                + f" | {onednn} | {ms[0] / ms[1]:.2f} |",
+                flush=True,
+            )
 
 
 def _run(mode, name, paths):
@@ -316,10 +525,14 @@ def _fused_list(fused):
 
 def main(argv):
     del argv
+    if FLAGS.matmul:
+        return profile_matmul()
     if FLAGS.worker:
-        mode, name = FLAGS.worker.split(",")
+        mode, name = FLAGS.worker.split(",", 1)
         with open(os.path.join(FLAGS.work_dir, "paths.json")) as f:
             paths = json.load(f)
+        if mode == "threads":
+            return threads_worker(*map(int, name.split(",")), paths)
         path = paths[EXPORT_OF.get(name, name)]
         if mode == "ops":
             inputs = os.path.join(FLAGS.work_dir, "inputs.npz")
@@ -339,6 +552,8 @@ def main(argv):
     VARIANTS = tuple(name for name in VARIANTS if name not in skipped)
     shutil.rmtree(FLAGS.work_dir, ignore_errors=True)
     os.makedirs(FLAGS.work_dir)
+    if FLAGS.threads:
+        return profile_threads(skipped)
     model, preprocessor = _classifier()
     paths = {}
     for name in VARIANTS:
