@@ -68,6 +68,22 @@ int8 weights dequantized before a float32 matmul.
     python benchmarks/serving_ops.py --threads [--trace] [--calls=100] \
         [--trace_at=1,1 --trace_at=1,2] [--onednn=1,0]
     python benchmarks/serving_ops.py --matmul
+
+`--accuracy --classifier=DIR` (section "serving_precision", record
+`benchmarks/serving_precision/record.json`): accuracy of each serving
+precision. A `recipes/glue.py --task=sst2` model directory (its
+`best.weights.h5`; MiniLM-L6-H384 fine-tuned by the recipe, e.g.
+`--epochs=1 --learning_rate=5e-5`) exported as each of `--precisions`
+(`PRECISIONS`: the default float32 export, `precision="bfloat16"`,
+`quantize="int8"`), loaded in a Session as above, its `serving_default`
+run on every SST-2 dev sentence in requests of 32: dev accuracy and its
+difference from the float32 export's (goal: within 0.5 points), the share
+of sentences labelled as the float32 export labels them, and the max and
+mean |probability - the float32 Keras model's| (`classifier.predict`).
+The bfloat16 export is refused on a CPU without AVX512-BF16 or AMX
+(`--precisions=float32,int8` there).
+
+    python benchmarks/serving_ops.py --accuracy --classifier=DIR
 """
 
 import collections
@@ -77,6 +93,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from unittest import mock
 
@@ -106,6 +123,22 @@ flags.DEFINE_list(
     "setting in turn (`default`: as this process has it).",
 )
 flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices instead.")
+flags.DEFINE_bool("accuracy", False, "Score the serving precisions instead.")
+flags.DEFINE_string(
+    "classifier", None, "--accuracy: a recipe's model_dir or best.weights.h5."
+)
+flags.DEFINE_string(
+    "init_checkpoint",
+    None,
+    "--accuracy: the checkpoint it was fine-tuned from (default: MiniLM).",
+)
+flags.DEFINE_list("precisions", None, "--accuracy: default all PRECISIONS.")
+flags.DEFINE_string("glue_dir", common.GLUE, "--accuracy: GLUE data.")
+flags.DEFINE_string(
+    "record",
+    os.path.join(os.path.dirname(__file__), "serving_precision", "record.json"),
+    "--accuracy: where the record goes.",
+)
 FLAGS = flags.FLAGS
 
 VARIANTS = (
@@ -146,6 +179,17 @@ SHAPES = {1: 24, 32: 48}
 THREAD_VARIANTS = (
     "serving_graph", "streams_2", "fast", "bfloat16", "bfloat16_streams_2"
 )  # fmt: skip
+
+
+# --accuracy: precision -> export_saved_model's options; the goal.
+PRECISIONS = {
+    "float32": {},
+    "bfloat16": {"precision": "bfloat16"},
+    "int8": {"quantize": "int8"},
+}
+GOAL_POINTS = 0.5
+# What the record keeps of the recipe's results.json: how it was trained.
+TRAINING = ("task", "epochs", "learning_rate", "batch_size", "seed")
 
 
 # === Exports (driver) ===
@@ -523,8 +567,172 @@ def _fused_list(fused):
     return ", ".join(f"{op} ×{n}" for op, n in sorted(fused.items())) or "none"
 
 
+# === --accuracy ===
+
+
+def weights_path():
+    if FLAGS.classifier.endswith(".weights.h5"):
+        return FLAGS.classifier
+    return os.path.join(FLAGS.classifier, "best.weights.h5")
+
+
+def classifier_and_preprocessor():
+    import keras_bert
+
+    checkpoint = FLAGS.init_checkpoint or common.minilm_dir()
+    classifier = keras_bert.BertClassifier.from_checkpoint(
+        checkpoint, num_classes=2, preprocessor=None
+    )
+    classifier.load_weights(weights_path())
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(checkpoint),
+        sequence_length=128,
+    )
+    return classifier, preprocessor
+
+
+def keras_probabilities(classifier, preprocessor, sentences):
+    """The float32 Keras model's probabilities, float64."""
+    import numpy as np
+
+    logits = np.concatenate(
+        [
+            classifier.predict(preprocessor(sentences[i : i + 32]), verbose=0)
+            for i in range(0, len(sentences), 32)
+        ]
+    ).astype("float64")
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def served_probabilities(path, sentences):
+    """`serving_default`'s probabilities from a TF1 Session, as TF Serving
+    runs the export."""
+    import numpy as np
+
+    session, signatures = _session(path, (0, 0))
+    signature = signatures["serving_default"]
+    output = signature.outputs["probabilities"].name
+    text = signature.inputs["text"].name
+    probabilities = np.concatenate(
+        [
+            session.run(output, {text: sentences[i : i + 32]})
+            for i in range(0, len(sentences), 32)
+        ]
+    )
+    session.close()
+    return probabilities.astype("float64")
+
+
+def training_config():
+    """The recipe's settings, from `<classifier>/results.json` (if any)."""
+    path = os.path.join(os.path.dirname(weights_path()), "results.json")
+    if not os.path.exists(path):
+        return None
+    config = common.read_record(path)["config"]
+    return {name: config.get(name) for name in TRAINING}
+
+
+def measure_accuracy():
+    import numpy as np
+
+    from keras_bert.serving import export_saved_model
+
+    sentences, gold = common.read_sst2("dev", FLAGS.glue_dir)
+    gold = np.asarray(gold)
+    classifier, preprocessor = classifier_and_preprocessor()
+    expected = keras_probabilities(classifier, preprocessor, sentences)
+    work_dir = tempfile.mkdtemp(prefix="serving_precision_")
+    variants = {}
+    served = {}
+    for name in FLAGS.precisions or PRECISIONS:
+        path = export_saved_model(
+            classifier,
+            preprocessor,
+            os.path.join(work_dir, name),
+            labels=["negative", "positive"],
+            **PRECISIONS[name],
+        )
+        served[name] = served_probabilities(path, sentences)
+        difference = np.abs(served[name] - expected)
+        variants[name] = {
+            "accuracy": float((served[name].argmax(-1) == gold).mean()),
+            "max_probability_difference": float(difference.max()),
+            "mean_probability_difference": float(difference.mean()),
+        }
+    reference = served["float32"].argmax(-1)
+    for name, result in variants.items():
+        result["labels_as_float32"] = float(
+            (served[name].argmax(-1) == reference).mean()
+        )
+    return {
+        "classifier": FLAGS.classifier,
+        "training": training_config(),
+        "sentences": len(sentences),
+        "keras_float32_accuracy": float((expected.argmax(-1) == gold).mean()),
+        "variants": variants,
+        **common.job_context(),
+    }
+
+
+def accuracy_summary(record):
+    variants = record["variants"]
+    reference = variants["float32"]["accuracy"]
+    training = record["training"]
+    trained = " ".join(
+        ["recipes/glue.py"]
+        + [f"--{name}={value}" for name, value in (training or {}).items()]
+    )
+    rows = []
+    for name, result in variants.items():
+        points = 100 * (result["accuracy"] - reference)
+        goal = "" if name == "float32" else (
+            "met" if abs(points) <= GOAL_POINTS else "**missed**"
+        )  # fmt: skip
+        rows.append(
+            f"| `{name}` | {100 * result['accuracy']:.2f} | {points:+.2f} "
+            f"| {goal} | {100 * result['labels_as_float32']:.2f} | "
+            f"{result['max_probability_difference']:.1e} | "
+            f"{result['mean_probability_difference']:.1e} |"
+        )
+    return "\n".join(
+        [
+            "## Serving precisions: accuracy of each export",
+            "",
+            f"MiniLM-L6-H384 fine-tuned on SST-2 by `{trained}` "
+            f"(`{record['classifier']}`), exported as float32 (the "
+            'default), `precision="bfloat16"` and `quantize="int8"`, '
+            "each loaded in a TF1 Session as TF Serving loads it and run "
+            f"on the {record['sentences']} SST-2 dev sentences in requests "
+            f"of 32. Goal: accuracy within {GOAL_POINTS} points of "
+            "the float32 export's. Labels as float32's: the share of "
+            "sentences each export labels as the float32 export does. "
+            "|Δp|: |probability − the float32 Keras model's "
+            "(`classifier.predict`)|, over every sentence and class; the "
+            "Keras model's accuracy is "
+            f"{100 * record['keras_float32_accuracy']:.2f}.",
+            "",
+            "| export | SST-2 dev accuracy (%) | − float32 (points) | goal "
+            "| labels as float32's (%) | max \\|Δp\\| | mean \\|Δp\\| |",
+            "|---|---:|---:|---|---:|---:|---:|",
+            *rows,
+            "",
+            f"Command: `{record['command']}`. Machine: {record['machine']}.",
+        ]
+    )
+
+
 def main(argv):
     del argv
+    if FLAGS.accuracy:
+        if not FLAGS.classifier:
+            raise app.UsageError(
+                "Pass --classifier=DIR: a recipes/glue.py --task=sst2 "
+                "model_dir (see this script's docstring)."
+            )
+        record = measure_accuracy()
+        common.write_record(FLAGS.record, record)
+        return common.publish("serving_precision", accuracy_summary(record))
     if FLAGS.matmul:
         return profile_matmul()
     if FLAGS.worker:
