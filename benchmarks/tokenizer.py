@@ -236,7 +236,7 @@ def memory():
             "sequence length 128; the peak resident memory above the level "
             "after loading the lines, next to the output's own size. A big "
             "eager call runs in chunks of "
-            "`keras_bert.text.bert_tokenizer.EAGER_CHUNK` strings, each "
+            "`keras_bert.text.eager_chunks.EAGER_CHUNK` strings, each "
             "chunk's result copied into the output's buffers as it is made "
             "and then dropped. Here " + "; ".join(findings) + ". "
             f"{common.machine_description()}.",

@@ -3,11 +3,12 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.text import bert_tokenizer
+from keras_bert.keras_workarounds import keep_string_inputs
+from keras_bert.text import eager_chunks
 from keras_bert.text.bert_tokenizer import BertTokenizer
 from keras_bert.text.bert_tokenizer import EagerFunctions
-from keras_bert.text.bert_tokenizer import is_long_string_list
 from keras_bert.text.bert_tokenizer import to_string_tensor
+from keras_bert.text.eager_chunks import is_long_string_list
 
 # What `BertPreprocessor` produces and `BertBackbone` takes, in this order;
 # the one spelling of these names (re-exported as
@@ -81,7 +82,7 @@ class BertPreprocessor(keras.layers.Layer):
         kwargs.setdefault("dtype", "int32")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        bert_tokenizer.keep_string_inputs(self)
+        keep_string_inputs(self)
         self.built = True
         if not isinstance(tokenizer, BertTokenizer):
             raise ValueError(
@@ -127,7 +128,7 @@ class BertPreprocessor(keras.layers.Layer):
             len({len(t) for t in texts}) == 1
         ):
             # Python lists of many strings, converted a chunk at a time.
-            outputs = bert_tokenizer.concat_chunks(
+            outputs = eager_chunks.concat_chunks(
                 lambda *chunk: self.call(
                     tuple(chunk) if len(chunk) > 1 else chunk[0]
                 ),
@@ -201,7 +202,7 @@ class BertPreprocessor(keras.layers.Layer):
         if not tf.executing_eagerly():
             return function(*texts)
         # Eagerly, one compiled function call beats ~100 op dispatches.
-        return bert_tokenizer.eager_in_chunks(
+        return eager_chunks.eager_in_chunks(
             self._compiled_function(len(texts), unbatched), *texts
         )
 

@@ -1,20 +1,19 @@
 """BERT's WordPiece tokenizer as a Keras layer of TensorFlow ops."""
 
-import math
-import mmap
 import os
 
 import keras
-import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 from absl import logging
 
 from keras_bert import files
 from keras_bert.keras_workarounds import keep_string_inputs
+from keras_bert.text import eager_chunks
 from keras_bert.text import tokenizer_json
 from keras_bert.text import vocabulary as vocabulary_lib
 from keras_bert.text.basic_tokenizer import BasicTokenizer
+from keras_bert.text.eager_chunks import is_long_string_list
+from keras_bert.text.wordpiece import WordPiece
 from keras_bert.validation import check_positive_int
 
 
@@ -128,23 +127,19 @@ class BertTokenizer(keras.layers.Layer):
         ]  # fmt: skip
 
         do_strip = self.lowercase if strip_accents is None else strip_accents
+        special_in_strings = (
+            self.special_tokens if self.special_tokens_in_strings else ()
+        )
         self._basic_tokenizer = BasicTokenizer(
             lowercase=self.lowercase,
             strip_accents=bool(do_strip),
-            special_tokens=(
-                self.special_tokens if self.special_tokens_in_strings else ()
-            ),
+            special_tokens=special_in_strings,
         )
-        # Words are split and length-checked by us (in characters, as
-        # Hugging Face); the byte limit only has to let them through.
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocabulary,
-            suffix_indicator="##",
-            max_bytes_per_word=4 * max_input_chars_per_word + 4,
-            token_out_type=tf.int32,
-            unknown_token=unk_token,
-            no_pretokenization=True,
-            support_detokenization=False,
+        self._wordpiece = WordPiece(
+            self.vocabulary,
+            unk_token=unk_token,
+            max_input_chars_per_word=max_input_chars_per_word,
+            special_tokens=special_in_strings,
         )
         # A plain object: neither Keras nor SavedModel should track these.
         self._compiled = EagerFunctions()
@@ -233,87 +228,13 @@ class BertTokenizer(keras.layers.Layer):
 
     def tokenize_batch(self, strings):
         """Tokenizes a 1-D string tensor into `(batch_size, (num_tokens))`."""
-        words, word_lengths, special_index = self._basic_tokenizer.split(
-            strings
-        )
-        word_strings, _ = self._wordpiece_inputs(
-            words, word_lengths, special_index
-        )
-        pieces = self._wordpiece.tokenize(word_strings)
-        return _regroup_by_row(pieces.row_lengths(), words, pieces.values)[0]
+        return self._wordpiece.tokenize(*self._basic_tokenizer.split(strings))
 
     def tokenize_batch_with_offsets(self, strings):
         """`tokenize_with_offsets` of a 1-D string tensor."""
-        words, word_lengths, special_index, chars, starts, ends = (
-            self._basic_tokenizer.split_with_offsets(strings)
+        return self._wordpiece.tokenize_with_offsets(
+            *self._basic_tokenizer.split_with_offsets(strings)
         )
-        word_strings, replaced = self._wordpiece_inputs(
-            words, word_lengths, special_index
-        )
-        pieces, byte_starts, byte_ends = self._wordpiece.tokenize_with_offsets(
-            word_strings
-        )
-        # A piece's offsets are bytes of its word's UTF-8 string. Lay the
-        # words' bytes end to end, map each byte to the character holding
-        # it, and read the source spans of the piece's first and last
-        # characters.
-        code_points = chars.flat_values
-        char_bytes = (
-            1
-            + tf.cast(code_points >= 0x80, tf.int64)
-            + tf.cast(code_points >= 0x800, tf.int64)
-            + tf.cast(code_points >= 0x10000, tf.int64)
-        )
-        char_of_byte = tf.repeat(
-            tf.range(tf.size(char_bytes, tf.int64)), char_bytes
-        )
-        word_bytes = tf.cast(tf.strings.length(words.flat_values), tf.int64)
-        piece_word = pieces.value_rowids()
-        first_byte = tf.gather(
-            tf.cumsum(word_bytes, exclusive=True), piece_word
-        )
-        # `[UNK]` for a too-long word and a special token's own string were
-        # split in place of the word: their piece covers the whole word.
-        piece_replaced = tf.gather(replaced, piece_word)
-        byte_starts = tf.where(
-            piece_replaced, tf.constant(0, tf.int64), byte_starts.flat_values
-        )
-        byte_ends = tf.where(
-            piece_replaced,
-            tf.gather(word_bytes, piece_word),
-            byte_ends.flat_values,
-        )
-        first_char = tf.gather(char_of_byte, first_byte + byte_starts)
-        last_char = tf.gather(char_of_byte, first_byte + byte_ends - 1)
-        return _regroup_by_row(
-            pieces.row_lengths(),
-            words,
-            pieces.flat_values,
-            tf.gather(starts.flat_values, first_char),
-            tf.gather(ends.flat_values, last_char),
-        )
-
-    def _wordpiece_inputs(self, words, word_lengths, special_index):
-        """The string WordPiece splits for each word, and if it was swapped.
-
-        A too-long word is swapped for `[UNK]`, a special token for its own
-        string (its one sentinel character is not in the vocabulary).
-        """
-        word_strings = words.flat_values
-        replaced = word_lengths.flat_values > self.max_input_chars_per_word
-        word_strings = tf.where(replaced, self.unk_token, word_strings)
-        if self.special_tokens_in_strings:
-            is_special = special_index.flat_values >= 0
-            word_strings = tf.where(
-                is_special,
-                tf.gather(
-                    tf.constant(self.special_tokens),
-                    tf.maximum(special_index.flat_values, 0),
-                ),
-                word_strings,
-            )
-            replaced |= is_special
-        return word_strings, replaced
 
     def __call__(self, inputs, *args, **kwargs):
         if is_long_string_list(inputs) and not args and not kwargs:
@@ -329,7 +250,7 @@ class BertTokenizer(keras.layers.Layer):
     def _apply(self, inputs, with_offsets):
         if is_long_string_list(inputs):
             # A Python list of many strings, converted a chunk at a time.
-            return concat_chunks(
+            return eager_chunks.concat_chunks(
                 lambda chunk: self._apply(chunk, with_offsets), inputs
             )
         inputs = to_string_tensor(inputs)
@@ -376,7 +297,7 @@ class BertTokenizer(keras.layers.Layer):
                 function,
                 input_signature=[tf.TensorSpec([None] * rank, tf.string)],
             )
-        return eager_in_chunks(functions[key], strings)
+        return eager_chunks.eager_in_chunks(functions[key], strings)
 
     def detokenize(self, ids):
         """Turns ids back into text: pieces joined by spaces, `##` glued.
@@ -534,20 +455,6 @@ class EagerFunctions:
         self.functions = {}
 
 
-def _regroup_by_row(tokens_per_word, words, *flat_values):
-    """Ragged `(batch_size, (num_tokens))` tensors from tokens per word."""
-    tokens_per_row = tf.math.segment_sum(tokens_per_word, words.value_rowids())
-    # segment_sum drops trailing rows without words: pad back.
-    tokens_per_row = tf.pad(
-        tokens_per_row,
-        [[0, words.nrows() - tf.size(tokens_per_row, tf.int64)]],
-    )
-    return tuple(
-        tf.RaggedTensor.from_row_lengths(values, tokens_per_row, validate=False)
-        for values in flat_values
-    )
-
-
 def to_string_tensor(inputs):
     """`inputs` (strings: a list, an array or a dense `tf.Tensor`) as a
     string `tf.Tensor`; a clear error for ragged or non-string inputs."""
@@ -564,168 +471,3 @@ def to_string_tensor(inputs):
             f"{inputs.dtype.name}. Tokenize text, not ids."
         )
     return inputs
-
-
-# Strings per call when a big batch is processed eagerly: the ops' scratch
-# memory grows with the number of strings in a call, far beyond their
-# output, so the batch runs in chunks and the scratch stays that of one
-# chunk (`python benchmarks/tokenizer.py --memory` prints the peak memory
-# this leaves, against the output's size).
-EAGER_CHUNK = 4096
-
-
-def is_long_string_list(inputs):
-    """Whether `inputs` is a Python list of more than `EAGER_CHUNK`
-    strings, called eagerly (converted to one string tensor, the input
-    alone would hold another copy of all the text)."""
-    return (
-        isinstance(inputs, (list, tuple))
-        and len(inputs) > EAGER_CHUNK
-        and isinstance(inputs[0], (str, bytes))
-        and tf.executing_eagerly()
-    )
-
-
-def concat_chunks(function, *batches):
-    """`function` on chunks of at most `EAGER_CHUNK` rows of `batches`
-    (lists or 1-D tensors), the results joined along the first axis (dense
-    or ragged tensors, any structure).
-
-    Each chunk's result is copied into the joined output as soon as it is
-    made, then dropped: memory holds the output and one chunk, not every
-    chunk's result beside their concatenation.
-    """
-    total = len(batches[0])
-    structure, outputs = None, None
-    for start in range(0, total, EAGER_CHUNK):
-        chunk = [items[start : start + EAGER_CHUNK] for items in batches]
-        part = function(*chunk)
-        if outputs is None:
-            structure = tf.nest.map_structure(lambda _: None, part)
-            outputs = [
-                _JoinedRows(leaf, total) for leaf in tf.nest.flatten(part)
-            ]
-        for output, leaf in zip(outputs, tf.nest.flatten(part)):
-            output.append(leaf)
-        del chunk, part, leaf  # before the next chunk is made
-    return tf.nest.pack_sequence_as(
-        structure, [output.to_tensor() for output in outputs]
-    )
-
-
-class _JoinedRows:
-    """One dense or ragged output of `concat_chunks`, filled a chunk at a
-    time: a dense tensor's rows, or a ragged tensor's row splits and
-    values, each in one `_GrowingArray`."""
-
-    def __init__(self, first, total):
-        self.ragged = isinstance(first, tf.RaggedTensor)
-        if self.ragged and first.ragged_rank != 1:
-            raise ValueError(
-                "concat_chunks joins dense tensors and ragged tensors of "
-                f"ragged rank 1; received ragged rank {first.ragged_rank}."
-            )
-        if not self.ragged:
-            self.rows = _GrowingArray(first.dtype, first.shape[1:], total)
-            return
-        self.row_splits = _GrowingArray(first.row_splits.dtype, (), total + 1)
-        self.row_splits.append(np.zeros(1, self.row_splits.dtype))
-        # The first chunk's values per row, scaled: a guess, which the
-        # values' array outgrows in place if need be.
-        values = first.values
-        guess = values.shape[0] * total // max(len(first.row_splits) - 1, 1)
-        self.values = _GrowingArray(values.dtype, values.shape[1:], guess)
-
-    def append(self, part):
-        if not self.ragged:
-            self.rows.append(part.numpy())
-            return
-        offset = self.values.size
-        self.row_splits.append(part.row_splits.numpy()[1:] + offset)
-        self.values.append(part.values.numpy())
-
-    def to_tensor(self):
-        if not self.ragged:
-            return self.rows.to_tensor()
-        return tf.RaggedTensor.from_row_splits(
-            self.values.to_tensor(), self.row_splits.to_tensor(), validate=False
-        )
-
-
-class _GrowingArray:
-    """Rows appended to a NumPy array that TensorFlow then takes as its
-    buffer.
-
-    The memory is an anonymous memory map: committed only where rows are
-    written, so over-reserving costs nothing; grown in place (`mremap`),
-    so outgrowing it does not copy; and handed to TensorFlow through
-    DLPack, which keeps it as the tensor's buffer (tests/text/
-    test_bad_input.py checks that it is not copied). Where a map cannot be
-    resized (no `mremap`: macOS, the BSDs), it grows into a new map, the
-    rows copied once, and is not shrunk at the end.
-    """
-
-    def __init__(self, dtype, inner_shape, capacity):
-        self.dtype = np.dtype(tf.as_dtype(dtype).as_numpy_dtype)
-        self.inner_shape = tuple(inner_shape)
-        self.row_bytes = self.dtype.itemsize * math.prod(self.inner_shape)
-        self.size = 0  # rows written
-        self._map = _anonymous_map(capacity * self.row_bytes)
-
-    def append(self, rows):
-        end = self.size + len(rows)
-        if end * self.row_bytes > len(self._map):
-            size = max(end * self.row_bytes, 2 * len(self._map))
-            if not _resize_map(self._map, size):
-                used = self.size * self.row_bytes
-                grown = _anonymous_map(size)
-                grown[:used] = self._map[:used]
-                self._map = grown
-        self._view(self.size, end)[...] = rows
-        self.size = end
-
-    def _view(self, start, end):
-        count = (end - start) * math.prod(self.inner_shape)
-        array = np.frombuffer(
-            self._map, self.dtype, count, offset=start * self.row_bytes
-        )
-        return array.reshape((end - start,) + self.inner_shape)
-
-    def to_tensor(self):
-        """The rows as a CPU tensor that holds this memory (no copy)."""
-        if self.size == 0:
-            return tf.zeros((0,) + self.inner_shape, self.dtype)
-        _resize_map(self._map, self.size * self.row_bytes)  # free the rest
-        # DLPack hands TensorFlow the memory itself; tf.convert_to_tensor
-        # would copy it.
-        rows = self._view(0, self.size)
-        return tf.experimental.dlpack.from_dlpack(rows.__dlpack__())
-
-
-def _anonymous_map(size):
-    # MAP_PRIVATE where there is one (not on Windows, whose default is
-    # an anonymous map too).
-    flags = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
-    return mmap.mmap(-1, max(size, 1), **flags)
-
-
-def _resize_map(memory_map, size):
-    """Resizes in place; `False` where the system cannot (no `mremap`)."""
-    try:
-        memory_map.resize(max(size, 1))
-    except (SystemError, OSError):
-        return False
-    return True
-
-
-def eager_in_chunks(function, *batches):
-    """`function(*batches)` for 1-D batches, called on chunks of at most
-    `EAGER_CHUNK` rows and concatenated (dense or ragged, any structure).
-
-    The same result as one call, in memory bounded by the output plus one
-    chunk's scratch. For scalars and small batches it is one call.
-    """
-    first = batches[0]
-    if first.shape.rank != 1 or first.shape[0] <= EAGER_CHUNK:
-        return function(*batches)
-    return concat_chunks(function, *batches)

@@ -81,7 +81,7 @@ def test_big_eager_batches_are_made_in_chunks_with_the_same_result(
     that memory stays bounded, `benchmarks/tokenizer.py --memory`): the result
     is that of one call, for ids, offsets, single texts and pairs, and each
     of the four calls does go through the chunks."""
-    from keras_bert.text import bert_tokenizer
+    from keras_bert.text import eager_chunks
 
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
     vocabulary += ["##b", "c", "."]
@@ -101,11 +101,11 @@ def test_big_eager_batches_are_made_in_chunks_with_the_same_result(
     }
 
     whole = {name: call() for name, call in calls.items()}
-    monkeypatch.setattr(bert_tokenizer, "EAGER_CHUNK", 4)
+    monkeypatch.setattr(eager_chunks, "EAGER_CHUNK", 4)
     chunked_calls = []
-    concat = bert_tokenizer.concat_chunks
+    concat = eager_chunks.concat_chunks
     monkeypatch.setattr(
-        bert_tokenizer,
+        eager_chunks,
         "concat_chunks",
         lambda *a: chunked_calls.append(1) or concat(*a),
     )
@@ -129,9 +129,9 @@ def test_chunks_are_let_go_as_they_are_joined(monkeypatch):
     as `tf.concat` would."""
     import weakref
 
-    from keras_bert.text import bert_tokenizer
+    from keras_bert.text import eager_chunks
 
-    monkeypatch.setattr(bert_tokenizer, "EAGER_CHUNK", 3)
+    monkeypatch.setattr(eager_chunks, "EAGER_CHUNK", 3)
 
     def make(texts):
         ids = tf.ragged.constant(
@@ -152,7 +152,7 @@ def test_chunks_are_let_go_as_they_are_joined(monkeypatch):
         return outputs
 
     texts = ["ab", "", "cde", "f", "", "", "ghij", "k"]
-    joined = bert_tokenizer.concat_chunks(function, texts)
+    joined = eager_chunks.concat_chunks(function, texts)
     assert len(alive) == 3 * 5  # three chunks of five tensors
     expected = [make(texts[start : start + 3]) for start in range(0, 8, 3)]
     expected = tf.nest.map_structure(
@@ -174,11 +174,11 @@ def test_joined_rows_become_a_tensor_without_a_copy(monkeypatch, resizable):
     after the buffer grew past its first guess. Without mremap (macOS, the
     BSDs; `resizable=False`) a full buffer moves to a bigger map instead of
     growing in place, with the same result."""
-    from keras_bert.text import bert_tokenizer
+    from keras_bert.text import eager_chunks
 
     if not resizable:
-        monkeypatch.setattr(bert_tokenizer, "_resize_map", lambda *args: False)
-    rows = bert_tokenizer._GrowingArray(tf.int32, (2,), capacity=1)
+        monkeypatch.setattr(eager_chunks, "_resize_map", lambda *args: False)
+    rows = eager_chunks._GrowingArray(tf.int32, (2,), capacity=1)
     for start in range(0, 6000, 2000):
         rows.append(np.arange(start, start + 2000).reshape(1000, 2))
     tensor = rows.to_tensor()
