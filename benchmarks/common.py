@@ -273,13 +273,31 @@ def children_cpu_seconds():
     return times.children_user + times.children_system
 
 
+def git_commit():
+    """The repository's commit (short), `+changes` when tracked files
+    differ from it: what a record ran on, so that a record kept after the
+    code moved on still names its code. None outside a git checkout."""
+
+    def git(*arguments):
+        return subprocess.run(
+            ["git", "-C", REPO, *arguments], capture_output=True, text=True
+        )
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode:
+        return None
+    changed = git("status", "--porcelain", "--untracked-files=no").stdout
+    return head.stdout.strip() + ("+changes" if changed.strip() else "")
+
+
 def job_context():
     """What a record says about its run: the driver's command line
-    (relative to the repository), the machine, and the 1-minute load
-    average (`os.getloadavg`) as the job started."""
+    (relative to the repository), the commit (`git_commit`), the machine,
+    and the 1-minute load average (`os.getloadavg`) as the job started."""
     script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO)
     return {
         "command": " ".join(["python", script] + sys.argv[1:]),
+        "commit": git_commit(),
         "load_average": round(os.getloadavg()[0], 1),
         "machine": machine_description(),
     }
@@ -392,16 +410,24 @@ def paired_ratio(ours, peer):
 
 def context_note(records):
     """What a race's records (keyed `(contestant, round)`) say of their
-    runs: the commands that made each round, the load average as each job
-    started and what it says, and the machines, one a line."""
-    runs, loads = {}, {}
+    runs: the commands that made each round, the commits they ran on
+    (records that name one), the load average as each job started and what
+    it says, and the machines, one a line."""
+    runs, commits, loads = {}, {}, {}
     for (_, r), record in sorted(records.items(), key=lambda i: i[0][::-1]):
-        rounds = runs.setdefault(record.get("command"), [])
-        rounds += [r] if r not in rounds else []
+        for grouped, key in ((runs, "command"), (commits, "commit")):
+            rounds = grouped.setdefault(record.get(key), [])
+            rounds += [r] if r not in rounds else []
         if "load_average" in record:
             loads.setdefault(r, []).append(record["load_average"])
     machines = sorted({record["machine"] for record in records.values()})
     lines = ["; ".join(f"rounds {listed(k)}: `{c}`" for c, k in runs.items())]
+    commits.pop(None, None)
+    if commits:
+        lines.append(
+            "Commits: "
+            + "; ".join(f"rounds {listed(k)}: {c}" for c, k in commits.items())
+        )
     if loads:
         lines.append(
             "Load average (1 min) as each job started: "

@@ -286,6 +286,7 @@ def run_worker():
         total_seconds=time.perf_counter() - start,
         load_average=load_average,
         machine=common.machine_description(),
+        commit=common.git_commit(),
     )
     path = f"{FLAGS.output_dir}/{FLAGS.worker}_round{FLAGS.round}.json"
     common.write_record(path, record)

@@ -115,6 +115,7 @@ def run_row(row):
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "machine": common.machine_description(),
+        "commit": common.git_commit(),
         "command": command,
     }
     common.write_record(os.path.join(FLAGS.output_dir, f"{row}.json"), record)

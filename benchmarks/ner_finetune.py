@@ -503,7 +503,8 @@ def main(argv):
     result.update(
         contestant=FLAGS.contestant, dataset=FLAGS.dataset, settings=SETTINGS,
         total_seconds=time.perf_counter() - start, load_average=load_average,
-        machine=common.machine_description(), limit_train=FLAGS.limit_train,
+        machine=common.machine_description(), commit=common.git_commit(),
+        limit_train=FLAGS.limit_train,
         limit_eval=FLAGS.limit_eval,
     )  # fmt: skip
     smoke = FLAGS.limit_train or FLAGS.limit_eval

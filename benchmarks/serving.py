@@ -247,6 +247,7 @@ def run_job(contestant, k):
         process_seconds=round(seconds, 1),
         load_average_1min=[load_before, os.getloadavg()[0]],
         machine=", ".join([common.machine_description()] + versions),
+        commit=common.git_commit(),
     )
 
 

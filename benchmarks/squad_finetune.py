@@ -218,6 +218,7 @@ def train_torch(run_dir):
         predict_windows_per_second=dev_windows / predict_seconds,
         threads=FLAGS.threads,
         machine=common.machine_description(),
+        commit=common.git_commit(),
         **{
             k: FLAGS[k].value
             for k in ("limit_train", "limit_predict", "max_steps")
@@ -275,6 +276,7 @@ def train_keras_bert(run_dir):
             "command": command,
             "wall_seconds": wall_seconds,
             "machine": common.machine_description(),
+            "commit": common.git_commit(),
         },
     )
 

@@ -87,6 +87,25 @@ def test_context_note_names_the_commands_loads_and_machines():
     ]
 
 
+def test_context_note_names_the_commits_records_ran_on():
+    machine = "AMD EPYC, 2 cores; keras 3.15.1"
+    records = {
+        ("a", 0): {"command": "c", "commit": "abc1234", "machine": machine},
+        ("a", 1): {"command": "c", "commit": "def5678", "machine": machine},
+        ("a", 2): {"command": "c", "machine": machine},  # an older record
+    }
+    assert common.context_note(records)[:2] == [
+        "rounds 0, 1, 2: `c`",
+        "Commits: rounds 0: abc1234; rounds 1: def5678",
+    ]
+
+
+def test_a_record_names_its_commit():
+    commit = common.job_context()["commit"]
+    head, _, changes = commit.partition("+")
+    assert len(head) >= 7 and changes in ("", "changes")
+
+
 def test_paired_ratio_is_the_median_of_shared_rounds():
     ours = {0: 2.0, 1: 4.0, 2: 3.0, 5: 9.0}
     peer = {0: 1.0, 1: 1.0, 2: 2.0}
