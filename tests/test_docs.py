@@ -60,6 +60,7 @@ STAND_INS = {
         "saved_models/glue_demo": "pair_classifier_export",
         "path/to/bert": "checkpoint",
     },
+    "docs/checkpoints.md": {"path/to/bert": "checkpoint"},
     "docs/distributed.md": {
         "gs_bucket/pretrain": "pretraining_train_shards",
     },
