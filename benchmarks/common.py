@@ -283,7 +283,10 @@ def git_commit():
             ["git", "-C", REPO, *arguments], capture_output=True, text=True
         )
 
-    head = git("rev-parse", "--short", "HEAD")
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+    except OSError:  # no git on this machine
+        return None
     if head.returncode:
         return None
     changed = git("status", "--porcelain", "--untracked-files=no").stdout
