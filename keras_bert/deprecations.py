@@ -20,7 +20,10 @@ after it arrived here.
   from `keras_bert.serving.signatures` to `keras_bert.decoding`, below
   the models, whose `predict` runs the same text functions as the export;
   `keras_bert.fine_tuning.glue.dataset.preprocess_texts` is
-  `keras_bert.data.pack_texts`, which every task's packing shares.
+  `keras_bert.data.pack_texts`, which every task's packing shares; a
+  classifier's label and window checks moved beside its label modes and
+  windows (`keras_bert.models.multi_hot_labels`, `.label_modes`,
+  `.document_windowing`).
 - Values of a recipe's flag that have a new name (`RENAMED_FLAG_VALUES`,
   read by the recipe through `flag_value`): `recipes/convert_checkpoint.py
   --model=question_answerer` is `--model=question_answering`, the
@@ -166,6 +169,18 @@ MOVED_NAMES = {
     ("keras_bert.models", "QUANTIZATION_MODES"): (
         "keras_bert.serving",
         "QUANTIZATION_MODES",
+    ),
+    ("keras_bert.models.labels", "multi_hot_labels"): (
+        "keras_bert.models.multi_hot_labels",
+        "multi_hot_labels",
+    ),
+    ("keras_bert.models.labels", "check_label_names"): (
+        "keras_bert.models.label_modes",
+        "check_label_names",
+    ),
+    ("keras_bert.models.bert_classifier", "check_document_windows"): (
+        "keras_bert.models.document_windowing",
+        "check_document_windows",
     ),
 }
 

@@ -131,6 +131,21 @@ def test_an_old_name_warns_and_is_the_new_object(statement, expected):
             "head_parallel_copy",
             keras_bert.serving.head_parallel_copy,
         ),
+        (
+            "keras_bert.models.labels",
+            "multi_hot_labels",
+            keras_bert.models.multi_hot_labels.multi_hot_labels,
+        ),
+        (
+            "keras_bert.models.labels",
+            "check_label_names",
+            keras_bert.models.label_modes.check_label_names,
+        ),
+        (
+            "keras_bert.models.bert_classifier",
+            "check_document_windows",
+            keras_bert.models.document_windowing.check_document_windows,
+        ),
     ],
 )
 def test_a_name_that_left_its_module_warns_and_is_the_new_object(

@@ -201,11 +201,12 @@ def _classifier_config(
     `config.json`, `multi_label` from `problem_type`
     (`"multi_label_classification"`) and the label names from `id2label`
     (not `transformers`' placeholders `LABEL_<i>`), unless given.
-    `reading`: how texts are read (`doc_stride`, `aggregation`,
-    `max_windows`), which no checkpoint holds; passed on as given."""
+    `reading`: the label mode and how texts are read (`label_mode`,
+    `windows`, `doc_stride`, `aggregation`, `max_windows`), which no
+    checkpoint holds; passed on as given."""
     config = _huggingface_config(checkpoint)
-    if multi_label is None:
-        multi_label = (
+    if multi_label is None:  # a label mode given says it
+        multi_label = reading.get("label_mode") is None and (
             config.get("problem_type") == "multi_label_classification"
         )
     if num_classes is None:

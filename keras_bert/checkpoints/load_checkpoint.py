@@ -189,9 +189,11 @@ def split_arguments(model_class, kwargs, method):
     head_arguments, task_arguments = set(), set()
     if issubclass(model_class, Task):
         checkpoint_head(model_class)  # fails early for an unregistered head
-        head_arguments = set(
-            inspect.signature(model_class.__init__).parameters
-        ) - {"self", "backbone", "kwargs"}
+        head_arguments = _arguments(model_class) - {
+            "self",
+            "backbone",
+            "kwargs",
+        }
         task_arguments = PREPROCESSOR_ARGUMENTS
     name = f"{model_class.__name__}.{method}"
     if issubclass(model_class, BertBackbone) and (
@@ -213,7 +215,7 @@ def split_arguments(model_class, kwargs, method):
             name: [
                 task.__name__
                 for task in Task.registry
-                if name in inspect.signature(task.__init__).parameters
+                if name in _arguments(task)
             ]
             for name in unknown
         }
@@ -474,3 +476,11 @@ def _architectures(checkpoint):
         return []
     with tf.io.gfile.GFile(checkpoint.config_path) as file:
         return json.load(file).get("architectures") or []
+
+
+def _arguments(task):
+    """The names a task class's constructor takes: its signature's, and
+    those it takes in `**kwargs` (`KEYWORD_ARGUMENTS`, e.g.
+    `BertClassifier`'s `multi_label` and `doc_stride`)."""
+    parameters = set(inspect.signature(task.__init__).parameters)
+    return parameters | set(getattr(task, "KEYWORD_ARGUMENTS", ()))

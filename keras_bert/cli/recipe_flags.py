@@ -26,7 +26,7 @@ from absl import app
 from absl import flags
 
 from keras_bert.layers.window_aggregation import AGGREGATIONS
-from keras_bert.models.bert_classifier import check_document_windows
+from keras_bert.models.document_windowing import check_document_windows
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
 from keras_bert.models.presets import suggest_preset

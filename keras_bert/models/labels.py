@@ -6,6 +6,11 @@
 before Keras builds a step function: a bad label is a `ValueError` naming
 the value, where it is and the fix, not a graph error seconds later.
 A `tf.data.Dataset` is not read ahead; its labels are not checked.
+
+Here: the checks every head shares and a classifier's class ids
+(`class_labels`); a multi-label classifier's rows are in
+`keras_bert.models.multi_hot_labels`, and what each label mode takes in
+`keras_bert.models.label_modes`.
 """
 
 import numpy as np
@@ -16,7 +21,7 @@ from keras_bert.models.text_inputs import is_text
 from keras_bert.models.text_inputs import texts_of
 
 # How many bad values an error quotes.
-_QUOTED = 3
+QUOTED = 3
 
 
 def examples_in(x, argument="x"):
@@ -134,39 +139,6 @@ def checked_validation(validation, head_labels):
     return (validation[0], labels, *validation[2:])
 
 
-def check_label_names(label_names, num_classes, regression=None):
-    """`label_names` as a list of str, one per class, or `None`.
-
-    `regression` (default: `num_classes == 1`) says the model has no
-    classes to name (a multi-label classifier of one label has one)."""
-    if label_names is None:
-        return None
-    if isinstance(label_names, (str, bytes)) or not all(
-        isinstance(name, str) for name in label_names
-    ):
-        raise ValueError(
-            "Received an invalid value for argument `label_names`: expected "
-            f"a list of str, one per class. Received: {label_names!r}"
-        )
-    label_names = list(label_names)
-    if regression is None:
-        regression = num_classes == 1
-    if regression:
-        raise ValueError(
-            "A regressor (num_classes=1) has no classes to name; received "
-            f"label_names={label_names!r}. Pass label_names=None."
-        )
-    if len(label_names) != num_classes or len(set(label_names)) != len(
-        label_names
-    ):
-        raise ValueError(
-            f"Received an invalid value for argument `label_names`: "
-            f"{label_names!r} for num_classes={num_classes}. Pass "
-            f"{num_classes} distinct names, the one of class i at index i."
-        )
-    return label_names
-
-
 def class_labels(labels, num_classes, label_names=None, argument="y"):
     """Labels for a classifier (or, with `num_classes=1`, a regressor).
 
@@ -221,7 +193,7 @@ def class_labels(labels, num_classes, label_names=None, argument="y"):
         if bad.any():
             raise ValueError(
                 f"Received an invalid value for argument `{argument}`: "
-                f"{_quoted(labels, bad)}. Labels must be finite numbers: "
+                f"{quoted_values(labels, bad)}. Labels must be finite numbers: "
                 "drop those examples or fill in their labels."
             )
     if num_classes == 1 or (labels.ndim == 2 and labels.shape[1] > 1):
@@ -244,7 +216,7 @@ def class_labels(labels, num_classes, label_names=None, argument="y"):
         if bad.any():
             raise ValueError(
                 f"Received an invalid value for argument `{argument}`: "
-                f"{_quoted(labels, bad)}, where a classifier takes class "
+                f"{quoted_values(labels, bad)}, where a classifier takes class "
                 f"ids 0 to {num_classes - 1}. For scores, build a "
                 "regressor: `BertClassifier(backbone, num_classes=1)`."
             )
@@ -253,7 +225,7 @@ def class_labels(labels, num_classes, label_names=None, argument="y"):
     if bad.any():
         raise ValueError(
             f"Received an invalid value for argument `{argument}`: "
-            f"{_quoted(labels, bad)}, out of range for num_classes="
+            f"{quoted_values(labels, bad)}, out of range for num_classes="
             f"{num_classes} (class ids 0 to {num_classes - 1}). Map the "
             "labels to ids from 0, or build the classifier with "
             f"num_classes={int(labels.max()) + 1}."
@@ -266,13 +238,13 @@ def _named_labels(labels, num_classes, label_names, argument):
     if num_classes == 1:
         raise ValueError(
             f"Received an invalid value for argument `{argument}`: strings "
-            f"({_quoted(names, np.ones(names.shape, bool))}) for a "
+            f"({quoted_values(names, np.ones(names.shape, bool))}) for a "
             "regressor (num_classes=1), which takes numbers. Convert them, "
             "e.g. `np.asarray(y, dtype='float32')`."
         )
     if label_names is None:
         found = sorted(set(names.ravel().tolist()))
-        quoted = found[:_QUOTED] + (["..."] if len(found) > _QUOTED else [])
+        quoted = found[:QUOTED] + (["..."] if len(found) > QUOTED else [])
         ids = {name: i for i, name in enumerate(found[:num_classes])}
         raise ValueError(
             f"Received an invalid value for argument `{argument}`: string "
@@ -289,20 +261,21 @@ def _named_labels(labels, num_classes, label_names, argument):
     if bad.any():
         raise ValueError(
             f"Received an invalid value for argument `{argument}`: "
-            f"{_quoted(names, bad)}, not among the classifier's "
+            f"{quoted_values(names, bad)}, not among the classifier's "
             f"label_names {label_names!r}. Pass only those names (or "
             "class ids)."
         )
     return np.vectorize(index.__getitem__, otypes=["int64"])(names)
 
 
-def _quoted(values, bad):
-    """`"3 at index 1"`, or the first few such, and how many in all."""
+def quoted_values(values, bad):
+    """`"3 at index 1"`, or the first few such, and how many in all: the
+    values of `values` where `bad` (a bool array, one row per example)."""
     rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
     quoted = ", ".join(
-        f"{_value(values[row])} at index {row}" for row in rows[:_QUOTED]
+        f"{_value(values[row])} at index {row}" for row in rows[:QUOTED]
     )
-    more = f" (and {len(rows) - _QUOTED} more)" if len(rows) > _QUOTED else ""
+    more = f" (and {len(rows) - QUOTED} more)" if len(rows) > QUOTED else ""
     return quoted + more
 
 
@@ -317,114 +290,3 @@ def _is_empty(x):
     if isinstance(x, np.ndarray):
         return x.ndim > 0 and not len(x)
     return isinstance(x, list) and not x
-
-
-def multi_hot_labels(labels, num_classes, label_names=None, argument="y"):
-    """Labels for a multi-label classifier, as multi-hot float32 rows.
-
-    `labels` are one per example (`check_labels` counted them): either a
-    list of label names per example (any number, none included; names
-    from `label_names`), or rows `(n, num_classes)` of 0 and 1 (or soft
-    targets in `[0, 1]`). A 2-D string array is read as names per row,
-    `""` ignored: the export's `labels` output reads back in.
-
-    Returns:
-        float32 array `(n, num_classes)`, or `labels` itself for `None`
-        or a dict.
-
-    Raises:
-        ValueError: naming the first bad values, their index and the fix:
-            names without `label_names`, or not among them; one name per
-            example where a list is expected; rows of another width;
-            values outside `[0, 1]` or not finite.
-
-    Example:
-    ```python
-    multi_hot_labels([["PER", "LOC"], []], 3, ["PER", "ORG", "LOC"])
-    # array([[1., 0., 1.], [0., 0., 0.]], dtype=float32)
-    ```
-    """
-    if labels is None or isinstance(labels, dict):
-        return labels
-    labels = np.asarray(label_lists_as_array(labels))
-    if labels.dtype.kind in "US" and labels.ndim == 2:
-        labels = label_lists_as_array(
-            [tuple(name for name in row if name) for row in labels.tolist()]
-        )
-    if labels.dtype.kind == "O":
-        return _multi_hot_from_names(labels, num_classes, label_names, argument)
-    if labels.dtype.kind in "US":
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: one "
-            f"name per example ({_quoted(labels, np.ones(len(labels), bool))}"
-            "), where a multi-label classifier takes a list of names per "
-            'example, e.g. `[["PER", "LOC"], ["ORG"], []]`.'
-        )
-    if labels.dtype.kind not in "biuf":
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: labels "
-            f"of dtype {labels.dtype}. Pass a list of label names per "
-            f"example, or multi-hot rows of shape (n, {num_classes})."
-        )
-    if labels.ndim != 2 or labels.shape[1] != num_classes:
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: labels "
-            f"of shape {labels.shape} for a multi-label classifier of "
-            f"num_classes={num_classes}. Pass multi-hot rows of shape "
-            f"({len(labels)}, {num_classes}) (1 where a label applies), or "
-            "a list of label names per example."
-        )
-    labels = labels.astype("float32")
-    bad = ~np.isfinite(labels) | (labels < 0) | (labels > 1)
-    if bad.any():
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: "
-            f"{_quoted(labels, bad)}. Multi-hot rows hold 0 or 1 (or "
-            "targets between them) for each label."
-        )
-    return labels
-
-
-def _multi_hot_from_names(labels, num_classes, label_names, argument):
-    rows = [
-        item if isinstance(item, tuple) else None for item in labels.ravel()
-    ]
-    if labels.ndim != 1 or any(row is None for row in rows):
-        bad = np.array([row is None for row in rows])
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: "
-            f"{_quoted(np.array(labels.ravel()), bad)}, where a multi-label "
-            "classifier takes a list of names per example (`[]` for none), "
-            'e.g. `[["PER", "LOC"], ["ORG"], []]`.'
-        )
-    names = sorted({str(name) for row in rows for name in row})
-    if label_names is None:
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: label "
-            f"names ({', '.join(names[:_QUOTED])}"
-            f"{', ...' if len(names) > _QUOTED else ''}), but the "
-            "classifier has no `label_names`. Name the labels when you "
-            f"build it: `BertClassifier(backbone, num_classes={num_classes}"
-            f", multi_label=True, label_names={names[:num_classes]!r})`, or "
-            f"pass multi-hot rows of shape ({len(rows)}, {num_classes})."
-        )
-    index = {name: i for i, name in enumerate(label_names)}
-    bad = np.array(
-        [any(str(name) not in index for name in row) for row in rows]
-    )
-    if bad.any():
-        unknown = sorted(
-            {str(n) for row in rows for n in row if str(n) not in index}
-        )
-        raise ValueError(
-            f"Received an invalid value for argument `{argument}`: "
-            f"{_quoted(np.array([list(r) for r in rows], dtype=object), bad)}"
-            f": {unknown[:_QUOTED]!r} not among the classifier's "
-            f"label_names {label_names!r}. Pass only those names, or build "
-            "the classifier with every name in `label_names`."
-        )
-    multi_hot = np.zeros((len(rows), num_classes), "float32")
-    for i, row in enumerate(rows):
-        for name in row:
-            multi_hot[i, index[str(name)]] = 1.0
-    return multi_hot

@@ -16,7 +16,7 @@ from keras_bert.fine_tuning.classify.examples import (
 )
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.models.labels import class_labels
-from keras_bert.models.labels import multi_hot_labels
+from keras_bert.models.multi_hot_labels import multi_hot_labels
 from keras_bert.text.document_windows import check_documents
 from keras_bert.training.multi_label_metrics import multi_label_scores
 from keras_bert.training.multi_label_metrics import tune_thresholds
