@@ -16,6 +16,7 @@ import pytest
 import keras_bert
 from keras_bert.checkpoints import checkpoint_config
 from keras_bert.checkpoints import hub
+from keras_bert.checkpoints import hub_download
 from keras_bert.checkpoints import read_checkpoint
 from keras_bert.checkpoints.hub import parse_hub_id
 from keras_bert.checkpoints.hub import resolve_checkpoint
@@ -359,7 +360,7 @@ def test_a_repo_without_weights_we_read_is_refused(
         "someone/tf-only-bert",
         {"config.json": os.path.join(minilm_dir, "config.json")},
         COMMIT,
-        absent=hub.WEIGHT_FILES,
+        absent=hub_download.WEIGHT_FILES,
     )
     use_hub_cache(monkeypatch, tmp_path)
     assert (
