@@ -187,3 +187,19 @@ def test_docstring_examples_run(cls, backbone):
         backbone=backbone, preprocessor=preprocessor(),
     )  # fmt: skip
     exec(compile(textwrap.dedent(example), cls.__name__, "exec"), scope)
+
+
+def test_from_checkpoint_takes_the_objects(backbone, tmp_path):
+    """A label mode given overrides the checkpoint's `problem_type`."""
+    from keras_bert.checkpoints import save_huggingface
+
+    tagger = BertClassifier(backbone, 3, label_mode=MultiLabel())
+    directory = str(tmp_path / "hf")
+    save_huggingface(tagger, preprocessor().tokenizer, directory)
+    read = BertClassifier.from_checkpoint(
+        directory, windows=DocumentWindowing(5)
+    )
+    assert read.label_mode == MultiLabel([0.5] * 3)
+    assert read.windows == DocumentWindowing(5)
+    single = BertClassifier.from_checkpoint(directory, label_mode=SingleLabel())
+    assert single.label_mode == SingleLabel()
