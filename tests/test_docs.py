@@ -827,8 +827,13 @@ def unknown_flags(documents, directory):
     and how many commands were checked. A missing script fails."""
     unknown, checked = [], 0
     for document in documents:
+        retired = retired_scripts(document)
         for block in shell_snippets(document, directory):
             for script, names in recipe_commands(block, directory):
+                if script in retired and not os.path.exists(
+                    os.path.join(ROOT, script)
+                ):
+                    continue  # a record of a retired script: its commit
                 assert os.path.exists(os.path.join(ROOT, script)), (
                     f"{document}:{block.line}: {script} does not exist"
                 )
@@ -845,6 +850,30 @@ def unknown_flags(documents, directory):
                     if name not in accepted
                 ]
     return unknown, checked
+
+
+# A results section whose script was folded into another names the
+# command that produced its record and the last commit that had it.
+RETIRED = re.compile(
+    r"Produced by `(benchmarks/[\w/]+\.py)[^`]*` at commit ([0-9a-f]{7,40})"
+)
+
+
+def retired_scripts(document):
+    """The scripts `document` says were retired (`RETIRED`), each checked
+    to exist at the commit it names."""
+    with open(os.path.join(ROOT, document), encoding="utf-8") as f:
+        found = dict(RETIRED.findall(f.read()))
+    for script, commit in found.items():
+        shown = subprocess.run(
+            ["git", "cat-file", "-e", f"{commit}:{script}"],
+            cwd=ROOT,
+            capture_output=True,
+        )
+        assert shown.returncode == 0, (
+            f"{document}: {script} is not in commit {commit}"
+        )
+    return set(found)
 
 
 def test_documented_recipe_commands_use_the_recipes_flags():
