@@ -5,13 +5,13 @@ TensorFlow's Linux x86 wheels turn their oneDNN kernels on by default only
 on CPUs with AVX512-VNNI, AVX512-BF16, AVX-VNNI or AMX
 (`DefaultOneDnnPolicy` in tensorflow/core/util/port.cc); on the others
 (AVX2-only servers, e.g. AMD EPYC before Zen 4) they run on Eigen's
-kernels, and a fine-tuning job ran 1.5x slower there (docs/performance.md).
+kernels, where a fine-tuning job ran slower (issue 50's measurement).
 A recipe is our own entry point, so on such a CPU it turns oneDNN on
 (`TF_ENABLE_ONEDNN_OPTS=1`, read by TensorFlow once, at import: hence
 this module comes before `import keras_bert`) and says so in one log line,
 unless the user set `TF_ENABLE_ONEDNN_OPTS` themselves. The library never
 does this: `import keras_bert` leaves a user's process as TensorFlow set
-it (README, "Speed on your CPU", gives the setting).
+it (README, "Install", gives the setting).
 
     import cpu_backend  # first: before TensorFlow is imported
     import keras_bert

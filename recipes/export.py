@@ -9,7 +9,7 @@ TensorFlow and tensorflow-text at serving time.
     python recipes/export.py --model=clf.keras \
         --labels=negative,positive --export_dir=saved_models/sst2
 
-    # The same with int8 weights (about 4x smaller; see README "Serve"):
+    # The same with int8 weights (about 4x smaller; see docs/serving.md):
     python recipes/export.py --model=clf.keras --quantize=int8 \
         --labels=negative,positive --export_dir=saved_models/sst2_int8
 
@@ -27,7 +27,7 @@ TensorFlow and tensorflow-text at serving time.
 
     # For a CPU server of 2 cores: each block in 2 parallel streams (serve
     # with --tensorflow_intra_op_parallelism=1
-    # --tensorflow_inter_op_parallelism=2; README "Serve"):
+    # --tensorflow_inter_op_parallelism=2; docs/serving.md):
     python recipes/export.py --model=clf.keras --streams=2 \
         --labels=negative,positive --export_dir=saved_models/sst2
 

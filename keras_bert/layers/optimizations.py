@@ -45,7 +45,7 @@ OPTIMIZATIONS = {
         "implementation, written in the forms TensorFlow's CPU remapper "
         "fuses into oneDNN kernels (`layers.remapper_forms`), its weights "
         "constants of the graph. Measured by `benchmarks/serving_ops.py` "
-        "(ops) and `benchmarks/serving_profile.py --threads` (time)."
+        "(ops) and `benchmarks/serving_ops.py --threads` (time)."
     ),
     "closed_form_layer_norm": (
         "`ClosedFormLayerNorm` instead of `keras.layers.LayerNormalization`."

@@ -30,7 +30,7 @@ strings.
 
 Trimming: a raw-text endpoint runs its model only up to the request's
 longest row, never on the export's whole `sequence_length`
-(`benchmarks/serving_profile.py`). Padding is masked, so the outputs are
+(`benchmarks/serving_ops.py`). Padding is masked, so the outputs are
 the same (tests/serving/test_trim.py). A builder gets this by building on
 `keras_bert.serving.signatures.text_and_ids_endpoints(preprocessor,
 outputs_fn, ids_name)`, whose text endpoint gives `outputs_fn` the trimmed

@@ -130,7 +130,7 @@ def export_saved_model(
             `--tensorflow_intra_op_parallelism=1
             --tensorflow_inter_op_parallelism=N`), `N` the number of
             cores: then short requests use every core, where TensorFlow's
-            matmuls of a few dozen rows use one (README, "Serve").
+            matmuls of a few dozen rows use one (docs/serving.md).
             The same outputs, to float rounding; float weights only
             (`keras_bert.serving.plan.INCOMPATIBLE`), float32 or
             bfloat16 matmuls (`precision`). Serves on every CPU.
@@ -143,7 +143,7 @@ def export_saved_model(
             scores, softmax and context, the residual adds, the
             LayerNorms, the embeddings, the pooler, the head and every
             output stay float32. On a CPU with AVX512-BF16 or AMX,
-            oneDNN runs those matmuls on them (README, "Serve":
+            oneDNN runs those matmuls on them (docs/serving.md:
             accuracy; `saved_models/README.md`: which servers load it).
             With `streams`, the streams' matmuls so
             (`serving_graph_streams_bfloat16`). Refused on a CPU without

