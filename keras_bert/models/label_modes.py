@@ -61,7 +61,8 @@ class LabelMode:
         raise ValueError(
             f"`{method}` is for a multi-label classifier; this one gives "
             "each example one class (argmax of the logits). Build it with "
-            "`multi_label=True` for labels that apply independently."
+            "`label_mode=MultiLabel()` (or `multi_label=True`) for labels "
+            "that apply independently."
         )
 
     def get_config(self):
