@@ -13,19 +13,15 @@ that function by the preprocessor's graph and cut to its longest row, as
 the batched path cuts each batch, so the outputs are the batched path's.
 
 Under XLA (`model.jit_compile`) every new shape would compile: there the
-batch is padded to a power of two and the texts' length to a power of
-two (at least `SMALLEST_LENGTH`, at most the preprocessor's
-`sequence_length`), padding that the attention mask hides and that is
-dropped from the outputs.
+batch and the texts' length are padded to buckets
+(`keras_bert.models.xla_buckets`).
 
 `evaluate` (`small_evaluate`) runs the model's own `test_step` in such a
 function, with the labels (and sample weights) as more inputs, so its
 loss and metrics are `keras.Model.evaluate`'s on one batch.
 
-The functions are rebuilt when the model's structure changes (new or
-replaced variables: `enable_lora`, `quantize`, a new `preprocessor`, a
-different `jit_compile`); new weight values need nothing, as the graph
-reads the variables when it runs.
+Where the functions are kept, and when they are rebuilt:
+`keras_bert.models.small_call_functions`.
 """
 
 from collections.abc import Mapping
@@ -33,17 +29,20 @@ from collections.abc import Mapping
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.data.trim_batch import trim_batch
 from keras_bert.keras_workarounds import evaluation_ready
 from keras_bert.keras_workarounds import evaluation_result
+from keras_bert.models.small_call_functions import compiled_function
+from keras_bert.models.small_call_functions import evaluate_ids_function
+from keras_bert.models.small_call_functions import evaluate_text_function
+from keras_bert.models.small_call_functions import ids_function
+from keras_bert.models.small_call_functions import text_function
+from keras_bert.models.small_call_functions import text_packer
 from keras_bert.text.document_windows import DocumentWindows
 from keras_bert.text.document_windows import check_documents
 
 # Examples up to which `predict` takes the compiled function when it is
 # given no `batch_size` (Keras' own default batch).
 DEFAULT_BATCH_SIZE = 32
-# The shortest sequence bucket under XLA.
-SMALLEST_LENGTH = 8
 
 
 def small_predict(
@@ -73,7 +72,7 @@ def small_predict(
             return empty_outputs(model)
         if count > limit:
             return None
-        if isinstance(_text_packer(model), DocumentWindows):
+        if isinstance(text_packer(model), DocumentWindows):
             check_documents(texts[0])
         function = compiled_function(
             model,
@@ -89,7 +88,7 @@ def small_predict(
         return empty_outputs(model)
     if count > limit:
         return None
-    function = compiled_function(model, ("ids",), lambda: _ids_function(model))
+    function = compiled_function(model, ("ids",), lambda: ids_function(model))
     return _numpy(function(ids))
 
 
@@ -141,12 +140,12 @@ def small_evaluate(
     if texts is not None:
         if not 0 < len(texts[0]) <= limit:
             return None
-        if isinstance(_text_packer(model), DocumentWindows):
+        if isinstance(text_packer(model), DocumentWindows):
             check_documents(texts[0])
         function = compiled_function(
             model,
             ("evaluate text", len(texts), extra_key),
-            lambda: _evaluate_text_function(model, len(texts), extra_specs),
+            lambda: evaluate_text_function(model, len(texts), extra_specs),
         )
         arguments = (*(tf.constant(t, tf.string) for t in texts), *extra)
     else:
@@ -158,47 +157,11 @@ def small_evaluate(
         function = compiled_function(
             model,
             ("evaluate ids", extra_key),
-            lambda: _evaluate_ids_function(model, extra_specs),
+            lambda: evaluate_ids_function(model, extra_specs),
         )
         arguments = (ids, *extra)
     model.reset_metrics()
     return evaluation_result(model, function(*arguments), return_dict)
-
-
-def compiled_function(model, kind, build):
-    """The function `build()` made for `kind`, kept on `model` until its
-    structure changes (see the module's docstring)."""
-    key = _structure_key(model)
-    cache = getattr(model, "_small_calls", None)
-    if not isinstance(cache, _Functions) or cache.key != key:
-        cache = _Functions(key)
-        model._small_calls = cache
-    if kind not in cache.functions:
-        cache.functions[kind] = build()
-    return cache.functions[kind]
-
-
-def text_function(model, num_texts, forward=None):
-    """`tf.function(*texts) -> outputs` of `forward` (default: the model)
-    on texts tokenized by the model's preprocessor, traced once for every
-    batch size and length."""
-    pack = _text_packer(model).batch_function(num_texts)
-    forward = forward or _forward(model)
-    to_inputs = model._inputs_from_text
-    xla = bool(model.jit_compile)
-    longest = model.preprocessor.sequence_length
-
-    def run(*texts):
-        features = trim_batch(pack(*texts), multiple=1)
-        count = tf.shape(features["token_ids"])[0]
-        if xla:
-            features = _padded(features, longest)
-        inputs = features if to_inputs is None else to_inputs(features, None)
-        return _first_rows(forward(inputs), count, xla)
-
-    return tf.function(
-        run, input_signature=[tf.TensorSpec([None], tf.string)] * num_texts
-    )
 
 
 def run_in_chunks(model, texts, batch_size, kind, forward=None, progress=None):
@@ -236,90 +199,6 @@ def empty_outputs(model):
         ),
         model.output,
     )
-
-
-class _Functions:
-    """The compiled functions of one model structure, by input kind.
-
-    A plain object: neither Keras' nor TensorFlow's tracking follows it,
-    so it never enters a `.keras` file, a weights file or an export.
-    """
-
-    def __init__(self, key):
-        self.key = key
-        self.functions = {}
-
-
-def _structure_key(model):
-    return (
-        bool(model.jit_compile),
-        id(getattr(model, "preprocessor", None)),
-        tuple(id(variable) for variable in model.weights),
-    )
-
-
-def _text_packer(model):
-    """What turns the model's raw text into its inputs (its preprocessor,
-    or the model's `_text_packer()`: documents cut into windows)."""
-    packer = getattr(model, "_text_packer", None)
-    return packer() if packer is not None else model.preprocessor
-
-
-def _forward(model):
-    if model.jit_compile:
-        return tf.function(
-            lambda inputs: model(inputs, training=False), jit_compile=True
-        )
-    return lambda inputs: model(inputs, training=False)
-
-
-def _ids_function(model):
-    forward = _forward(model)
-    xla = bool(model.jit_compile)
-    signature = {
-        name: tf.TensorSpec((None,) * len(spec.shape), spec.dtype, name)
-        for name, spec in model.input.items()
-    }
-
-    def run(inputs):
-        count = tf.shape(next(iter(inputs.values())))[0]
-        if xla:
-            inputs = {
-                name: _pad_axis(value, 0, _bucket(count))
-                for name, value in inputs.items()
-            }
-        return _first_rows(forward(inputs), count, xla)
-
-    return tf.function(run, input_signature=[signature])
-
-
-def _evaluate_text_function(model, num_texts, extra_specs):
-    """`tf.function(*texts, labels[, sample_weight]) -> test_step logs` on
-    texts tokenized as `text_function` tokenizes them."""
-    pack = _text_packer(model).batch_function(num_texts)
-    to_inputs = model._inputs_from_text
-
-    def run(*arguments):
-        texts, extra = arguments[:num_texts], arguments[num_texts:]
-        features = trim_batch(pack(*texts), multiple=1)
-        inputs = features if to_inputs is None else to_inputs(features, None)
-        return model.test_step((inputs, *extra))
-
-    signature = [tf.TensorSpec([None], tf.string)] * num_texts
-    return tf.function(run, input_signature=[*signature, *extra_specs])
-
-
-def _evaluate_ids_function(model, extra_specs):
-    """`tf.function(ids, labels[, sample_weight]) -> test_step logs`."""
-    signature = {
-        name: tf.TensorSpec((None,) * len(spec.shape), spec.dtype, name)
-        for name, spec in model.input.items()
-    }
-
-    def run(inputs, *extra):
-        return model.test_step((inputs, *extra))
-
-    return tf.function(run, input_signature=[signature, *extra_specs])
 
 
 def _arrays(values):
@@ -394,42 +273,6 @@ def _ids(model, x):
     if len({int(value.shape[0]) for value in ids.values()}) != 1:
         return None
     return ids
-
-
-def _bucket(size):
-    """The least power of two at least `size` (an int32 scalar tensor)."""
-    bits = tf.maximum(size, 1) - 1
-    for shift in (1, 2, 4, 8, 16):
-        bits = tf.bitwise.bitwise_or(bits, tf.bitwise.right_shift(bits, shift))
-    return bits + 1
-
-
-def _pad_axis(value, axis, size):
-    padding = [[0, 0]] * len(value.shape)
-    padding[axis] = [0, size - tf.shape(value)[axis]]
-    return tf.pad(value, padding)
-
-
-def _padded(features, longest):
-    """Features padded to bucketed sizes: rows (empty ones: all padding)
-    to a power of two, columns to a power of two in
-    `[SMALLEST_LENGTH, longest]`."""
-    rows = _bucket(tf.shape(features["token_ids"])[0])
-    length = tf.shape(features["token_ids"])[1]
-    columns = tf.minimum(
-        tf.maximum(_bucket(length), SMALLEST_LENGTH), max(longest, 1)
-    )
-    columns = tf.maximum(columns, length)
-    return {
-        name: _pad_axis(_pad_axis(value, 0, rows), 1, columns)
-        for name, value in features.items()
-    }
-
-
-def _first_rows(outputs, count, padded):
-    if not padded:
-        return outputs
-    return tf.nest.map_structure(lambda value: value[:count], outputs)
 
 
 def _numpy(outputs):

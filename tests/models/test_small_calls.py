@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import keras_bert
-from keras_bert.models import small_calls
+from keras_bert.models import xla_buckets
 from tests.helpers import tiny_backbone_config
 from tests.models.test_raw_text import VOCABULARY
 
@@ -215,11 +215,11 @@ def test_xla_pads_to_buckets_to_the_same_outputs():
     np.testing.assert_allclose(
         model.predict(TEXTS[1:2]), expected[1:2], atol=1e-5
     )
-    features = small_calls._padded(ids(TEXTS[:3]), longest=16)
+    features = xla_buckets.padded(ids(TEXTS[:3]), longest=16)
     assert features["token_ids"].shape == (4, 16)  # 3 rows, 16 columns
-    assert int(small_calls._bucket(tf.constant(5))) == 8
-    assert int(small_calls._bucket(tf.constant(8))) == 8
-    assert int(small_calls._bucket(tf.constant(1))) == 1
+    assert int(xla_buckets.bucket(tf.constant(5))) == 8
+    assert int(xla_buckets.bucket(tf.constant(8))) == 8
+    assert int(xla_buckets.bucket(tf.constant(1))) == 1
 
 
 @pytest.mark.parametrize(
