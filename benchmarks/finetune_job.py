@@ -56,20 +56,45 @@ default; benchmarks/finetune_job/):
   the learning rate at every update. `--train_examples=N` trains both on
   the same N sentences (a seeded sample, in a temporary GLUE directory;
   the dev split whole).
+`--race=profile` (SST-2; benchmarks/finetune_profile/): where the job's
+  time goes, the recipe against torch_grouped (`--precision=
+  mixed_bfloat16`: recipe_bf16 against torch_grouped_bf16), timing:
+    phases   imports, data and tokenizing, the model's loading, the
+             training epoch, the dev evaluation.
+    steps    every training step's wall time (ours: Keras' batch begin
+             to end callbacks around `fit`'s step, which pulls its batch
+             from the `tf.data` pipeline inside; PyTorch: the batch's
+             padding, forward, backward, the optimizer), summed and by
+             batch width (tokens per row).
+    input    ours: the same epoch's `tf.data` batches pulled alone,
+             without training; PyTorch: its padding inside the step.
+    ops      a profile of `--trace_steps` steps from the middle of the
+             epoch: TensorFlow's profiler (`framework_op_stats`: self
+             time per op type), `torch.profiler` (self CPU time per aten
+             op), the top `--top_ops` of each.
+  The recipe's side is `recipes/glue.py`'s work built from the same
+  library calls (`GlueFineTuning`, `load_task_model`, the runner's
+  optimizer and schedule, `fit` on `train_dataset`) without its callbacks,
+  so that the steps can be timed and traced.
 
     python benchmarks/finetune_job.py --race=tools --rounds=3
     python benchmarks/finetune_job.py --race=lora --summarize
+    python benchmarks/finetune_job.py --race=profile --rounds=1 [--steps=N]
 
 transformers' `Trainer` needs `accelerate` (the `dev` extra).
 """
 
-import math
-import os
-import random
-import shutil
-import sys
-import tempfile
 import time
+
+START = time.time()  # --race=profile's workers: their imports' phase
+
+import math  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -89,6 +114,7 @@ RACES = {
     "lora": ("lora_finetune", "full lora lora_lr1e-3"),
     "raw_text": ("raw_text_fit", "recipe raw_text"),
     "compile_auto": ("compile_auto", "recipe compile_auto"),
+    "profile": ("finetune_profile", "recipe torch_grouped"),
 }
 # The recipe flags of each contestant that runs the recipe.
 RECIPES = {
@@ -143,6 +169,16 @@ def define_flags():
         "train_examples", 0, "--race=compile_auto: train on this many "
         "SST-2 sentences (0: the whole split).",
     )  # fmt: skip
+    flags.DEFINE_integer(
+        "steps", 0, "--race=profile: train only the epoch's first N steps "
+        "(0: all of it).",
+    )  # fmt: skip
+    flags.DEFINE_integer("trace_steps", 20, "--race=profile: steps traced.")
+    flags.DEFINE_enum(
+        "precision", "float32", ["float32", "mixed_bfloat16"],
+        "--race=profile: both sides' compute precision.",
+    )  # fmt: skip
+    flags.DEFINE_integer("top_ops", 12, "--race=profile: op types shown.")
     flags.DEFINE_string("output_dir", None, "Records; default: the race's.")
     flags.DEFINE_string("worker", None, "Internal: run one job.")
     flags.DEFINE_string("task", "sst2", "Internal: the worker's task.")
@@ -296,47 +332,72 @@ def padded_batch(encoded, rows, labels=None):
     return batch
 
 
-def run_torch_grouped(precision="float32"):
-    """The plain PyTorch loop on length-grouped batches: the job's record
-    (`precision` "mixed_bfloat16": the forward passes under autocast)."""
-    import numpy as np
-    import torch
+def torch_start(phases):
+    """The PyTorch contestants' start: the model (the recipe's dropout,
+    seeded) and SST-2 read and tokenized, each phase's seconds into
+    `phases` ("model", "tokenize"). Returns `(model, train, labels, dev,
+    dev_labels)`: the tokenizer's encodings and the labels."""
     import transformers
 
     from benchmarks.contestants import torch_loop
 
     settings = TORCH_SETTINGS
+    clock = time.time()
+    model = torch_loop.from_pretrained(
+        transformers.AutoModelForSequenceClassification, common.minilm_dir(),
+        dropout=settings["dropout"], seed=FLAGS.seed, num_labels=2,
+    )  # fmt: skip
     tokenizer = transformers.AutoTokenizer.from_pretrained(common.minilm_dir())
+    phases["model"] = time.time() - clock
+    clock = time.time()
     (texts, labels), (dev_texts, dev_labels) = (
         common.read_sst2(split, FLAGS.glue_dir) for split in ("train", "dev")
     )
     encode = dict(truncation=True, max_length=settings["sequence_length"])
     train, dev = tokenizer(texts, **encode), tokenizer(dev_texts, **encode)
-    model = torch_loop.from_pretrained(
-        transformers.AutoModelForSequenceClassification, common.minilm_dir(),
-        dropout=settings["dropout"], seed=FLAGS.seed, num_labels=2,
+    phases["tokenize"] = time.time() - clock
+    return model, train, labels, dev, dev_labels
+
+
+def torch_predict(model, dev, precision):
+    """The dev rows' predicted classes, in batches sorted by length."""
+    import numpy as np
+
+    from benchmarks.contestants import torch_loop
+
+    dev_lengths = np.array([len(ids) for ids in dev["input_ids"]])
+
+    def logits(rows):
+        with torch_loop.autocast(precision):
+            return model(**padded_batch(dev, rows)).logits.float().numpy()
+
+    outputs = torch_loop.predict(
+        model, logits, len(dev_lengths), TORCH_SETTINGS["eval_batch_size"],
+        order=np.argsort(-dev_lengths, kind="stable"),
     )  # fmt: skip
+    predicted = np.zeros(len(dev_lengths), np.int64)
+    for rows, row_logits in outputs:
+        predicted[rows] = row_logits.argmax(-1)
+    return predicted
+
+
+def run_torch_grouped(precision="float32"):
+    """The plain PyTorch loop on length-grouped batches: the job's record
+    (`precision` "mixed_bfloat16": the forward passes under autocast)."""
+    import numpy as np
+    import torch
+
+    from benchmarks.contestants import torch_loop
+
+    settings = TORCH_SETTINGS
+    model, train, labels, dev, dev_labels = torch_start({})
     lengths = [len(ids) for ids in train["input_ids"]]
     generator = torch.Generator().manual_seed(FLAGS.seed)
     eval_start = []
 
     def evaluate(epoch):
         eval_start.append(time.time())
-        dev_lengths = np.array([len(ids) for ids in dev["input_ids"]])
-
-        def logits(rows):
-            with torch_loop.autocast(precision):
-                return model(**padded_batch(dev, rows)).logits.float().numpy()
-
-        outputs = torch_loop.predict(
-            model,
-            logits,
-            len(dev_lengths), settings["eval_batch_size"],
-            order=np.argsort(-dev_lengths, kind="stable"),
-        )  # fmt: skip
-        predicted = np.zeros(len(dev_lengths), np.int64)
-        for rows, logits in outputs:
-            predicted[rows] = logits.argmax(-1)
+        predicted = torch_predict(model, dev, precision)
         return {"correct": predicted == np.asarray(dev_labels)}
 
     def step_loss(rows):
@@ -468,7 +529,240 @@ def run_compile_auto():
     }
 
 
+def trace_window(steps, trace_steps):
+    """`(first, stop)`: the `trace_steps` steps in the middle of an epoch of
+    `steps` (none if the epoch is too short to leave steps around it)."""
+    trace_steps = min(trace_steps, max(0, steps - 2))
+    first = (steps - trace_steps) // 2
+    return first, first + trace_steps
+
+
+def op_table(rows, top):
+    """`[(op type, seconds, share)]` of the `top` op types by self time, and
+    the traced total, from `(op type, self seconds)` pairs (idle excluded)."""
+    totals = {}
+    for kind, seconds in rows:
+        if kind != "IDLE":
+            totals[kind] = totals.get(kind, 0.0) + seconds
+    total = sum(totals.values())
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:top]
+    return [(k, s, s / total if total else 0.0) for k, s in ranked], total
+
+
+def tf_op_rows(logdir):
+    """`(op type, self seconds)` of every op TensorFlow's profiler traced
+    into `logdir` (its `framework_op_stats` tool)."""
+    import glob
+    import json
+
+    from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+
+    paths = glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)
+    data, ok = _pywrap_profiler_plugin.xspace_to_tools_data(
+        paths, "framework_op_stats", {}
+    )
+    if not ok:
+        raise RuntimeError(f"No op statistics from {paths}: {data[:300]}")
+    table = json.loads(data)[0]
+    ids = [column["id"] for column in table["cols"]]
+    kind, self_time = ids.index("type"), ids.index("total_self_time")
+    return [
+        (row["c"][kind]["v"], row["c"][self_time]["v"] / 1e6)
+        for row in table["rows"]
+    ]
+
+
+def run_profile_recipe():
+    """--race=profile: the recipe's work, timed: the record."""
+    import tempfile
+
+    import keras
+    import tensorflow as tf
+
+    import keras_bert
+    from keras_bert.fine_tuning import load_task_model
+    from keras_bert.fine_tuning.glue import GlueFineTuning
+    from keras_bert.training import WarmupLinearDecay
+    from keras_bert.training import training_defaults
+
+    phases = {"imports": time.time() - START}
+
+    def build_model(task):
+        model, tokenizer = load_task_model(
+            keras_bert.BertClassifier, init_checkpoint=common.minilm_dir(),
+            sequence_length=128, num_classes=task.num_classes,
+        )  # fmt: skip
+        return model, keras_bert.BertPreprocessor(tokenizer, 128)
+
+    clock = time.time()
+    if FLAGS.precision != "float32":
+        # As the recipe's --mixed_precision does (this worker's own process).
+        keras.mixed_precision.set_global_policy(FLAGS.precision)
+    keras.utils.set_random_seed(FLAGS.seed)
+    task = GlueFineTuning(
+        "sst2", build_model, data_dir=FLAGS.glue_dir, eval_batch_size=64,
+        group_by_length=True,
+    )  # fmt: skip
+    task.load_data()
+    model, _ = task.build_model()
+    phases["model"] = time.time() - clock
+    clock = time.time()
+    examples = int(task.num_train_examples)
+    task._packed()  # the tokenizer's pass over every split
+    phases["tokenize"] = time.time() - clock
+    epoch_steps = math.ceil(examples / 32)
+    steps = min(FLAGS.steps or epoch_steps, epoch_steps)
+    defaults = training_defaults(model.TASK_NAME)
+    model.compile(
+        optimizer=defaults.create_optimizer(
+            WarmupLinearDecay(2e-5, epoch_steps, int(0.1 * epoch_steps))
+        )
+    )
+    # The pipeline alone: the epoch's batches, nothing training.
+    widths, input_seconds = [], []
+    batches = iter(task.train_dataset(32, FLAGS.seed, 0, 1))
+    for _ in range(steps):
+        clock = time.perf_counter()
+        inputs, _ = next(batches)
+        input_seconds.append(time.perf_counter() - clock)
+        widths.append(int(inputs["token_ids"].shape[1]))
+    first, stop = trace_window(steps, FLAGS.trace_steps)
+    logdir = tempfile.mkdtemp()
+    marks = {"begin": [], "end": [], "cpu_begin": [], "cpu_end": []}
+    profiler_seconds = []  # starting and stopping it, outside the steps
+
+    class StepTimer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch == first:
+                clock = time.perf_counter()
+                tf.profiler.experimental.start(logdir)
+                profiler_seconds.append(time.perf_counter() - clock)
+            marks["begin"].append(time.perf_counter())
+            marks["cpu_begin"].append(time.process_time())
+
+        def on_train_batch_end(self, batch, logs=None):
+            marks["end"].append(time.perf_counter())
+            marks["cpu_end"].append(time.process_time())
+            if batch == stop - 1:
+                clock = time.perf_counter()
+                tf.profiler.experimental.stop()
+                profiler_seconds.append(time.perf_counter() - clock)
+
+    clock = time.time()
+    model.fit(
+        task.train_dataset(32, FLAGS.seed, 0, 1), steps_per_epoch=steps,
+        epochs=1, callbacks=[StepTimer()], shuffle=False, verbose=0,
+    )  # fmt: skip
+    # The profiler's start and stop are not the job's.
+    phases["train"] = time.time() - clock - sum(profiler_seconds)
+    clock = time.time()
+    metrics = task.evaluate(model)
+    phases["evaluate"] = time.time() - clock
+    step_seconds = [b - a for a, b in zip(marks["begin"], marks["end"])]
+    step_cpu = [b - a for a, b in zip(marks["cpu_begin"], marks["cpu_end"])]
+    rows, traced = op_table(tf_op_rows(logdir), 10_000)
+    return {
+        "phases": phases,
+        "widths": widths,
+        "step_seconds": step_seconds,
+        "step_cpu_seconds": step_cpu,
+        "input_seconds": input_seconds,
+        "trace_window": [first, stop],
+        "traced_op_seconds": traced,
+        "profiler_seconds": sum(profiler_seconds),
+        "ops": rows,
+        "dev_accuracy": float(metrics["validation"]["accuracy"]),
+        "num_train_examples": examples,
+        "precision": FLAGS.precision,
+    }
+
+
+def run_profile_torch():
+    """--race=profile: torch_grouped's loop, timed part by part: the
+    record."""
+    import numpy as np
+    import torch
+    import transformers
+
+    from benchmarks.contestants import torch_loop
+
+    phases = {"imports": time.time() - START}
+    settings = TORCH_SETTINGS
+    model, train, labels, dev, dev_labels = torch_start(phases)
+    lengths = [len(ids) for ids in train["input_ids"]]
+    order = grouped_order(
+        lengths, 32, torch.Generator().manual_seed(FLAGS.seed)
+    )
+    epoch_steps = math.ceil(len(lengths) / 32)
+    steps = min(FLAGS.steps or epoch_steps, epoch_steps)
+    optimizer = torch_loop.adamw(
+        model, settings["learning_rate"], settings["weight_decay"],
+        (settings["adam_beta_1"], settings["adam_beta_2"]),
+        settings["adam_epsilon"],
+    )  # fmt: skip
+    scheduler = transformers.get_linear_schedule_with_warmup(
+        optimizer, int(settings["warmup_fraction"] * epoch_steps), epoch_steps
+    )
+    first, stop = trace_window(steps, FLAGS.trace_steps)
+    parts = {k: [] for k in ("input", "forward", "backward", "optimizer")}
+    widths, step_cpu, profiler = [], [], None
+    model.train()
+    profiler_seconds = 0.0  # starting and stopping it, outside the steps
+    clock = time.time()
+    for k in range(steps):
+        if k == first:
+            profiler_clock = time.perf_counter()
+            profiler = torch.profiler.profile(
+                activities=[torch.profiler.ProfilerActivity.CPU]
+            )
+            profiler.__enter__()
+            profiler_seconds += time.perf_counter() - profiler_clock
+        marks, cpu = [time.perf_counter()], time.process_time()
+        batch = padded_batch(train, order[32 * k : 32 * (k + 1)], labels)
+        widths.append(int(batch["input_ids"].shape[1]))
+        marks.append(time.perf_counter())
+        with torch_loop.autocast(FLAGS.precision):
+            loss = model(**batch).loss
+        marks.append(time.perf_counter())
+        torch_loop.step(
+            model, optimizer, loss, settings["clipnorm"], scheduler,
+            after_backward=lambda: marks.append(time.perf_counter()),
+        )  # fmt: skip
+        marks.append(time.perf_counter())
+        step_cpu.append(time.process_time() - cpu)
+        for name, a, b in zip(parts, marks, marks[1:]):
+            parts[name].append(b - a)
+        if k == stop - 1:
+            profiler_clock = time.perf_counter()
+            profiler.__exit__(None, None, None)
+            profiler_seconds += time.perf_counter() - profiler_clock
+    phases["train"] = time.time() - clock - profiler_seconds
+    clock = time.time()
+    predicted = torch_predict(model, dev, FLAGS.precision)
+    phases["evaluate"] = time.time() - clock
+    averages = profiler.key_averages() if profiler else []
+    rows, traced = op_table(
+        [(e.key, e.self_cpu_time_total / 1e6) for e in averages], 10_000
+    )
+    return {
+        "phases": phases,
+        "widths": widths,
+        "step_seconds": [sum(p) for p in zip(*parts.values())],
+        "step_parts": parts,
+        "step_cpu_seconds": step_cpu,
+        "trace_window": [first, stop],
+        "traced_op_seconds": traced,
+        "profiler_seconds": profiler_seconds,
+        "ops": rows,
+        "dev_accuracy": float(np.mean(predicted == np.asarray(dev_labels))),
+        "num_train_examples": len(lengths),
+        "precision": FLAGS.precision,
+    }
+
+
 WORKERS = {
+    "profile_recipe": run_profile_recipe,
+    "profile_torch_grouped": run_profile_torch,
     "compile_auto": run_compile_auto,
     "raw_text": run_raw_text,
     "keras_hub": run_keras_hub,
@@ -478,6 +772,8 @@ WORKERS = {
     "torch_grouped": run_torch_grouped,
     "torch_grouped_bf16": lambda: run_torch_grouped("mixed_bfloat16"),
 }
+# Batch widths (tokens per row) grouped for --race=profile's step table.
+WIDTH_BINS = ((1, 16), (17, 24), (25, 32), (33, 48), (49, 128))
 # Who each contestant is paired with in the ratios: the recipe at its
 # precision.
 PAIRED_WITH = {"torch_grouped_bf16": "recipe_bf16"}
@@ -521,6 +817,22 @@ def run_job(contestant, k, task="sst2", env=None):
         record, task=task, seed=k, total_seconds=round(total, 1),
         total_cpu_seconds=round(common.children_cpu_seconds() - cpu_before, 1),
         train_examples_per_second=round(speed, 2), **context,
+    )  # fmt: skip
+
+
+def profile_job(contestant, k):
+    """--race=profile: one contestant's profile in a fresh process."""
+    context = common.job_context()
+    cpu_before = common.children_cpu_seconds()
+    command = common.script_command(
+        __file__, f"--worker=profile_{contestant}", f"--seed={k}",
+        *common.flag_values("glue_dir", "steps", "trace_steps", "precision"),
+    )  # fmt: skip
+    record, seconds, _ = common.run_worker(command)
+    return dict(
+        record, total_seconds=round(seconds, 1),
+        total_cpu_seconds=round(common.children_cpu_seconds() - cpu_before, 1),
+        load_average_end=round(os.getloadavg()[0], 1), **context,
     )  # fmt: skip
 
 
@@ -684,6 +996,183 @@ def compile_auto_summary(records):
     ]
 
 
+def untraced(record):
+    """`(widths, step seconds)` of a record's steps outside the traced
+    window (the profiler slows the steps it traces)."""
+    first, stop = record["trace_window"]
+    keep = [
+        k for k in range(len(record["step_seconds"])) if not first <= k < stop
+    ]
+    return (
+        [record["widths"][k] for k in keep],
+        [record["step_seconds"][k] for k in keep],
+    )
+
+
+def width_rows(records, names):
+    """Per width bin: steps and median step ms of each contestant, and
+    the ratio of PyTorch's to ours."""
+    rows = []
+    for low, high in WIDTH_BINS:
+        cells, medians = [], {}
+        for name in names:
+            widths, seconds = untraced(records[name])
+            chosen = [s for w, s in zip(widths, seconds) if low <= w <= high]
+            if chosen:
+                medians[name] = statistics.median(chosen) * 1000
+                cells.append(f"{len(chosen)} | {medians[name]:.0f}")
+            else:
+                cells.append("0 | —")
+        ratio = "—"
+        if len(medians) == 2 and all(medians.values()):
+            ratio = f"{medians[names[1]] / medians[names[0]]:.2f}"
+        rows.append(f"| {low}-{high} | {' | '.join(cells)} | {ratio} |")
+    return rows
+
+
+def profiler_note(records):
+    """What the train phases leave out: the profilers' start and stop
+    (records before this was measured: nothing left out)."""
+    if not all("profiler_seconds" in r for r in records.values()):
+        return ""
+    seconds = ", ".join(
+        f"{name} {r['profiler_seconds']:.1f} s" for name, r in records.items()
+    )
+    return (
+        "The train phase leaves out starting and stopping the profilers "
+        f"around the traced steps ({seconds}). "
+    )
+
+
+def precision_note(record):
+    """How a record's two sides computed (records before the flag: float32)."""
+    if record.get("precision", "float32") == "float32":
+        return "float32"
+    return (
+        f"{record['precision']} (ours: Keras' policy; PyTorch: forward "
+        "passes under torch.autocast to bfloat16)"
+    )
+
+
+def profile_summary(records, top_ops=12):
+    """The RESULTS.md section from the records (`{(contestant, round):
+    record}`): the last round both contestants ran, `top_ops` op types
+    of each."""
+    names = RACES["profile"][1].split()
+    rounds = common.paired_rounds(records, names)
+    if not rounds:
+        raise SystemExit("No round with both contestants: run them.")
+    k = rounds[-1]
+    by_name = {name: records[(name, k)] for name in names}
+    ours, peer = (by_name[name] for name in names)
+    phase_names = ["imports", "model", "tokenize", "train", "evaluate"]
+    phase_rows = [
+        "| phase (s) | " + " | ".join(names) + " | torch_grouped / recipe |",
+        "|---|---|---|---|",
+    ]
+    totals = {
+        "total job": "total_seconds",
+        "total job CPU": "total_cpu_seconds",
+    }
+    for phase in phase_names + list(totals):
+        if phase in totals and not all(
+            totals[phase] in r for r in (ours, peer)
+        ):
+            continue
+        values = [
+            r[totals[phase]] if phase in totals else r["phases"][phase]
+            for r in (ours, peer)
+        ]
+        phase_rows.append(
+            f"| {phase} | {values[0]:.1f} | {values[1]:.1f} "
+            f"| {values[1] / values[0]:.2f} |"
+        )
+    steps = {name: untraced(r)[1] for name, r in by_name.items()}
+
+    def cpu_of(record):
+        first, stop = record["trace_window"]
+        return [
+            s
+            for k, s in enumerate(record.get("step_cpu_seconds", []))
+            if not first <= k < stop
+        ]
+
+    step_rows = [
+        "| steps outside the traced window | " + " | ".join(names) + " |",
+        "|---|---|---|",
+        f"| steps | {len(steps['recipe'])} | {len(steps['torch_grouped'])} |",
+        "| sum of step times (s) | "
+        + " | ".join(f"{sum(s):.1f}" for s in steps.values())
+        + " |",
+        "| sum of step CPU times (s; all threads) | "
+        + " | ".join(
+            f"{sum(cpu_of(r)):.1f}" if cpu_of(r) else "—"
+            for r in by_name.values()
+        )
+        + " |",
+        "| median step (ms) | "
+        + " | ".join(
+            f"{statistics.median(s) * 1000:.0f}" for s in steps.values()
+        )
+        + " |",
+        f"| first step (ms; tracing and compiling) | "
+        f"{ours['step_seconds'][0] * 1000:.0f} "
+        f"| {peer['step_seconds'][0] * 1000:.0f} |",
+        f"| input pipeline alone, the same batches (s) | {sum(ours['input_seconds']):.1f} "
+        f"| {sum(peer['step_parts']['input']):.1f} (padding, inside the steps) |",
+    ]
+    for part in ("forward", "backward", "optimizer"):
+        seconds = sum(peer["step_parts"][part])
+        step_rows.append(f"| PyTorch {part}, all steps (s) | | {seconds:.1f} |")
+    width_table = [
+        "| batch width (tokens) | recipe steps | recipe median ms "
+        "| torch_grouped steps | torch_grouped median ms "
+        "| torch_grouped / recipe |",
+        "|---|---|---|---|---|---|",
+        *width_rows(by_name, names),
+    ]
+    op_tables = []
+    for name, record in by_name.items():
+        first, stop = record["trace_window"]
+        op_tables += [
+            "",
+            f"{name}: op types by self time over steps {first}-{stop - 1} "
+            f"(traced {record['traced_op_seconds']:.2f} s of op time):",
+            "",
+            "| op type | self s | share |",
+            "|---|---|---|",
+        ] + [
+            f"| {kind} | {seconds:.2f} | {share:.1%} |"
+            for kind, seconds, share in record["ops"][:top_ops]
+        ]
+    loads = [
+        f"{name} {r['load_average']}→{r['load_average_end']}"
+        for name, r in by_name.items()
+    ]
+    commands, *context = common.context_note(records)
+    return [
+        "## Where the SST-2 fine-tuning job's time goes: recipe vs a "
+        "length-grouped PyTorch loop",
+        "",
+        f"{commands} (what each side runs: the script's docstring). Round "
+        f"{k} (seed {k}): {len(ours['step_seconds'])} steps of 1 epoch "
+        f"of {ours['num_train_examples']} SST-2 "
+        "training examples, MiniLM-L6-H384, batch 32, sequence 128, lr "
+        f"2e-5, {precision_note(ours)}; dev accuracy recipe {ours['dev_accuracy']:.4f}, "
+        f"torch_grouped {peer['dev_accuracy']:.4f}. {profiler_note(by_name)}"
+        "Load average (1 min) "
+        f"at each job's start and end: {common.listed(loads)}.",
+        *context,
+        "",
+        *phase_rows,
+        "",
+        *step_rows,
+        "",
+        *width_table,
+        *op_tables,
+    ]
+
+
 def speed_by_load(speeds, loads, cores):
     """The raw-text speed ratios (`speeds`, per "<task> round <k>") of the
     rounds on a quiet machine and of those that shared it (by `loads`)."""
@@ -798,12 +1287,18 @@ def main(argv):
                 )
             if not FLAGS.summarize:
                 common.run_rounds(
-                    run_job, contestants, output_dir(), FLAGS.first_round,
+                    profile_job if FLAGS.race == "profile" else run_job,
+                    contestants, output_dir(), FLAGS.first_round,
                     FLAGS.rounds,
                 )  # fmt: skip
         records = common.by_round(common.read_records(output_dir()))
-        summary = {"tools": tools_summary, "lora": lora_summary}
-        lines = summary.get(FLAGS.race, compile_auto_summary)(records)
+        summary = {
+            "tools": tools_summary,
+            "lora": lora_summary,
+            "compile_auto": compile_auto_summary,
+            "profile": lambda r: profile_summary(r, FLAGS.top_ops),
+        }
+        lines = summary[FLAGS.race](records)
     common.publish(RACES[FLAGS.race][0], "\n".join(lines) + "\n")
 
 

@@ -174,7 +174,8 @@ def trace_predict_once(model, dataset):
     for one `predict` over batches cut to their longest row. The dataset's
     element spec with every dimension unknown is traced here instead; the
     `tf.function` then dispatches every batch to that one trace (what it
-    saves: the evaluation phase of `benchmarks/finetune_profile.py`).
+    saves: the evaluation phase of `benchmarks/finetune_job.py
+    --race=profile`).
 
     Does nothing where Keras would not call the function on the batch as
     the dataset yields it: another backend, eager runs, several replicas,

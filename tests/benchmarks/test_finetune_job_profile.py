@@ -1,20 +1,24 @@
-"""benchmarks/finetune_profile.py: its trace window, op tables and the
-section it writes, from made-up records (no timing)."""
+"""benchmarks/finetune_job.py --race=profile: its trace window, op tables
+and the section it writes, from made-up records (no timing)."""
 
-from benchmarks import finetune_profile
+from benchmarks import finetune_job
 
 
 def test_the_trace_window_is_in_the_middle_and_fits_the_epoch():
-    assert finetune_profile.trace_window(217, 20) == (98, 118)
-    assert finetune_profile.trace_window(10, 20) == (1, 9)
-    assert finetune_profile.trace_window(2, 20) == (1, 1)  # nothing traced
+    assert finetune_job.trace_window(217, 20) == (98, 118)
+    assert finetune_job.trace_window(10, 20) == (1, 9)
+    assert finetune_job.trace_window(2, 20) == (1, 1)  # nothing traced
 
 
 def test_op_table_sums_op_kinds_and_leaves_idle_out():
     rows = [("MatMul", 3.0), ("IDLE", 9.0), ("Erfc", 1.0), ("MatMul", 1.0)]
-    table, total = finetune_profile.op_table(rows, top=1)
+    table, total = finetune_job.op_table(rows, top=1)
     assert total == 5.0
     assert table == [("MatMul", 4.0, 0.8)]
+
+
+def _section(records):
+    return "\n".join(finetune_job.profile_summary(records))
 
 
 def _record(step_ms, widths, **extra):
@@ -37,7 +41,7 @@ def _record(step_ms, widths, **extra):
         "total_seconds": 40.0,
         "load_average": 1.0,
         "load_average_end": 1.5,
-        "command": "python benchmarks/finetune_profile.py",
+        "command": "python benchmarks/finetune_job.py",
         "machine": "AMD EPYC, 2 cores; tensorflow 2.21.0",
     }
     return dict(record, **extra)
@@ -59,7 +63,7 @@ def test_the_section_splits_phases_steps_widths_and_ops():
         [150, 999, 300, 300], widths, step_parts=parts, total_seconds=50.0,
         total_cpu_seconds=84.0,
     )  # fmt: skip
-    markdown = finetune_profile.summary_markdown(
+    markdown = _section(
         {("recipe", 0): recipe, ("torch_grouped", 0): torch_loop}
     )
     assert "| total job | 40.0 | 50.0 | 1.25 |" in markdown
@@ -91,7 +95,7 @@ def test_the_section_names_the_precision_and_the_profilers_time():
         [150, 999, 300, 300], widths, step_parts=parts,
         **dict(extra, profiler_seconds=0.4),
     )  # fmt: skip
-    markdown = finetune_profile.summary_markdown(
+    markdown = _section(
         {("recipe", 0): recipe, ("torch_grouped", 0): torch_loop}
     )
     assert "lr 2e-5, mixed_bfloat16 (ours: Keras' policy;" in markdown
@@ -101,7 +105,7 @@ def test_the_section_names_the_precision_and_the_profilers_time():
     )
     # Records from before either was recorded: float32, nothing said.
     del recipe["precision"], recipe["profiler_seconds"]
-    markdown = finetune_profile.summary_markdown(
+    markdown = _section(
         {("recipe", 0): recipe, ("torch_grouped", 0): torch_loop}
     )
     assert "lr 2e-5, float32;" in markdown

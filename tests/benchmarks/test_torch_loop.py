@@ -294,7 +294,7 @@ def test_train_on_calls_a_forward_without_a_truth_value():
 
 
 def test_step_calls_after_backward_between_gradients_and_update():
-    # finetune_profile.py times the backward pass through this hook.
+    # finetune_job.py --race=profile times the backward pass through this hook.
     model = _model()
     x, y = _data()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
