@@ -3,14 +3,14 @@
 With a `preprocessor` attached, a task model takes raw strings wherever
 it takes ids: this mixin recognises them (`keras_bert.models.text_inputs`),
 builds the `tf.data` pipeline that tokenizes them
-(`keras_bert.models.text_datasets`) and hands it to `keras.Model`'s own
+(`keras_bert.models.text_datasets`; `fit`'s arguments:
+`keras_bert.models.text_fit_arguments`) and hands it to `keras.Model`'s own
 method. Ids go to `keras.Model` unchanged.
 """
 
 import inspect
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.keras_workarounds import trace_predict_once
 from keras_bert.models.labels import checked_labels
@@ -18,12 +18,9 @@ from keras_bert.models.labels import checked_validation
 from keras_bert.models.small_calls import empty_outputs
 from keras_bert.models.small_calls import small_evaluate
 from keras_bert.models.small_calls import small_predict
-from keras_bert.models.text_datasets import fit_dataset
 from keras_bert.models.text_datasets import inference_dataset
-from keras_bert.models.text_datasets import text_dataset
-from keras_bert.models.text_datasets import validation_dataset
+from keras_bert.models.text_fit_arguments import text_fit_arguments
 from keras_bert.models.text_inputs import is_text
-from keras_bert.models.text_inputs import split_last
 
 
 class RawTextMethods:
@@ -125,57 +122,14 @@ class RawTextMethods:
                 self._check_text_layout(validation[0])
         elif is_text(validation):
             self._check_text_layout(validation)
-        validation_batch_size = (
-            arguments.pop("validation_batch_size") or arguments["batch_size"]
-        )
-        split = arguments.pop("validation_split")
-        if isinstance(x, tf.data.Dataset):
-            if seed is not None:
-                raise ValueError(
-                    "Received an invalid value for argument `seed`: a "
-                    "`tf.data.Dataset` keeps its own order. Received: "
-                    f"seed={seed!r}; shuffle the dataset instead."
-                )
-            if split:
-                raise ValueError(
-                    "`validation_split` needs texts in lists or arrays; "
-                    "with a `tf.data.Dataset`, pass `validation_data`."
-                )
-            arguments["x"] = text_dataset(
-                x, self._text_packer(), self._inputs_from_text
-            )
-        else:
-            if arguments["steps_per_epoch"] is not None:
-                raise ValueError(
-                    "Received an invalid value for argument "
-                    "`steps_per_epoch`: `fit` on texts in lists or arrays "
-                    "trains whole epochs. Pass steps_per_epoch=None, or a "
-                    "`tf.data.Dataset` of text batches."
-                )
-            x_train, y_train, weights = x, y, arguments["sample_weight"]
-            if split:
-                (x_train, y_train, weights), validation = split_last(
-                    (x, y, weights), split
-                )
-            arguments["x"], arguments["steps_per_epoch"] = fit_dataset(
-                self._text_packer(),
-                self._inputs_from_text,
-                x_train,
-                y_train,
-                sample_weight=weights,
-                batch_size=arguments["batch_size"],
-                shuffle=arguments["shuffle"],
-                seed=seed,
-                initial_epoch=arguments["initial_epoch"],
-                epochs=arguments["epochs"],
-            )
-            arguments["shuffle"] = False  # each epoch is shuffled already
-        arguments.update(y=None, batch_size=None, sample_weight=None)
-        arguments["validation_data"] = validation_dataset(
+        arguments = text_fit_arguments(
+            arguments,
+            x,
+            y,
             validation,
+            seed,
             self._text_packer(),
             self._inputs_from_text,
-            validation_batch_size,
         )
         return super().fit(**arguments)
 
