@@ -175,25 +175,15 @@ def define_flags():
     flags.DEFINE_string("worker", None, "Internal: serve as one contestant.")
 
 
-def weights_path():
-    if FLAGS.classifier.endswith(".weights.h5"):
-        return FLAGS.classifier
-    return os.path.join(FLAGS.classifier, "best.weights.h5")
-
-
 def run_prepare():
     """Writes every contestant's files into `--work_dir` (its own process:
     the driver stays light while the contestants run)."""
-    import keras_bert
-
-    init_checkpoint = FLAGS.init_checkpoint or common.minilm_dir()
-    classifier = keras_bert.BertClassifier.from_checkpoint(
-        init_checkpoint, num_classes=2, preprocessor=None
+    classifier, tokenizer = contestants.fine_tuned(
+        FLAGS.classifier, FLAGS.init_checkpoint or common.minilm_dir()
     )
-    classifier.load_weights(weights_path())
     manifest = contestants.prepare(
         classifier,
-        keras_bert.BertTokenizer.from_checkpoint(init_checkpoint),
+        tokenizer,
         FLAGS.work_dir,
         128,
         labels=["negative", "positive"],
@@ -570,7 +560,11 @@ def main(argv):
                 )
             )  # fmt: skip
             manifest = common.read_record(f"{work_dir}/manifest.json")
-            exports = {"classifier": os.path.abspath(weights_path())}
+            exports = {
+                "classifier": os.path.abspath(
+                    contestants.weights_path(FLAGS.classifier)
+                )
+            }
             for fact in EXPORT_FACTS:
                 exports[fact] = manifest[fact]
             exports["skipped"] = skipped

@@ -103,6 +103,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
+from benchmarks.contestants import serving as contestants  # noqa: E402
 
 flags.DEFINE_integer("rounds", 3, "Paired timing rounds (0: ops only).")
 flags.DEFINE_integer("sentences", 200, "Batch-1 requests timed per job.")
@@ -141,18 +142,21 @@ flags.DEFINE_string(
 )
 FLAGS = flags.FLAGS
 
-VARIANTS = (
-    "fast",
-    "streams_2",
-    "streams_2_without_forms",
-    "int8",
-    "int8_calibrated",
-    "serving_graph",
-    "bfloat16",
-    "bfloat16_streams_2",
-    "serving_graph_variables",
-    "serving_graph_variables_assume_frozen",
-)
+# Each exported variant: `export_saved_model`'s options (`calibration_texts`
+# filled in by `_export`) and whether its blocks drop
+# "remapper_serving_graph" (`fast`: the block's fast implementation).
+EXPORTS = {
+    "fast": ({}, True),
+    "streams_2": ({"streams": 2}, False),
+    "streams_2_without_forms": ({"streams": 2}, True),
+    "int8": ({"quantize": "int8"}, False),
+    "int8_calibrated": ({"quantize": "int8", "calibration_texts": None}, False),
+    "serving_graph": ({}, False),
+    "bfloat16": ({"precision": "bfloat16"}, False),
+    "bfloat16_streams_2": ({"precision": "bfloat16", "streams": 2}, False),
+    "serving_graph_variables": ({}, False),
+}
+VARIANTS = (*EXPORTS, "serving_graph_variables_assume_frozen")
 # (intra-op, inter-op) threads; 0: TensorFlow's default (the cores).
 THREADS = {
     "streams_2": (1, 2),
@@ -214,32 +218,16 @@ def _export(name, model, preprocessor, directory):
     from keras_bert.serving import export_saved_model
     from keras_bert.serving.plan import plan_export
 
-    options, patch = {}, contextlib.nullcontext()
-    if name == "fast":
+    options, without_forms = EXPORTS[name]
+    options, patch = dict(options), contextlib.nullcontext()
+    if without_forms:
         model = _with_optimizations(
             model, [n for n in ALL if n != "remapper_serving_graph"]
         )
-    elif name == "streams_2":
-        options = {"streams": 2}
-    elif name == "streams_2_without_forms":
-        model = _with_optimizations(
-            model, [n for n in ALL if n != "remapper_serving_graph"]
-        )
-        options = {"streams": 2}
-    elif name == "int8":
-        options = {"quantize": "int8"}
-    elif name == "int8_calibrated":
-        options = {
-            "quantize": "int8",
-            "calibration_texts": common.read_sst2("train")[0][
-                :CALIBRATION_SENTENCES
-            ],
-        }
-    elif name == "bfloat16":
-        options = {"precision": "bfloat16"}
-    elif name == "bfloat16_streams_2":
-        options = {"precision": "bfloat16", "streams": 2}
-    elif name == "serving_graph_variables":
+    if "calibration_texts" in options:
+        sentences = common.read_sst2("train")[0]
+        options["calibration_texts"] = sentences[:CALIBRATION_SENTENCES]
+    if name == "serving_graph_variables":
         patch = mock.patch(
             "keras_bert.serving.export.plan_export",
             functools.partial(plan_export, frozen=False),
@@ -264,27 +252,19 @@ def _reference_probabilities(model, inputs):
     import numpy as np
 
     reference = _with_optimizations(model, ())
-    logits = reference(inputs, training=False)
-    logits = np.asarray(logits, "float64")
-    logits = np.exp(logits - logits.max(-1, keepdims=True))
-    return logits / logits.sum(-1, keepdims=True)
+    return _softmax(np.asarray(reference(inputs, training=False)))
+
+
+def _softmax(logits):
+    """Probabilities of `logits`, in float64."""
+    import numpy as np
+
+    logits = logits.astype("float64")
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
 
 
 # === Workers ===
-
-
-def _session(path, threads):
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (the exports' tokenizer ops)
-
-    intra, inter = threads
-    config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
-    )
-    session = tf.compat.v1.Session(graph=tf.Graph(), config=config)
-    with session.graph.as_default():
-        meta_graph = tf.compat.v1.saved_model.load(session, ["serve"], path)
-    return session, meta_graph.signature_def
 
 
 def ops_worker(name, path, inputs_path):
@@ -295,7 +275,7 @@ def ops_worker(name, path, inputs_path):
 
     from keras_bert.serving import saved_model_op_types
 
-    session, signatures = _session(path, THREADS.get(name, (0, 0)))
+    session, signatures = contestants.session(path, THREADS.get(name, (0, 0)))
     signature = signatures["predict_ids"]
     output = signature.outputs["probabilities"].name
     names = {k: v.name for k, v in signature.inputs.items()}
@@ -368,22 +348,20 @@ def _dtype(node, attribute):
 
 def time_worker(name, path):
     """examples/s of `serving_default` on SST-2 dev, batch 1 and 32."""
-    session, signatures = _session(path, THREADS.get(name, (0, 0)))
+    session, signatures = contestants.session(path, THREADS.get(name, (0, 0)))
     signature = signatures["serving_default"]
     output = signature.outputs["label_id"].name
     text = signature.inputs["text"].name
     sentences = common.read_sst2("dev")[0]
     result = {}
     for size, chosen in ((1, sentences[: FLAGS.sentences]), (32, sentences)):
-        requests = [chosen[i : i + size] for i in range(0, len(chosen), size)]
-        for request in requests[:5]:
-            session.run(output, {text: request})
-        start = time.perf_counter()
-        for request in requests:
-            session.run(output, {text: request})
-        result[f"batch{size}_examples_per_second"] = len(chosen) / (
-            time.perf_counter() - start
+        latencies, _ = contestants.serve_requests(
+            lambda request: session.run(output, {text: request}),
+            contestants.request_batches(chosen, size),
+            warmup=5,
         )
+        key = f"batch{size}_examples_per_second"
+        result[key] = len(chosen) / sum(latencies)
     return result
 
 
@@ -394,7 +372,7 @@ def threads_worker(intra, inter, paths):
     import tensorflow as tf
 
     for name, path in paths.items():
-        session, signatures = _session(path, (intra, inter))
+        session, signatures = contestants.session(path, (intra, inter))
         signature = signatures["predict_ids"]
         output = signature.outputs["probabilities"].name
         feeds = {
@@ -570,39 +548,25 @@ def _fused_list(fused):
 # === --accuracy ===
 
 
-def weights_path():
-    if FLAGS.classifier.endswith(".weights.h5"):
-        return FLAGS.classifier
-    return os.path.join(FLAGS.classifier, "best.weights.h5")
-
-
 def classifier_and_preprocessor():
     import keras_bert
 
-    checkpoint = FLAGS.init_checkpoint or common.minilm_dir()
-    classifier = keras_bert.BertClassifier.from_checkpoint(
-        checkpoint, num_classes=2, preprocessor=None
+    classifier, tokenizer = contestants.fine_tuned(
+        FLAGS.classifier, FLAGS.init_checkpoint or common.minilm_dir()
     )
-    classifier.load_weights(weights_path())
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer.from_checkpoint(checkpoint),
-        sequence_length=128,
-    )
-    return classifier, preprocessor
+    return classifier, keras_bert.BertPreprocessor(tokenizer, 128)
 
 
 def keras_probabilities(classifier, preprocessor, sentences):
     """The float32 Keras model's probabilities, float64."""
     import numpy as np
 
-    logits = np.concatenate(
-        [
-            classifier.predict(preprocessor(sentences[i : i + 32]), verbose=0)
-            for i in range(0, len(sentences), 32)
-        ]
-    ).astype("float64")
-    e = np.exp(logits - logits.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
+    requests = contestants.request_batches(sentences, 32)
+    return _softmax(
+        np.concatenate(
+            [classifier.predict(preprocessor(r), verbose=0) for r in requests]
+        )
+    )
 
 
 def served_probabilities(path, sentences):
@@ -610,14 +574,14 @@ def served_probabilities(path, sentences):
     runs the export."""
     import numpy as np
 
-    session, signatures = _session(path, (0, 0))
+    session, signatures = contestants.session(path, (0, 0))
     signature = signatures["serving_default"]
     output = signature.outputs["probabilities"].name
     text = signature.inputs["text"].name
     probabilities = np.concatenate(
         [
-            session.run(output, {text: sentences[i : i + 32]})
-            for i in range(0, len(sentences), 32)
+            session.run(output, {text: r})
+            for r in contestants.request_batches(sentences, 32)
         ]
     )
     session.close()
@@ -626,7 +590,10 @@ def served_probabilities(path, sentences):
 
 def training_config():
     """The recipe's settings, from `<classifier>/results.json` (if any)."""
-    path = os.path.join(os.path.dirname(weights_path()), "results.json")
+    path = os.path.join(
+        os.path.dirname(contestants.weights_path(FLAGS.classifier)),
+        "results.json",
+    )
     if not os.path.exists(path):
         return None
     config = common.read_record(path)["config"]

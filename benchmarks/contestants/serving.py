@@ -152,6 +152,49 @@ def agreement(labels, reference):
     return sum(a == b for a, b in zip(labels, reference)) / len(labels)
 
 
+def weights_path(classifier):
+    """The weights of `--classifier`: a recipe's model_dir (its
+    `best.weights.h5`) or a `.weights.h5` file."""
+    if classifier.endswith(".weights.h5"):
+        return classifier
+    return os.path.join(classifier, "best.weights.h5")
+
+
+def fine_tuned(classifier, init_checkpoint):
+    """`(classifier, tokenizer)`: the 2-class `BertClassifier` a recipe
+    fine-tuned from `init_checkpoint`, its weights from `classifier`
+    (`weights_path`), and the checkpoint's tokenizer."""
+    import keras_bert
+
+    model = keras_bert.BertClassifier.from_checkpoint(
+        init_checkpoint, num_classes=2, preprocessor=None
+    )
+    model.load_weights(weights_path(classifier))
+    return model, keras_bert.BertTokenizer.from_checkpoint(init_checkpoint)
+
+
+def session(path, threads):
+    """`(session, signature_defs)` of the SavedModel at `path` as TF Serving
+    loads it: into a C++ Session (`tf.compat.v1.saved_model.load`, the
+    loader TF Serving's `SavedModelBundle` is), its grappler config, its
+    pools at `threads` `(intra-op, inter-op)` as the server's
+    `--tensorflow_intra_op_parallelism` and
+    `--tensorflow_inter_op_parallelism` set them (0: TensorFlow's default,
+    the cores)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+
+    intra, inter = threads
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    )
+    graph = tf.Graph()
+    tf_session = tf.compat.v1.Session(graph=graph, config=config)
+    with graph.as_default():
+        meta_graph = tf.compat.v1.saved_model.load(tf_session, ["serve"], path)
+    return tf_session, meta_graph.signature_def
+
+
 def skipped_here(names):
     """`{contestant: why}` for those of `names` this machine cannot run:
     our exports whose option this CPU does not serve (bfloat16 without
@@ -362,30 +405,17 @@ def _thread_counts(name, manifest, threads):
 
 
 def _load_ours(name, manifest, sequence_length, threads):
-    """As TF Serving runs a SavedModel: loaded into a C++ Session, one
-    `Session::Run` per request (`tf.compat.v1.saved_model.load`, the
-    loader TF Serving's `SavedModelBundle` is), with its thread pools set
-    as the server's `--tensorflow_intra_op_parallelism` and
-    `--tensorflow_inter_op_parallelism` would."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
-
-    intra, inter = _thread_counts(name, manifest, threads)
-    config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
+    """As TF Serving runs a SavedModel (`session`): one `Session::Run` per
+    request."""
+    tf_session, signatures = session(
+        manifest[name], _thread_counts(name, manifest, threads)
     )
-    graph = tf.Graph()
-    session = tf.compat.v1.Session(graph=graph, config=config)
-    with graph.as_default():
-        meta_graph = tf.compat.v1.saved_model.load(
-            session, ["serve"], manifest[name]
-        )
-    signature = meta_graph.signature_def["serving_default"]
+    signature = signatures["serving_default"]
     text = signature.inputs["text"].name
     label_id = signature.outputs["label_id"].name
 
     def predict(texts):
-        return session.run(label_id, {text: list(texts)})
+        return tf_session.run(label_id, {text: list(texts)})
 
     return predict
 
