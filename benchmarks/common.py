@@ -401,6 +401,25 @@ def listed(values, form="{}"):
     return ", ".join(form.format(value) for value in values)
 
 
+def table(header, rows, rule=None):
+    """A Markdown table's lines: the `header` cells, the rule under it
+    (`rule`: its cells, default `---` under each), then `rows` (lists of
+    cells; `table_row`)."""
+    rule = rule or ["---"] * len(header)
+    return [table_row(header), "|" + "|".join(rule) + "|"] + [
+        table_row(row) for row in rows
+    ]
+
+
+def table_row(cells):
+    """`| a | b |`: one Markdown table row (an empty cell: `| |`)."""
+    return (
+        "|"
+        + "|".join(f" {cell} " if cell != "" else " " for cell in cells)
+        + "|"
+    )
+
+
 def paired_ratio(ours, peer):
     """`(median, per_round)`: the ratios `ours[k] / peer[k]` over the rounds
     both have, and their median. `ours`, `peer`: dicts round -> value."""

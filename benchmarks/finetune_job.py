@@ -841,19 +841,7 @@ def tools_summary(records):
 
     keys = "train_examples_per_second train_seconds eval_seconds total_seconds"
     keys = keys.split()
-    rows = [
-        "| contestant | rounds | training examples/s | training (s) | evaluation "
-        "(s) | total job (s) | dev accuracy, mean ± std | dev accuracy (each "
-        "round's seed) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    ratios = [
-        "\nPaired ratios to the recipe (per round, the same seed; >1: the "
-        "recipe is faster; a bfloat16 peer is paired with recipe_bf16):\n",
-        "| contestant | paired with | rounds | training examples/s (ours / "
-        "peer) | total job time (peer / ours) | per round (training; total) |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows, ratios = [], []
     paired = []
     for name in RACES["tools"][1].split():
         reference = PAIRED_WITH.get(name, "recipe")
@@ -866,17 +854,17 @@ def tools_summary(records):
         spread = np.std(accuracy, ddof=1) if len(accuracy) > 1 else 0.0
         medians = [f"{np.median(values(contestant, k)):.1f}" for k in keys]
         rows.append(
-            f"| {contestant} | {common.listed(rounds)} | {' | '.join(medians)} "
-            f"| {np.mean(accuracy):.4f} ± {spread:.4f} "
-            f"| {common.listed(accuracy, '{:.4f}')} |"
+            [contestant, common.listed(rounds), *medians]
+            + [f"{np.mean(accuracy):.4f} ± {spread:.4f}"]
+            + [common.listed(accuracy, "{:.4f}")]
         )
         if contestant != reference:
             train = values(reference, keys[0]) / values(contestant, keys[0])
             total = values(contestant, keys[3]) / values(reference, keys[3])
             each = "; ".join(f"{a:.2f}, {b:.2f}" for a, b in zip(train, total))
             ratios.append(
-                f"| {contestant} | {reference} | {common.listed(rounds)} "
-                f"| {np.median(train):.2f} | {np.median(total):.2f} | {each} |"
+                [contestant, reference, common.listed(rounds)]
+                + [f"{np.median(train):.2f}", f"{np.median(total):.2f}", each]
             )
     commands, *context = common.context_note(records)
     first = records[("recipe", min(r for _, r in records))]
@@ -907,20 +895,27 @@ def tools_summary(records):
         + " ".join(note for name, note in notes.items() if name in ran),
         *context,
         "",
-        *rows,
-        *ratios,
+        *common.table(
+            ["contestant", "rounds", "training examples/s", "training (s)"]
+            + ["evaluation (s)", "total job (s)", "dev accuracy, mean ± std"]
+            + ["dev accuracy (each round's seed)"],
+            rows,
+        ),
+        "\nPaired ratios to the recipe (per round, the same seed; >1: the "
+        "recipe is faster; a bfloat16 peer is paired with recipe_bf16):\n",
+        *common.table(
+            ["contestant", "paired with", "rounds"]
+            + ["training examples/s (ours / peer)"]
+            + ["total job time (peer / ours)", "per round (training; total)"],
+            ratios,
+        ),
     ]
 
 
 def lora_summary(records):
     import numpy as np
 
-    rows = [
-        "| configuration | LoRA rank | learning rate | trainable parameters | "
-        "SST-2 dev accuracy, mean (each seed) | training examples/s, median "
-        "(each seed) |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for name in RACES["lora"][1].split():
         runs = [records[k] for k in sorted(records) if k[0] == name]
         if runs:
@@ -928,11 +923,14 @@ def lora_summary(records):
             accuracies = [r["dev_accuracy"] for r in runs]
             speeds = [r["train_examples_per_second"] for r in runs]
             rows.append(
-                f"| {name} | {first['lora_rank'] or '-'} "
-                f"| {first['learning_rate']:g} | {first['trainable_parameters']:,} "
-                f"| {np.mean(accuracies):.4f} (seeds {seeds}: "
-                f"{common.listed(accuracies, '{:.4f}')}) "
-                f"| {np.median(speeds):.1f} ({common.listed(speeds, '{:.1f}')}) |"
+                [name, first["lora_rank"] or "-", f"{first['learning_rate']:g}"]
+                + [f"{first['trainable_parameters']:,}"]
+                + [
+                    f"{np.mean(accuracies):.4f} (seeds {seeds}: "
+                    f"{common.listed(accuracies, '{:.4f}')})",
+                    f"{np.median(speeds):.1f} "
+                    f"({common.listed(speeds, '{:.1f}')})",
+                ]
             )
     _, *context = common.context_note(records)
     examples = next(iter(records.values()))["num_train_examples"]
@@ -945,7 +943,12 @@ def lora_summary(records):
         "Examples/s: training examples over the epoch's training wall time.",
         *context,
         "",
-        *rows,
+        *common.table(
+            ["configuration", "LoRA rank", "learning rate"]
+            + ["trainable parameters", "SST-2 dev accuracy, mean (each seed)"]
+            + ["training examples/s, median (each seed)"],
+            rows,
+        ),
     ]
 
 

@@ -167,3 +167,13 @@ def test_children_cpu_seconds_count_a_finished_job():
     before = common.children_cpu_seconds()
     subprocess.run([sys.executable, "-c", "sum(range(3 * 10**6))"], check=True)
     assert common.children_cpu_seconds() > before
+
+
+def test_a_table_has_its_header_rule_and_rows_and_empty_cells_stay_narrow():
+    assert common.table(["a", "b"], [[1, ""], ["x", 2.5]]) == [
+        "| a | b |",
+        "|---|---|",
+        "| 1 | |",
+        "| x | 2.5 |",
+    ]
+    assert common.table(["a"], [], rule=["---:"]) == ["| a |", "|---:|"]
