@@ -1,0 +1,178 @@
+"""The task-shape races: keras-bert against its peer on a real task.
+
+Each task (a module of `benchmarks/tasks/`) fine-tunes all-MiniLM-L6-v2
+both ways with the same settings and scores both by the same code; the
+module holds only what is the task's own: its data, its contestants, its
+metric and its summary. This harness holds what they share: the flags,
+the seed, a worker process per contestant, the records (one JSON per
+contestant and seed, with the command, the commit, the machine and the
+load average; a seed never overwrites another's) and the summary, which
+shows one row per seed and, for a contestant with two seeds or more, the
+mean ± sd.
+
+    python benchmarks/task_race.py --task=TASK --contestant=NAME --seed=1
+    python benchmarks/task_race.py --task=TASK [--contestants=A,B]  # each
+        # in its own process, then the summary
+    python benchmarks/task_race.py --task=TASK --summarize
+
+Tasks (their docstrings say what runs):
+
+- `ner`: CoNLL-2003 / WNUT-17 (`--dataset`); also `--step_parity` (every
+  step's loss against PyTorch's) and `--head=copied|normal|truncated`;
+- `squad`: SQuAD v1.1; `--evaluate` scores a finished run again;
+- `multiple_choice`: answer-sentence selection built from SQuAD;
+- `multi_label`: the entity types of a CoNLL-2003 sentence;
+- `long_documents`: windows against truncation on kernel documentation;
+- `embeddings`: contrastive training against sentence-transformers, both
+  at once, one core each (`--round`);
+- `feature_based_ner`: the BERT paper's Table 7, a contestant per row.
+
+Records go to `--records_dir` (default `benchmarks/<the task's folder>`),
+a smoke run's (`--limit_eval`, `--max_steps`) to its run directory.
+"""
+
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from benchmarks import common  # noqa: E402
+from benchmarks import tasks  # noqa: E402
+from benchmarks.contestants import recipe  # noqa: E402
+
+TASKS = (
+    "ner", "squad", "multiple_choice", "multi_label", "long_documents",
+    "embeddings", "feature_based_ner",
+)  # fmt: skip
+
+FLAGS = flags.FLAGS
+# === Every task ===
+flags.DEFINE_enum("task", None, list(TASKS), "Which race.")
+flags.DEFINE_string("contestant", None, "Run one contestant here (a worker).")
+flags.DEFINE_list("contestants", None, "The driver runs these (default all).")
+flags.DEFINE_integer("seed", 0, "Seed of the sample, head, dropout, order.")
+flags.DEFINE_bool("summarize", False, "Print (and write) the summary.")
+flags.DEFINE_integer("threads", None, "Threads of each side (task default).")
+flags.DEFINE_integer("limit_train", None, "Train on the first N (a budget).")
+flags.DEFINE_integer("limit_eval", None, "Smoke runs: score the first N.")
+flags.DEFINE_integer("max_steps", None, "Smoke runs: stop after N steps.")
+flags.DEFINE_integer("epochs", None, "Epochs (default: the task's).")
+flags.DEFINE_float("learning_rate", None, "Peak rate (default: the task's).")
+flags.DEFINE_string("data_dir", None, "Built data (default under runs_dir).")
+flags.DEFINE_string("runs_dir", None, "Runs; default /tmp/task_race/TASK.")
+flags.DEFINE_string("records_dir", None, "Default benchmarks/<task folder>.")
+flags.DEFINE_string("docs_file", None, "A task's section goes here too.")
+# === One task's ===
+flags.DEFINE_enum("dataset", "conll2003", ["conll2003", "wnut17"], "ner.")
+flags.DEFINE_bool("step_parity", False, "ner: every step's loss vs torch.")
+flags.DEFINE_integer("steps", 30, "ner --step_parity: training steps.")
+flags.DEFINE_enum(
+    "head", None, ["copied", "normal", "truncated"], "ner: head init."
+)
+flags.DEFINE_bool("evaluate", False, "squad: score a finished run only.")
+flags.DEFINE_integer("checkpoint_every", 25, "squad torch: checkpoints.")
+flags.DEFINE_integer("train_questions", 1000, "multiple_choice: train.")
+flags.DEFINE_integer("dev_questions", 600, "multiple_choice: dev (0: all).")
+flags.DEFINE_bool(
+    "group_by_length",
+    True,
+    "multi_label keras_bert: like-length batches (the recipe's default).",
+)
+flags.DEFINE_integer("max_windows", None, "long_documents: windows a page.")
+flags.DEFINE_integer(
+    "window_batch_pages", None, "long_documents: pages a windows batch."
+)
+flags.DEFINE_integer("round", 0, "embeddings: odd rounds swap the cores.")
+flags.DEFINE_integer("core", None, "embeddings worker: its core.")
+flags.DEFINE_integer("max_seq_length", 256, "embeddings: tokens a text.")
+# Not passed on to the workers.
+DRIVER_FLAGS = ("task", "contestant", "contestants", "summarize")
+
+
+def records_dir(task):
+    return FLAGS.records_dir or os.path.join(
+        common.REPO, "benchmarks", task.RECORDS
+    )
+
+
+def passed_flags():
+    """`--name=value` of every flag the command line set, but the
+    driver's own: what each worker gets."""
+    return common.flag_values(
+        *(n for n in FLAGS if FLAGS[n].present and n not in DRIVER_FLAGS)
+    )
+
+
+def run_one(task, contestant):
+    """Runs one contestant here; writes its record."""
+    context = common.job_context()
+    record = task.run(contestant)
+    record = dict(
+        context, race_command=context["command"], contestant=contestant,
+        seed=FLAGS.seed, **record,
+    )  # fmt: skip
+    smoke = FLAGS.limit_eval or FLAGS.max_steps
+    smoke = smoke or any(
+        FLAGS[name].value for name in getattr(task, "SMOKE", ())
+    )
+    directory = tasks.run_dir("") if smoke else records_dir(task)
+    path = os.path.join(directory, f"{task.record_name(contestant)}.json")
+    common.write_record(path, record)
+    print(f"{contestant}: record {path}")
+
+
+def drive(task):
+    """Every contestant in its own process, then the summary."""
+    commands = {
+        contestant: common.script_command(
+            __file__,
+            f"--task={FLAGS.task}",
+            f"--contestant={contestant}",
+            *passed_flags(),
+        )  # fmt: skip
+        for contestant in FLAGS.contestants or task.CONTESTANTS
+    }
+    if hasattr(task, "drive"):
+        task.drive(commands)
+    else:
+        for command in commands.values():
+            recipe.run(command)
+    summarize(task)
+
+
+def summarize(task):
+    records = common.read_records(records_dir(task))
+    if not records:
+        raise SystemExit(f"No records in {records_dir(task)}.")
+    text = task.summarize(records)
+    section = getattr(task, "SECTION", None)
+    docs_file = FLAGS.docs_file or getattr(task, "DOCS", None)
+    if section and docs_file:
+        common.update_results(section, text, path=docs_file)
+    common.publish(section, text)
+
+
+def main(argv):
+    del argv
+    task = importlib.import_module(f"benchmarks.tasks.{FLAGS.task}")
+    if FLAGS.summarize:
+        return summarize(task)
+    if hasattr(task, "other_mode") and task.other_mode():
+        return None
+    if FLAGS.contestant:
+        if FLAGS.contestant not in task.CONTESTANTS:
+            raise app.UsageError(
+                f"--task={FLAGS.task} has contestants {task.CONTESTANTS}; "
+                f"received --contestant={FLAGS.contestant}."
+            )
+        return run_one(task, FLAGS.contestant)
+    return drive(task)
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("task")
+    app.run(main)
