@@ -956,31 +956,26 @@ def compile_auto_summary(records):
     rounds = common.paired_rounds(records, ["recipe", "compile_auto"])
     if not rounds:
         raise SystemExit(f"No complete round in {output_dir()}.")
-    rows = [
-        "| round (seed) | recipe dev accuracy | compile_auto dev accuracy | "
-        "difference (points) | compile_auto learning rate: start, peak (at "
-        "update), end, over updates |",
-        "|---|---|---|---|---|",
-    ]
+    rows = []
     for r in rounds:
         ours, theirs = records[("compile_auto", r)], records[("recipe", r)]
         rate = ours["learning_rate"]
         difference = 100 * (ours["dev_accuracy"] - theirs["dev_accuracy"])
         rows.append(
-            f"| {r} | {theirs['dev_accuracy']:.4f} | {ours['dev_accuracy']:.4f} "
-            f"| {difference:+.2f} | {rate['start']:.3g}, {rate['peak']:.3g} "
-            f"(update {rate['peak_update']}), {rate['end']:.3g}, "
-            f"{rate['updates']} |"
+            [r, f"{theirs['dev_accuracy']:.4f}", f"{ours['dev_accuracy']:.4f}"]
+            + [
+                f"{difference:+.2f}",
+                f"{rate['start']:.3g}, {rate['peak']:.3g} (update "
+                f"{rate['peak_update']}), {rate['end']:.3g}, {rate['updates']}",
+            ]
         )
     ours, theirs = (
         [records[(c, r)]["dev_accuracy"] for r in rounds]
         for c in ("compile_auto", "recipe")
     )
     mean = sum(ours) / len(ours), sum(theirs) / len(theirs)
-    rows.append(
-        f"| mean | {mean[1]:.4f} | {mean[0]:.4f} "
-        f"| {100 * (mean[0] - mean[1]):+.2f} | |"
-    )
+    difference = f"{100 * (mean[0] - mean[1]):+.2f}"
+    rows.append(["mean", f"{mean[1]:.4f}", f"{mean[0]:.4f}", difference, ""])
     commands, *context = common.context_note(records)
     examples = records[("recipe", rounds[0])]["num_train_examples"]
     return [
@@ -995,7 +990,14 @@ def compile_auto_summary(records):
         "update's is the end; 0 after it).",
         *context,
         "",
-        *rows,
+        *common.table(
+            ["round (seed)", "recipe dev accuracy", "compile_auto dev accuracy"]
+            + ["difference (points)"]
+            + [
+                "compile_auto learning rate: start, peak (at update), end, over updates"
+            ],
+            rows,
+        ),
     ]
 
 
@@ -1023,13 +1025,13 @@ def width_rows(records, names):
             chosen = [s for w, s in zip(widths, seconds) if low <= w <= high]
             if chosen:
                 medians[name] = statistics.median(chosen) * 1000
-                cells.append(f"{len(chosen)} | {medians[name]:.0f}")
+                cells += [len(chosen), f"{medians[name]:.0f}"]
             else:
-                cells.append("0 | —")
+                cells += [0, "—"]
         ratio = "—"
         if len(medians) == 2 and all(medians.values()):
             ratio = f"{medians[names[1]] / medians[names[0]]:.2f}"
-        rows.append(f"| {low}-{high} | {' | '.join(cells)} | {ratio} |")
+        rows.append([f"{low}-{high}", *cells, ratio])
     return rows
 
 
@@ -1069,10 +1071,7 @@ def profile_summary(records, top_ops=12):
     by_name = {name: records[(name, k)] for name in names}
     ours, peer = (by_name[name] for name in names)
     phase_names = ["imports", "model", "tokenize", "train", "evaluate"]
-    phase_rows = [
-        "| phase (s) | " + " | ".join(names) + " | torch_grouped / recipe |",
-        "|---|---|---|---|",
-    ]
+    phase_rows = []
     totals = {
         "total job": "total_seconds",
         "total job CPU": "total_cpu_seconds",
@@ -1086,10 +1085,8 @@ def profile_summary(records, top_ops=12):
             r[totals[phase]] if phase in totals else r["phases"][phase]
             for r in (ours, peer)
         ]
-        phase_rows.append(
-            f"| {phase} | {values[0]:.1f} | {values[1]:.1f} "
-            f"| {values[1] / values[0]:.2f} |"
-        )
+        ratio = f"{values[1] / values[0]:.2f}"
+        phase_rows.append([phase, *(f"{v:.1f}" for v in values), ratio])
     steps = {name: untraced(r)[1] for name, r in by_name.items()}
 
     def cpu_of(record):
@@ -1101,38 +1098,26 @@ def profile_summary(records, top_ops=12):
         ]
 
     step_rows = [
-        "| steps outside the traced window | " + " | ".join(names) + " |",
-        "|---|---|---|",
-        f"| steps | {len(steps['recipe'])} | {len(steps['torch_grouped'])} |",
-        "| sum of step times (s) | "
-        + " | ".join(f"{sum(s):.1f}" for s in steps.values())
-        + " |",
-        "| sum of step CPU times (s; all threads) | "
-        + " | ".join(
+        ["steps", *(len(s) for s in steps.values())],
+        ["sum of step times (s)", *(f"{sum(s):.1f}" for s in steps.values())],
+        ["sum of step CPU times (s; all threads)"]
+        + [
             f"{sum(cpu_of(r)):.1f}" if cpu_of(r) else "—"
             for r in by_name.values()
-        )
-        + " |",
-        "| median step (ms) | "
-        + " | ".join(
-            f"{statistics.median(s) * 1000:.0f}" for s in steps.values()
-        )
-        + " |",
-        f"| first step (ms; tracing and compiling) | "
-        f"{ours['step_seconds'][0] * 1000:.0f} "
-        f"| {peer['step_seconds'][0] * 1000:.0f} |",
-        f"| input pipeline alone, the same batches (s) | {sum(ours['input_seconds']):.1f} "
-        f"| {sum(peer['step_parts']['input']):.1f} (padding, inside the steps) |",
-    ]
-    for part in ("forward", "backward", "optimizer"):
-        seconds = sum(peer["step_parts"][part])
-        step_rows.append(f"| PyTorch {part}, all steps (s) | | {seconds:.1f} |")
-    width_table = [
-        "| batch width (tokens) | recipe steps | recipe median ms "
-        "| torch_grouped steps | torch_grouped median ms "
-        "| torch_grouped / recipe |",
-        "|---|---|---|---|---|---|",
-        *width_rows(by_name, names),
+        ],
+        ["median step (ms)"]
+        + [f"{statistics.median(s) * 1000:.0f}" for s in steps.values()],
+        ["first step (ms; tracing and compiling)"]
+        + [f"{r['step_seconds'][0] * 1000:.0f}" for r in (ours, peer)],
+        ["input pipeline alone, the same batches (s)"]
+        + [f"{sum(ours['input_seconds']):.1f}"]
+        + [
+            f"{sum(peer['step_parts']['input']):.1f} (padding, inside the steps)"
+        ],
+    ] + [
+        [f"PyTorch {part}, all steps (s)", ""]
+        + [f"{sum(peer['step_parts'][part]):.1f}"]
+        for part in ("forward", "backward", "optimizer")
     ]
     op_tables = []
     for name, record in by_name.items():
@@ -1142,11 +1127,13 @@ def profile_summary(records, top_ops=12):
             f"{name}: op types by self time over steps {first}-{stop - 1} "
             f"(traced {record['traced_op_seconds']:.2f} s of op time):",
             "",
-            "| op type | self s | share |",
-            "|---|---|---|",
-        ] + [
-            f"| {kind} | {seconds:.2f} | {share:.1%} |"
-            for kind, seconds, share in record["ops"][:top_ops]
+            *common.table(
+                ["op type", "self s", "share"],
+                [
+                    [kind, f"{seconds:.2f}", f"{share:.1%}"]
+                    for kind, seconds, share in record["ops"][:top_ops]
+                ],
+            ),
         ]
     loads = [
         f"{name} {r['load_average']}→{r['load_average_end']}"
@@ -1167,11 +1154,18 @@ def profile_summary(records, top_ops=12):
         f"at each job's start and end: {common.listed(loads)}.",
         *context,
         "",
-        *phase_rows,
+        *common.table(
+            ["phase (s)", *names, "torch_grouped / recipe"], phase_rows
+        ),
         "",
-        *step_rows,
+        *common.table(["steps outside the traced window", *names], step_rows),
         "",
-        *width_table,
+        *common.table(
+            ["batch width (tokens)", "recipe steps", "recipe median ms"]
+            + ["torch_grouped steps", "torch_grouped median ms"]
+            + ["torch_grouped / recipe"],
+            width_rows(by_name, names),
+        ),
         *op_tables,
     ]
 
@@ -1205,11 +1199,7 @@ def speed_by_load(speeds, loads, cores):
 def raw_text_summary(tasks):
     import numpy as np
 
-    rows = [
-        "| task | metric | recipe | raw_text `fit` | difference (points) | recipe "
-        "examples/s | raw_text examples/s | speed ratio (raw_text / recipe) | rounds |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     differences, speeds, loads, sources, machines = [], {}, {}, set(), set()
     contestants = ("recipe", "raw_text")
     for task in [t for t in tasks if os.path.isdir(f"{output_dir()}/{t}")]:
@@ -1237,10 +1227,14 @@ def raw_text_summary(tasks):
             )
             differences.append(np.abs(ours - theirs).max())
             rows.append(
-                f"| {task} | {name} | {np.mean(theirs):.4f} | {np.mean(ours):.4f} "
-                f"| {100 * np.mean(ours - theirs):+.2f} | {np.median(rate['recipe']):.1f} "
-                f"| {np.median(rate['raw_text']):.1f} | {np.median(speed):.3f} "
-                f"({common.listed(speed, '{:.3f}')}) | {len(rounds)} |"
+                [task, name, f"{np.mean(theirs):.4f}", f"{np.mean(ours):.4f}"]
+                + [f"{100 * np.mean(ours - theirs):+.2f}"]
+                + [f"{np.median(rate[c]):.1f}" for c in contestants]
+                + [
+                    f"{np.median(speed):.3f} "
+                    f"({common.listed(speed, '{:.3f}')})",
+                    len(rounds),
+                ]
             )
     machines, source = sorted(machines), "; ".join(sorted(sources - {""}))
     same = (
@@ -1263,7 +1257,18 @@ def raw_text_summary(tasks):
         + f": {speed_by_load(speeds, loads, common.cores(machines[0]))}.",
         *machines,
         "",
-        *rows,
+        *common.table(
+            [
+                "task",
+                "metric",
+                "recipe",
+                "raw_text `fit`",
+                "difference (points)",
+            ]
+            + ["recipe examples/s", "raw_text examples/s"]
+            + ["speed ratio (raw_text / recipe)", "rounds"],
+            rows,
+        ),
     ]
 
 
