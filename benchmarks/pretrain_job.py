@@ -231,11 +231,7 @@ def summarize():
     paired = common.paired_values(records, "recipe", CONTESTANTS)
     if not paired or paired[0][0] != "recipe":
         raise SystemExit(f"No recipe round in {output_dir()}.")
-    rows = [
-        "| contestant | rounds | tokens/s (median) | tokens/s each round | "
-        "recipe / contestant (median; each round) |",
-        "|---|---|---|---|---|",
-    ]
+    rows = []
     for contestant, rounds, values in paired:
         rate, ratio = values(contestant, "tokens_per_second"), "—"
         if contestant != "recipe":
@@ -244,8 +240,8 @@ def summarize():
                 f"{np.median(ratios):.2f}; {common.listed(ratios, '{:.2f}')}"
             )
         rows.append(
-            f"| {contestant} | {common.listed(rounds)} | {np.median(rate):.0f} "
-            f"| {common.listed(rate, '{:.0f}')} | {ratio} |"
+            [contestant, common.listed(rounds), f"{np.median(rate):.0f}"]
+            + [common.listed(rate, "{:.0f}"), ratio]
         )
     commands, *context = common.context_note(records)
     xla = "; keras_hub_xla is keras_hub with `jit_compile=True`"
@@ -266,7 +262,12 @@ def summarize():
             + ".",
             *context,
             "",
-            *rows,
+            *common.table(
+                ["contestant", "rounds", "tokens/s (median)"]
+                + ["tokens/s each round"]
+                + ["recipe / contestant (median; each round)"],
+                rows,
+            ),
         ]
     )
     common.publish("pretrain_job" + suffix(), markdown)
