@@ -24,7 +24,8 @@ def length_grouped_order(lengths, batch_size, seed, epoch):
     lines, short reviews) that sweep slows learning — on 4,000 CoNLL-2003
     sentences, multi-label micro F1 after one epoch was 0.65 against 0.85
     for a plain shuffle (`tests/data/test_length_grouped_epochs.py`
-    checks the order; `benchmarks/multi_label.py` measures it).
+    checks the order; `benchmarks/task_race.py --task=multi_label`
+    measures it).
 
     Args:
         lengths: int array `(num_rows,)`: each row's length.

@@ -68,7 +68,7 @@ def _step_loss(model, x, y, scale=1.0):
 
 
 def _previous_loop(model, x, y):
-    """`squad_finetune.py`'s `train_torch` loop before it was shared."""
+    """The SQuAD race's `train_torch` loop before it was shared."""
     import math
 
     import transformers

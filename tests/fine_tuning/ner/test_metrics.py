@@ -266,7 +266,7 @@ def test_scores_do_not_depend_on_the_scheme():
 
 
 # Predicted tags of real fine-tuned models on the validation files, written
-# by `benchmarks/ner_finetune.py` (seed 0 of each contestant).
+# by `benchmarks/task_race.py --task=ner` (seed 0 of each contestant).
 REAL_PREDICTIONS = {
     "conll2003": "valid.txt",
     "wnut17": "emerging.dev.conll",
