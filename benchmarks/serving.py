@@ -334,20 +334,15 @@ def summary_markdown(records, names, exports=None):
         count = contestants.thread_setting(job, None)[1]
         return f"{count} (of {common.listed(counts)})"
 
-    blank = "| " * len(columns)
-    rows = [
-        "| batch | contestant | threads | examples/s | p50 ms | p99 ms "
-        + "".join(f"| {name} / it " for name in columns)
-        + f"| dev accuracy | agrees with {OURS} |",
-        "|---|---|---|---|---|---|" + "---|" * (len(columns) + 2),
-    ]
+    blank = [""] * (len(columns) + 2)
+    rows = []
     for batch in batch_sizes:
         for name in names:
             job = best[batch].get(name)
             if name in skipped:
                 rows.append(
-                    f"| {batch} | {name} | | skipped: {skipped[name]} | | "
-                    f"| {blank}| |"
+                    [batch, name, "", f"skipped: {skipped[name]}", "", ""]
+                    + blank
                 )
                 continue
             if job is None:
@@ -363,8 +358,7 @@ def summary_markdown(records, names, exports=None):
                     )
                 )
                 rows.append(
-                    f"| {batch} | {name} | | not run: {reasons} | | "
-                    f"| {blank}| |"
+                    [batch, name, "", f"not run: {reasons}", "", ""] + blank
                 )
                 continue
             medians = [
@@ -378,16 +372,16 @@ def summary_markdown(records, names, exports=None):
                 for k in labels
                 if k in reference
             ]
-            ratios = "".join(
-                f"| {shown(ratio(ours, name, batch))} " for ours in columns
-            )
+            ratios = [shown(ratio(ours, name, batch)) for ours in columns]
             agrees = f"{statistics.median(agree):.4f}" if agree else "—"
             rows.append(
-                f"| {batch} | {name} | {threads_cell(name, job)} "
-                f"| {medians[0]:.1f} | {medians[1]:.1f} "
-                f"| {medians[2]:.1f} {ratios}| {medians[3]:.4f} "
-                f"| {agrees} |"
+                [batch, name, threads_cell(name, job)]
+                + [f"{m:.1f}" for m in medians[:3]]
+                + [*ratios, f"{medians[3]:.4f}", agrees]
             )
+    header = ["batch", "contestant", "threads", "examples/s", "p50 ms"]
+    header += ["p99 ms", *(f"{name} / it" for name in columns)]
+    header += ["dev accuracy", f"agrees with {OURS}"]
     swept = [
         n for n in names if n in contestants.THREAD_SWEPT and thread_counts(n)
     ]
@@ -399,11 +393,8 @@ def summary_markdown(records, names, exports=None):
             "Each swept contestant at every thread count (examples/s, median over "
             "the rounds; the best, in bold, is the row above):",
             "",
-            "| batch | contestant | "
-            + " | ".join(f"{c} thread{'s' * (c > 1)}" for c in counts)
-            + " |",
-            "|---|---|" + "---|" * len(counts),
         ]
+        sweep_rows = []
         for batch in batch_sizes:
             for name in swept:
                 cells = []
@@ -418,7 +409,12 @@ def summary_markdown(records, names, exports=None):
                     cells.append(
                         f"**{cell}**" if job == best[batch].get(name) else cell
                     )
-                sweep.append(f"| {batch} | {name} | {' | '.join(cells)} |")
+                sweep_rows.append([batch, name, *cells])
+        sweep += common.table(
+            ["batch", "contestant"]
+            + [f"{c} thread{'s' * (c > 1)}" for c in counts],
+            sweep_rows,
+        )
     goals = []
     for ours, peer, target in GOALS:
         for batch in batch_sizes:
@@ -528,7 +524,7 @@ reference) labels them, paired by round.{facts}
 Machine: {machine}. Load average (1 min) at the start and end of the
 jobs: {min(loads):.2f} to {max(loads):.2f}; {common.load_note(loads, common.cores(machine))}
 
-{chr(10).join(rows)}
+{chr(10).join(common.table(header, rows))}
 {chr(10).join(sweep)}
 
 Goals:
