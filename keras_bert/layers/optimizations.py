@@ -13,7 +13,7 @@ without the argument load with.
 
 What each is worth on a training step is measured by switching it off:
 the ablation sections of `benchmarks/RESULTS.md` (`python
-benchmarks/throughput.py --race=ablation`, `benchmarks/recipe_steps.py`).
+benchmarks/throughput.py --race=ablation` and `--race=recipe_steps`).
 
 Example:
 ```python
