@@ -27,8 +27,9 @@ Tasks (their docstrings say what runs):
   at once, one core each (`--round`);
 - `feature_based_ner`: the BERT paper's Table 7, a contestant per row.
 
-Records go to `--records_dir` (default `benchmarks/<the task's folder>`),
-a smoke run's (`--limit_eval`, `--max_steps`) to its run directory.
+Records go to `--records_dir`; by default to `benchmarks/<the task's
+folder>`, a smoke run's (`--limit_eval`, `--max_steps`) to its runs
+directory.
 """
 
 import importlib
@@ -94,9 +95,15 @@ DRIVER_FLAGS = ("task", "contestant", "contestants", "summarize")
 
 
 def records_dir(task):
-    return FLAGS.records_dir or os.path.join(
-        common.REPO, "benchmarks", task.RECORDS
-    )
+    """`--records_dir`, else the task's folder, or for a smoke run (a
+    limit on the scoring or the steps) its runs directory."""
+    smoke = FLAGS.limit_eval or FLAGS.max_steps
+    smoke = smoke or any(FLAGS[n].value for n in getattr(task, "SMOKE", ()))
+    if FLAGS.records_dir or not smoke:
+        return FLAGS.records_dir or os.path.join(
+            common.REPO, "benchmarks", task.RECORDS
+        )
+    return tasks.run_dir("")
 
 
 def passed_flags():
@@ -115,11 +122,7 @@ def run_one(task, contestant):
         context, race_command=context["command"], contestant=contestant,
         seed=FLAGS.seed, **record,
     )  # fmt: skip
-    smoke = FLAGS.limit_eval or FLAGS.max_steps
-    smoke = smoke or any(
-        FLAGS[name].value for name in getattr(task, "SMOKE", ())
-    )
-    directory = tasks.run_dir("") if smoke else records_dir(task)
+    directory = records_dir(task)
     path = os.path.join(directory, f"{task.record_name(contestant)}.json")
     common.write_record(path, record)
     print(f"{contestant}: record {path}")
