@@ -119,8 +119,8 @@ def run_one(task, contestant):
     context = common.job_context()
     record = task.run(contestant)
     record = dict(
-        context, race_command=context["command"], contestant=contestant,
-        seed=FLAGS.seed, **record,
+        context, race_command=context["command"], task=FLAGS.task,
+        contestant=contestant, seed=FLAGS.seed, **record,
     )  # fmt: skip
     directory = records_dir(task)
     path = os.path.join(directory, f"{task.record_name(contestant)}.json")
@@ -148,7 +148,11 @@ def drive(task):
 
 
 def summarize(task):
-    records = common.read_records(records_dir(task))
+    records = [  # of this task (records before the harness: one a folder)
+        r
+        for r in common.read_records(records_dir(task))
+        if r.get("task", FLAGS.task) == FLAGS.task
+    ]
     if not records:
         raise SystemExit(f"No records in {records_dir(task)}.")
     text = task.summarize(records)
