@@ -5,8 +5,8 @@ r"""The data sets the task races build, written outside the repository.
     python benchmarks/data_sets.py --data_set=kernel_docs \
         --output_dir=/tmp/kernel_docs
 
-`entity_types` (`multi_label.py`'s): which entity types a sentence
-mentions. From CoNLL-2003's annotations (`--conll_dir`, default
+`entity_types` (`task_race.py --task=multi_label`'s): which entity types
+a sentence mentions. From CoNLL-2003's annotations (`--conll_dir`, default
 `../shared/conll2003`: train.txt → train, valid.txt → dev) each sentence
 becomes one line of `recipes/classify.py --multi_label`'s layout,
 `{"text": "EU rejects German call .", "labels": ["MISC", "ORG"]}`: the
@@ -14,8 +14,8 @@ entity types (`LOC`, `MISC`, `ORG`, `PER`) with at least one entity in
 the sentence, sorted (`[]` for none), the text its tokens joined by
 spaces. Prints each split's size and label counts.
 
-`kernel_docs` (`long_documents.py`'s): Linux kernel documentation pages
-as long documents. The reST pages of Debian's `linux-doc-6.1` package
+`kernel_docs` (`task_race.py --task=long_documents`'s): Linux kernel
+documentation pages as long documents. The reST pages of Debian's `linux-doc-6.1` package
 (`--root`, each `.rst` gzip'd), labelled by their top-level
 `Documentation/` folder, for the `FOLDERS`: the six English folders with
 over 100 pages each (`translations/` and the small ones skipped). Each
