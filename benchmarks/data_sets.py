@@ -15,8 +15,8 @@ the sentence, sorted (`[]` for none), the text its tokens joined by
 spaces. Prints each split's size and label counts.
 
 `kernel_docs` (`task_race.py --task=long_documents`'s): Linux kernel
-documentation pages as long documents. The reST pages of Debian's `linux-doc-6.1` package
-(`--root`, each `.rst` gzip'd), labelled by their top-level
+documentation pages as long documents. The reST pages of Debian's
+`linux-doc-6.1` package (`--root`, each `.rst` gzip'd), labelled by their top-level
 `Documentation/` folder, for the `FOLDERS`: the six English folders with
 over 100 pages each (`translations/` and the small ones skipped). Each
 page is its whole reST source (markup included, as a user would feed
