@@ -16,9 +16,9 @@ spaces. Prints each split's size and label counts.
 
 `kernel_docs` (`task_race.py --task=long_documents`'s): Linux kernel
 documentation pages as long documents. The reST pages of Debian's
-`linux-doc-6.1` package (`--root`, each `.rst` gzip'd), labelled by their top-level
-`Documentation/` folder, for the `FOLDERS`: the six English folders with
-over 100 pages each (`translations/` and the small ones skipped). Each
+`linux-doc-6.1` package (`--root`, each `.rst` gzip'd), labelled by
+their top-level `Documentation/` folder, for the `FOLDERS`: the six
+English folders with over 100 pages each (`translations/` and the small ones skipped). Each
 page is its whole reST source (markup included, as a user would feed
 files), without the pages of fewer than `--min_words` words (tables of
 contents); a page goes to dev when the MD5 of its path under
