@@ -279,10 +279,7 @@ def ops_worker(name, path, inputs_path):
     signature = signatures["predict_ids"]
     output = signature.outputs["probabilities"].name
     names = {k: v.name for k, v in signature.inputs.items()}
-    one = {
-        names[k]: np.full([1, 24], v, np.int32)
-        for k, v in (("token_ids", 1000), ("segment_ids", 0), ("padding_mask", 1))
-    }  # fmt: skip
+    one = _feed(signature, 1, SHAPES[1])
     for _ in range(3):
         session.run(output, one)
     options = tf.compat.v1.RunOptions(
@@ -323,6 +320,17 @@ def ops_worker(name, path, inputs_path):
         "bfloat16_casts": dict(casts),
         "saved_op_types": saved_model_op_types(path),
         "probabilities": probabilities.tolist(),
+    }
+
+
+def _feed(signature, batch, width):
+    """A `predict_ids` feed of `batch` rows of `width` real tokens."""
+    import numpy as np
+
+    values = {"token_ids": 1000, "segment_ids": 0, "padding_mask": 1}
+    return {
+        signature.inputs[name].name: np.full([batch, width], value, np.int32)
+        for name, value in values.items()
     }
 
 
@@ -375,15 +383,7 @@ def threads_worker(intra, inter, paths):
         session, signatures = contestants.session(path, (intra, inter))
         signature = signatures["predict_ids"]
         output = signature.outputs["probabilities"].name
-        feeds = {
-            batch: {
-                signature.inputs[k].name: np.full([batch, width], v, np.int32)
-                for k, v in (
-                    ("token_ids", 1000), ("segment_ids", 0), ("padding_mask", 1)
-                )
-            }
-            for batch, width in SHAPES.items()
-        }  # fmt: skip
+        feeds = {b: _feed(signature, b, w) for b, w in SHAPES.items()}
         for batch, feed in feeds.items():
             for _ in range(5):  # warm-up
                 session.run(output, feed)
@@ -752,9 +752,9 @@ def main(argv):
         result = ops[name]
         error = np.abs(np.asarray(result["probabilities"]) - expected).max()
         rows.append(
-            f"| `{name}` | {result['ops_run']} | {result['ops_run_compute']} "
-            f"| {sum(result['graph_kinds'].values())} | "
-            f"{_fused_list(result['fused'])} | {error:.1e} |"
+            [f"`{name}`", result["ops_run"], result["ops_run_compute"]]
+            + [sum(result["graph_kinds"].values())]
+            + [_fused_list(result["fused"]), f"{error:.1e}"]
         )
     lines = [
         "## Serving exports: the ops TensorFlow runs, outputs, time",
@@ -768,10 +768,12 @@ def main(argv):
         "sentences, the reference being the same classifier with "
         "`optimizations=()` in Keras.",
         "",
-        "| variant | ops run | ops run, without bookkeeping | graph nodes "
-        "| fused kernels after grappler | error |",
-        "|---|---:|---:|---:|---|---:|",
-        *rows,
+        *common.table(
+            ["variant", "ops run", "ops run, without bookkeeping"]
+            + ["graph nodes", "fused kernels after grappler", "error"],
+            rows,
+            rule=["---", "---:", "---:", "---:", "---", "---:"],
+        ),
         "",
     ]
     if skipped:
@@ -826,9 +828,8 @@ def main(argv):
             "median examples/s, and the median over rounds of each "
             "variant's ratio to `fast` in the same round.",
             "",
-            "| variant | batch 1 ex/s | / `fast` | batch 32 ex/s | / `fast` |",
-            "|---|---:|---:|---:|---:|",
         ]
+        rows = []
         for name in VARIANTS:
             cells = []
             for size in (1, 32):
@@ -842,7 +843,18 @@ def main(argv):
                     f"{np.median(list(ours.values())):.1f}",
                     f"{ratio:.2f}",
                 ]
-            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+            rows.append([f"`{name}`", *cells])
+        lines += common.table(
+            [
+                "variant",
+                "batch 1 ex/s",
+                "/ `fast`",
+                "batch 32 ex/s",
+                "/ `fast`",
+            ],
+            rows,
+            rule=["---"] + ["---:"] * 4,
+        )
         lines.append("")
         lines.append(
             "Load average (1 min) as each job started: "
