@@ -348,13 +348,12 @@ def summary_markdown(records, names, exports=None):
             if job is None:
                 reasons = "; ".join(
                     sorted(
-                        set().union(
-                            *(
-                                v
-                                for k, v in failed.items()
-                                if contestant(k) == name
-                            )
-                        )
+                        {
+                            w
+                            for k, v in failed.items()
+                            if contestant(k) == name
+                            for w in v
+                        }
                     )
                 )
                 rows.append(
@@ -490,22 +489,16 @@ def summary_markdown(records, names, exports=None):
                 "documents (the script's docstring)."
             )
         )
-    command = (
-        f"python benchmarks/serving.py --classifier={exports.get('classifier', 'DIR')} "
-        + (
-            f"--contestants={','.join(names)} "
-            if names != list(contestants.CONTESTANTS)
-            else ""
-        )
-        + f"--rounds={len(rounds)}"
-        + (f" --sentences={sentences}" if sentences < SST2_DEV_SIZE else "")
-        + (
-            f" --peer_threads={','.join(map(str, counts))}"
-            if swept and counts != [1, 2]
-            else ""
-        )
-        + common.section_flags(OUTPUT_DIR)
-    )
+    command = ["python benchmarks/serving.py"]
+    command += [f"--classifier={exports.get('classifier', 'DIR')}"]
+    if names != list(contestants.CONTESTANTS):
+        command += [f"--contestants={','.join(names)}"]
+    command += [f"--rounds={len(rounds)}"]
+    if sentences < SST2_DEV_SIZE:
+        command += [f"--sentences={sentences}"]
+    if swept and counts != [1, 2]:
+        command += [f"--peer_threads={','.join(map(str, counts))}"]
+    command = " ".join(command) + common.section_flags(OUTPUT_DIR)
     cpu = machine.split(",")[0]
     return f"""## Serving: our SavedModel against transformers, ONNX Runtime, keras-hub ({cpu})
 
