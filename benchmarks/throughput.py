@@ -142,23 +142,27 @@ RACES = [
     "train", "inference", "input_pipeline", "ablation", "recipe_steps",
     "bf16_curve", "accumulation_memory",
 ]  # fmt: skip
-flags.DEFINE_enum("race", "train", RACES, "What to time.")
-flags.DEFINE_integer("rounds", 3, "Alternating rounds of all contestants.")
-flags.DEFINE_list("contestants", None, "Subset to run; default: all.")
-flags.DEFINE_integer("steps", 10, "Timed steps per process.")
-flags.DEFINE_integer("warmup", 3, "Untimed steps or calls per process.")
-flags.DEFINE_integer("window", 10, "recipe_steps: steps per timed window.")
-flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
-flags.DEFINE_integer("sequence_length", 128, "accumulation_memory: tokens.")
-flags.DEFINE_float("seconds", 6.0, "inference: timed seconds per process.")
-flags.DEFINE_list("batch_sizes", ["1", "32"], "inference: batch sizes.")
-flags.DEFINE_integer("files", 400, "input_pipeline: python3.11-doc files.")
-flags.DEFINE_integer("batches", 300, "input_pipeline: timed batches.")
-flags.DEFINE_string("precision", "float32", "ablation: or mixed_bfloat16.")
-flags.DEFINE_enum("task", "classify", ["classify", "pretrain"], "ablation.")
-flags.DEFINE_string("worker", None, "Internal: run one job.")
-flags.DEFINE_integer("batch", 1, "Internal: the inference worker's batch.")
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """The script's flags (defined when it runs: tests import its helpers)."""
+    flags.DEFINE_enum("race", "train", RACES, "What to time.")
+    flags.DEFINE_integer("rounds", 3, "Alternating rounds of all contestants.")
+    flags.DEFINE_list("contestants", None, "Subset to run; default: all.")
+    flags.DEFINE_integer("steps", 10, "Timed steps per process.")
+    flags.DEFINE_integer("warmup", 3, "Untimed steps or calls per process.")
+    flags.DEFINE_integer("window", 10, "recipe_steps: steps per timed window.")
+    flags.DEFINE_string("glue_dir", common.GLUE, "GLUE data directory.")
+    flags.DEFINE_integer("sequence_length", 128, "accumulation_memory: tokens.")
+    flags.DEFINE_float("seconds", 6.0, "inference: timed seconds per process.")
+    flags.DEFINE_list("batch_sizes", ["1", "32"], "inference: batch sizes.")
+    flags.DEFINE_integer("files", 400, "input_pipeline: python3.11-doc files.")
+    flags.DEFINE_integer("batches", 300, "input_pipeline: timed batches.")
+    flags.DEFINE_string("precision", "float32", "ablation: or mixed_bfloat16.")
+    flags.DEFINE_enum("task", "classify", ["classify", "pretrain"], "ablation.")
+    flags.DEFINE_string("worker", None, "Internal: run one job.")
+    flags.DEFINE_integer("batch", 1, "Internal: the inference worker's batch.")
 
 
 def parse(name):
@@ -787,4 +791,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
