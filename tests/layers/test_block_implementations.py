@@ -23,6 +23,9 @@ Tolerances, stated:
 - `serving_graph_bfloat16` (bfloat16 matmuls) on float32 weights: as
   mixed_bfloat16, 2**-6: its weights and matmul inputs are rounded to
   bfloat16.
+- That tolerance cannot tell the exact GELU from the tanh one on this
+  block: `test_bfloat16_rows_compute_the_exact_gelu` runs every bfloat16
+  row on a block where the two differ by more than three times it.
 - `serving_graph_int8_calibrated` (int8 weights): its inputs quantized to
   uint8 over the range recorded on the same inputs (one step: 1/255 of
   it), where `reference`'s int8 layers quantize each row over its own
@@ -332,6 +335,70 @@ def test_implementation_matches_reference(monkeypatch, case):
     assert probs_error <= tolerance
     if grad_error is not None:
         assert grad_error <= GRADIENT_TOLERANCE[weights]
+
+
+# The (implementation, weights) pairs that compute in bfloat16 at inference.
+BFLOAT16_ROWS = sorted(
+    {
+        (name, weights)
+        for name, weights, mode, rows, _, _ in CASES
+        if mode == "inference"
+        and rows == "all"
+        and (weights == "mixed_bfloat16" or name in BFLOAT16_MATMULS)
+    }
+)
+
+
+def _gelu_sensitive_block(weights):
+    """The shared exact-GELU block, but with its intermediate
+    pre-activations near -3 (bias -3, kernel a tenth as large) and an
+    output kernel that scales them to unit size with a slope across the
+    hidden units (which LayerNorm keeps): there the tanh GELU is about 10%
+    off the exact one, while bfloat16 rounds the small outputs finely."""
+    shared = _block(weights, 0.0, "gelu")
+    block = TransformerEncoderBlock(
+        num_heads=HEADS,
+        intermediate_dim=INTERMEDIATE,
+        dropout=0.0,
+        activation="gelu",
+        dtype=weights,
+    )
+    block(np.zeros((1, 2, HIDDEN), "float32"))
+    block.set_weights(shared.get_weights())
+    inner, outer = block.intermediate_dense, block.output_dense
+    inner.kernel.assign(inner.kernel.numpy() * 0.1)
+    inner.bias.assign(np.full(inner.bias.shape, -3.0, "float32"))
+    slope = np.linspace(-8, 8, HIDDEN, dtype="float32")
+    outer.kernel.assign(np.abs(outer.kernel.numpy()) * slope)
+    return block
+
+
+@pytest.mark.parametrize(
+    "name, weights", BFLOAT16_ROWS, ids=["-".join(r) for r in BFLOAT16_ROWS]
+)
+def test_bfloat16_rows_compute_the_exact_gelu(name, weights):
+    """On the shared block the tanh GELU is within 3e-4 of the exact one at
+    the outputs (2.1e-4 measured), far inside bfloat16's tolerance
+    (2**-6), so the matrix's bfloat16 rows cannot tell them apart. On
+    `_gelu_sensitive_block` the formula's two GELUs differ by more than
+    three times the tolerance (4.8e-2 measured), and each bfloat16 row
+    must be within it of the exact one (at most 5.3e-3 measured)."""
+    block = _gelu_sensitive_block(weights)
+    mask = tf.constant(MASKS["padded"])
+    outputs, _, _ = _run(block, name, mask, None, False)
+    x = _inputs().numpy().astype("float64")
+    w = {k: v.astype("float64") for k, v in block_weights(block).items()}
+    exact, tanh = (
+        numpy_block(x, np.asarray(mask), w, HEADS, approximate=approximate)
+        for approximate in (False, True)
+    )
+    tolerance = TOLERANCE["mixed_bfloat16"]
+    print(
+        f"\n{name} {weights}: |tanh - exact| {np.abs(tanh - exact).max():.1e}"
+        f", |outputs - exact| {np.abs(outputs - exact).max():.1e}"
+    )
+    assert np.abs(tanh - exact).max() > 3 * tolerance
+    assert np.abs(outputs - exact).max() <= tolerance
 
 
 def _numpy_block(block, padding_mask, positions):
