@@ -89,8 +89,13 @@ def text_function(model, num_texts, forward=None):
         inputs = features if to_inputs is None else to_inputs(features, None)
         return first_rows(forward(inputs), count, xla)
 
+    # Without autograph, as the preprocessor's functions: nothing here
+    # branches on a tensor, and converting the call chain cost a fresh
+    # model's first call 0.6 s (benchmarks/first_call_latency.py --fresh).
     return tf.function(
-        run, input_signature=[tf.TensorSpec([None], tf.string)] * num_texts
+        run,
+        input_signature=[tf.TensorSpec([None], tf.string)] * num_texts,
+        autograph=False,
     )
 
 

@@ -191,9 +191,14 @@ class BertPreprocessor(keras.layers.Layer):
                 self._preprocess_one if unbatched else self.preprocess_batch
             )
             shape = [] if unbatched else [None]
+            # Without autograph: the tokenizer's code has no tensor-valued
+            # Python control flow to convert, and converting it took 5.6 of
+            # the 9 s of a fresh model's first `predict` of one sentence
+            # (benchmarks/first_call_latency.py --fresh).
             functions[key] = tf.function(
                 function,
                 input_signature=[tf.TensorSpec(shape, tf.string)] * num_texts,
+                autograph=False,
             )
         return functions[key]
 

@@ -171,3 +171,16 @@ def test_keras_file_round_trip(preprocessor):
     texts = keras.Input(shape=(), dtype="string", name="text")
     model = keras.Model(texts, preprocessor(texts))
     run_model_saving_test(model, np.array(["The quick fox!", "", "日本 é"]))
+
+
+def test_compiled_functions_run_without_autograph(preprocessor):
+    """Converting the tokenizer's code with autograph took 5.6 of the 9 s
+    of a fresh model's first call (benchmarks/first_call_latency.py
+    --fresh), so the compiled functions are traced without it. Every
+    eager call in this file runs through them (`_preprocess`): a piece of
+    the tokenizer that needed autograph would fail those at trace time."""
+    for num_texts in (1, 2):
+        assert preprocessor.batch_function(num_texts)._autograph is False
+    assert (
+        preprocessor._compiled_function(1, unbatched=True)._autograph is False
+    )
