@@ -215,6 +215,7 @@ def _set_threads(name):
 def run_fresh():
     """`--rounds` rounds, each contestant once a round (order rotated) in
     a fresh process; its record."""
+    started = time.time()
     record = common.job_context()
     record["uptime_before"] = _uptime()
     names = [name for pair in PAIRS for name in pair]
@@ -247,8 +248,10 @@ def run_fresh():
         load_average_1min_end=round(os.getloadavg()[0], 1),
         uptime_after=_uptime(),
     )
+    # One record per run (every run's record is kept): its start time.
     name = f"threads{FLAGS.threads}" if FLAGS.threads else "default_threads"
-    common.write_record(f"{FLAGS.output_dir}/fresh_{name}.json", record)
+    stamp = time.strftime("%Y%m%dT%H%M", time.gmtime(started))
+    common.write_record(f"{FLAGS.output_dir}/fresh_{name}_{stamp}.json", record)
 
 
 def _fresh_table(record):
