@@ -5,6 +5,9 @@ import numpy as np
 import pytest
 
 from benchmarks import finetune_job
+from benchmarks.finetune import jobs
+from benchmarks.finetune import peers
+from benchmarks.finetune import tools
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -15,9 +18,7 @@ def test_grouped_order_is_the_trainers_length_grouped_sampler():
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(3, 60, size=700).tolist()
-    order = finetune_job.grouped_order(
-        lengths, 32, torch.Generator().manual_seed(5)
-    )
+    order = peers.grouped_order(lengths, 32, torch.Generator().manual_seed(5))
     sampler = LengthGroupedSampler(
         32, lengths=lengths, generator=torch.Generator().manual_seed(5)
     )
@@ -43,7 +44,7 @@ def test_padded_batch_pads_to_the_longest_row_of_the_batch():
         "token_type_ids": [[0, 0, 0], [0, 0, 0, 0, 0], [0, 0]],
         "attention_mask": [[1, 1, 1], [1, 1, 1, 1, 1], [1, 1]],
     }
-    batch = finetune_job.padded_batch(encoded, [2, 0], labels=[1, 0, 1])
+    batch = peers.padded_batch(encoded, [2, 0], labels=[1, 0, 1])
     np.testing.assert_array_equal(
         batch["input_ids"].numpy(), [[2, 3, 0], [2, 5, 3]]
     )
@@ -52,14 +53,14 @@ def test_padded_batch_pads_to_the_longest_row_of_the_batch():
     )
     assert batch["input_ids"].dtype == torch.int64
     np.testing.assert_array_equal(batch["labels"].numpy(), [1, 1])
-    assert "labels" not in finetune_job.padded_batch(encoded, [1])
+    assert "labels" not in peers.padded_batch(encoded, [1])
 
 
 def test_the_pytorch_settings_are_the_recipes():
     from keras_bert.training import TRAINING_DEFAULTS
 
     defaults = TRAINING_DEFAULTS["classifier"]
-    settings = finetune_job.TORCH_SETTINGS
+    settings = jobs.TORCH_SETTINGS
     assert settings["learning_rate"] == defaults.learning_rate
     assert settings["batch_size"] == defaults.batch_size
     assert settings["warmup_fraction"] == defaults.warmup_fraction
@@ -72,7 +73,7 @@ def test_the_pytorch_settings_are_the_recipes():
     assert settings["epochs"] == 1 and settings["sequence_length"] == 128
     assert settings["eval_batch_size"] == 64
     assert "torch_grouped" in finetune_job.WORKERS
-    assert "torch_grouped" in finetune_job.RACES["tools"][1].split()
+    assert "torch_grouped" in jobs.RACES["tools"][1].split()
 
 
 def _record(contestant, k, train_seconds, total_seconds, accuracy):
@@ -97,7 +98,7 @@ def test_the_tools_table_pairs_the_pytorch_loop_with_the_recipe():
         ("recipe", 0): _record("recipe", 0, 60.0, 80.0, 0.83),
         ("torch_grouped", 0): _record("torch_grouped", 0, 90.0, 100.0, 0.84),
     }
-    text = "\n".join(finetune_job.tools_summary(records))
+    text = "\n".join(tools.tools_summary(records))
     assert "| torch_grouped | recipe | 0 | 1.50 | 1.25 | 1.50, 1.25 |" in text
     assert "| torch_grouped | 0 | 76.9 | 90.0 | 5.0 | 100.0 | 0.8400" in text
     assert "torch_grouped is a plain PyTorch loop" in text
@@ -112,12 +113,10 @@ def test_the_bfloat16_pytorch_loop_is_paired_with_the_bfloat16_recipe():
             "torch_grouped_bf16", 0, 45.0, 75.0, 0.84
         ),
     }
-    text = "\n".join(finetune_job.tools_summary(records))
+    text = "\n".join(tools.tools_summary(records))
     # Against recipe_bf16 (45/30, 75/50), not the float32 recipe (45/60).
     assert "| torch_grouped_bf16 | recipe_bf16 | 0 | 1.50 | 1.50 |" in text
     # The bfloat16 recipe against the float32 one: what bfloat16 buys.
     assert "| recipe_bf16 | recipe | 0 | 0.50 | 0.62 |" in text
     assert "recipe_bf16 and torch_grouped_bf16 are the two" in text
-    assert finetune_job.RECIPES["recipe_bf16"] == {
-        "mixed_precision": "mixed_bfloat16"
-    }
+    assert jobs.RECIPES["recipe_bf16"] == {"mixed_precision": "mixed_bfloat16"}

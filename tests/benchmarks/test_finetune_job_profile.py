@@ -1,24 +1,24 @@
 """benchmarks/finetune_job.py --race=profile: its trace window, op tables
 and the section it writes, from made-up records (no timing)."""
 
-from benchmarks import finetune_job
+from benchmarks.finetune import profile
 
 
 def test_the_trace_window_is_in_the_middle_and_fits_the_epoch():
-    assert finetune_job.trace_window(217, 20) == (98, 118)
-    assert finetune_job.trace_window(10, 20) == (1, 9)
-    assert finetune_job.trace_window(2, 20) == (1, 1)  # nothing traced
+    assert profile.trace_window(217, 20) == (98, 118)
+    assert profile.trace_window(10, 20) == (1, 9)
+    assert profile.trace_window(2, 20) == (1, 1)  # nothing traced
 
 
 def test_op_table_sums_op_kinds_and_leaves_idle_out():
     rows = [("MatMul", 3.0), ("IDLE", 9.0), ("Erfc", 1.0), ("MatMul", 1.0)]
-    table, total = finetune_job.op_table(rows, top=1)
+    table, total = profile.op_table(rows, top=1)
     assert total == 5.0
     assert table == [("MatMul", 4.0, 0.8)]
 
 
 def _section(records):
-    return "\n".join(finetune_job.profile_summary(records))
+    return "\n".join(profile.profile_summary(records))
 
 
 def _record(step_ms, widths, **extra):
