@@ -1,12 +1,12 @@
 """benchmarks/throughput.py: the alternating timed windows that its
 ablation and recipe_steps races share (no model, no timing of one)."""
 
-from benchmarks import throughput
+from benchmarks.throughput_races import shared
 
 
 def test_windows_alternate_and_give_seconds_per_step(monkeypatch):
     calls, clock = [], iter(range(0, 1000, 4))
-    monkeypatch.setattr(throughput.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(shared.time, "perf_counter", lambda: next(clock))
 
     def train_function(name):
         def run(iterator):
@@ -16,7 +16,7 @@ def test_windows_alternate_and_give_seconds_per_step(monkeypatch):
         return run
 
     steps = {name: (train_function(name), iter(range(9))) for name in "ab"}
-    seconds = throughput.alternating_windows(steps, rounds=3, window=2)
+    seconds = shared.alternating_windows(steps, rounds=3, window=2)
     # Each window reads the clock twice, 4 apart: 4 seconds over 2 steps.
     assert seconds == {"a": [2.0, 2.0, 2.0], "b": [2.0, 2.0, 2.0]}
     assert [name for name, _ in calls] == list("aabb" * 3)
