@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from benchmarks import serving
+from benchmarks import serving_summary
 from benchmarks.contestants import serving as contestants
 from keras_bert.serving import plan
 from keras_bert.serving.cpu import Cpu
@@ -95,7 +95,7 @@ def test_summary_table_ratios_goals_and_unavailable():
             "machine": "AMD EPYC, 2 cores",
         },
     ]
-    markdown = serving.summary_markdown(
+    markdown = serving_summary.summary_markdown(
         records,
         ["ours_fp32", "ours_int8", "onnxruntime_fp32", "transformers"],
         {"onnx_fused_operators": {"Attention": 6}, "classifier": "/c.h5"},
@@ -175,7 +175,7 @@ def test_the_table_shows_each_swept_peer_at_its_best_count():
     ]
     for record in records[4:]:  # 2 threads: slower at 1, faster at 32
         record["batches"]["32"]["examples_per_second"] = 2000.0
-    markdown = serving.summary_markdown(
+    markdown = serving_summary.summary_markdown(
         records, ["ours_fp32", "onnxruntime_fp32"], {"classifier": "/c.h5"}
     )
     assert "| 1 | onnxruntime_fp32 | 1 (of 1, 2) | 50.0 |" in markdown
@@ -213,7 +213,7 @@ def test_the_table_shows_ours_bf16_against_the_peers_and_ours_fp32():
         "ours_bf16": "serving_graph_bfloat16",
         "ours_fp32_tf_function": "serving_graph_streams",
     }
-    markdown = serving.summary_markdown(
+    markdown = serving_summary.summary_markdown(
         records,
         names,
         {"classifier": "/c.h5", "implementations": implementations},
@@ -265,7 +265,7 @@ def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
         "ours_fp32_default": "serving_graph",
         "ours_fp32_tf_function": "serving_graph_streams",
     }
-    markdown = serving.summary_markdown(
+    markdown = serving_summary.summary_markdown(
         records,
         names,
         {"classifier": "/c.h5", "implementations": implementations},
@@ -293,7 +293,7 @@ def test_the_table_shows_ours_fp32_default_with_ours_fp32s_goals():
     )
     # Only the exports that served: ours_fp32_tf_function did not run.
     assert "ours_fp32_tf_function `streams`" not in markdown
-    assert serving.OURS_DEFAULT == "ours_fp32_default"
+    assert serving_summary.OURS_DEFAULT == "ours_fp32_default"
 
 
 def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls():
@@ -315,7 +315,7 @@ def test_ours_bf16_runs_only_on_a_cpu_with_bfloat16_matmuls():
         "ours_bf16_streams",
     ]
     assert "oneDNN int8 kernels" in skipped_off["ours_int8"]
-    markdown = serving.summary_markdown(
+    markdown = serving_summary.summary_markdown(
         [_record("ours_fp32", 0, 100.0)],
         ["ours_fp32", "ours_bf16"],
         {"classifier": "/c.h5", "skipped": skipped},
