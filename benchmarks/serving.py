@@ -107,6 +107,7 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import serving as contestants  # noqa: E402
+from benchmarks.contestants import serving_loaders  # noqa: E402
 from benchmarks.serving_summary import OUTPUT_DIR  # noqa: E402
 from benchmarks.serving_summary import summary_markdown  # noqa: E402
 
@@ -175,7 +176,7 @@ def run_worker():
     sentences, gold = (x[: FLAGS.sentences or None] for x in (sentences, gold))
     manifest = common.read_record(os.path.join(FLAGS.work_dir, "manifest.json"))
     name, threads = contestants.thread_setting(FLAGS.worker, FLAGS.threads)
-    predict = contestants.load(name, manifest, 128, threads)
+    predict = serving_loaders.load(name, manifest, 128, threads)
     record = {"load_seconds": round(time.time() - START, 1), "batches": {}}
     if name in contestants.THREAD_SWEPT:
         record["intra_op_threads"] = threads

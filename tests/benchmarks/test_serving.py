@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks import serving_summary
 from benchmarks.contestants import serving as contestants
+from benchmarks.contestants import serving_loaders
 from keras_bert.serving import plan
 from keras_bert.serving.cpu import Cpu
 from tests.helpers import on_cpu
@@ -145,8 +146,8 @@ def test_swept_peers_run_once_per_thread_count():
     # Both of TF Serving's pools at the swept count; streams: 1 and one
     # inter-op thread per stream.
     manifest = {"streams": {"ours_fp32": 2}}
-    assert contestants._thread_counts("ours_bf16", manifest, 1) == (1, 1)
-    assert contestants._thread_counts("ours_fp32", manifest, 1) == (1, 2)
+    assert serving_loaders._thread_counts("ours_bf16", manifest, 1) == (1, 1)
+    assert serving_loaders._thread_counts("ours_fp32", manifest, 1) == (1, 2)
     assert contestants.thread_setting("transformers_2_threads", 4) == (
         "transformers",
         2,
@@ -404,7 +405,7 @@ def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
     assert manifest["streams"] == {"ours_fp32_default": None, "ours_bf16": None}
     for name in ours:
         assert manifest["variables_bytes"][name] > 0
-        assert contestants._thread_counts(name, manifest, 2) == (2, 2)
+        assert serving_loaders._thread_counts(name, manifest, 2) == (2, 2)
     texts = [
         "the cat sat on the mat", "a dog ran", "", "the dog", "cat cat",
         "on a mat", "the cat ran on the dog", "sat",
@@ -416,15 +417,17 @@ def test_ours_default_and_bf16_are_exported_and_served_in_a_session(
     assert clear.sum() >= 4, top_two  # enough sentences to compare
     assert (top_two[:, 1] - top_two[:, 0]).min() > 1e-3, top_two
     expected = np.argmax(logits, axis=-1)
-    predicted = contestants.load("ours_fp32_default", manifest, 16, 2)(texts)
+    predicted = serving_loaders.load("ours_fp32_default", manifest, 16, 2)(
+        texts
+    )
     np.testing.assert_array_equal(predicted, expected)
-    predicted = contestants.load("ours_bf16", manifest, 16, 2)(texts)
+    predicted = serving_loaders.load("ours_bf16", manifest, 16, 2)(texts)
     np.testing.assert_array_equal(predicted[clear], expected[clear])
 
 
 def test_an_unknown_contestant_is_named():
     with pytest.raises(ValueError, match="ours_fp16"):
-        contestants.load("ours_fp16", {}, 128, 1)
+        serving_loaders.load("ours_fp16", {}, 128, 1)
 
 
 @pytest.mark.slow
@@ -469,7 +472,7 @@ def test_onnx_contestants_match_pytorch(tmp_path):
         )
         for name in ("onnxruntime_fp32", "onnxruntime_int8")
     }
-    predict = contestants.load("onnxruntime_fp32", manifest, 16, 1)
+    predict = serving_loaders.load("onnxruntime_fp32", manifest, 16, 1)
     for request in requests:
         encoded = tokenizer(request, padding=True, return_tensors="pt")
         with torch.no_grad():
@@ -508,12 +511,12 @@ def test_our_contestants_serve_the_streams_export_in_a_session(tmp_path):
         "ours_int8": path,
         "streams": {"ours_fp32": 2, "ours_fp32_tf_function": 2},
     }
-    assert contestants._thread_counts("ours_fp32", manifest, 4) == (1, 2)
-    assert contestants._thread_counts("ours_int8", manifest, 4) == (4, 4)
+    assert serving_loaders._thread_counts("ours_fp32", manifest, 4) == (1, 2)
+    assert serving_loaders._thread_counts("ours_int8", manifest, 4) == (4, 4)
     texts = ["the cat sat on the mat", "a dog ran", ""]
     expected = np.argmax(
         classifier.predict(preprocessor(texts), verbose=0), axis=-1
     )
-    predict = contestants.load("ours_fp32", manifest, 16, 2)
+    predict = serving_loaders.load("ours_fp32", manifest, 16, 2)
     np.testing.assert_array_equal(predict(texts), expected)
     np.testing.assert_array_equal(predict(texts[:1]), expected[:1])
