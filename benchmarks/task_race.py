@@ -156,7 +156,7 @@ def summarize(task):
     if not records:
         raise SystemExit(f"No records in {records_dir(task)}.")
     text = task.summarize(records)
-    section = getattr(task, "SECTION", None)
+    section = FLAGS.results_section or getattr(task, "SECTION", None)
     docs_file = FLAGS.docs_file or getattr(task, "DOCS", None)
     if section and docs_file:
         common.update_results(section, text, path=docs_file)
