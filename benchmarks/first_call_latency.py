@@ -143,15 +143,8 @@ def run():
                 medians[f"{name}@{size}"] = round(seconds * 1000, 3)
         print(k, medians, flush=True)
         rounds.append(medians)
-    record.update(
-        rounds=rounds,
-        threads=FLAGS.threads or "library defaults",
-        calls=FLAGS.calls,
-        warmup=FLAGS.warmup,
-        load_average_1min_end=round(os.getloadavg()[0], 1),
-        uptime_after=_uptime(),
-    )
-    common.write_record(_record_path(FLAGS.threads), record)
+    _finish(record, rounds)
+    common.write_record(_record_path("latency"), record)
     return record
 
 
@@ -239,19 +232,10 @@ def run_fresh():
             results[name] = json.loads(line.removeprefix("RESULT "))
         print(k, results, flush=True)
         rounds.append(results)
-    record.update(
-        fresh=True,
-        rounds=rounds,
-        threads=FLAGS.threads or "library defaults",
-        calls=FLAGS.calls,
-        warmup=FLAGS.warmup,
-        load_average_1min_end=round(os.getloadavg()[0], 1),
-        uptime_after=_uptime(),
-    )
+    _finish(record, rounds, fresh=True)
     # One record per run (every run's record is kept): its start time.
-    name = f"threads{FLAGS.threads}" if FLAGS.threads else "default_threads"
     stamp = time.strftime("%Y%m%dT%H%M", time.gmtime(started))
-    common.write_record(f"{FLAGS.output_dir}/fresh_{name}_{stamp}.json", record)
+    common.write_record(_record_path("fresh", f"_{stamp}"), record)
 
 
 def _fresh_table(record):
@@ -305,10 +289,24 @@ def _fresh_table(record):
     return lines + _footer(record)
 
 
-def _record_path(threads):
-    """One record per thread setting: the section shows each."""
-    name = f"threads{threads}" if threads else "default_threads"
-    return os.path.join(FLAGS.output_dir, f"latency_{name}.json")
+def _finish(record, rounds, **extra):
+    """What every record says of its run, after the rounds."""
+    record.update(
+        **extra,
+        rounds=rounds,
+        threads=FLAGS.threads or "library defaults",
+        calls=FLAGS.calls,
+        warmup=FLAGS.warmup,
+        load_average_1min_end=round(os.getloadavg()[0], 1),
+        uptime_after=_uptime(),
+    )
+
+
+def _record_path(kind, suffix=""):
+    """`<output_dir>/<kind>_<threads><suffix>.json`: the warm blocks keep
+    one record per thread setting, the fresh runs one per run."""
+    threads = f"threads{FLAGS.threads}" if FLAGS.threads else "default_threads"
+    return os.path.join(FLAGS.output_dir, f"{kind}_{threads}{suffix}.json")
 
 
 def summary_markdown(records):
