@@ -20,6 +20,7 @@ from keras_bert.models.small_calls import small_evaluate
 from keras_bert.models.small_calls import small_predict
 from keras_bert.models.text_datasets import inference_dataset
 from keras_bert.models.text_fit_arguments import text_fit_arguments
+from keras_bert.models.text_inputs import checked_x
 from keras_bert.models.text_inputs import is_text
 
 
@@ -96,6 +97,7 @@ class RawTextMethods:
         )
         ```
         """
+        x = checked_x(self, x, "fit")
         if not is_text(x):
             if seed is not None:
                 raise ValueError(
@@ -158,6 +160,7 @@ class RawTextMethods:
         classifier.evaluate(["a good film", "a bad book"], [1, 0])
         ```
         """
+        x = checked_x(self, x, "evaluate")
         text = is_text(x)
         if text:
             self._check_text_method("evaluate", "x")
@@ -207,6 +210,7 @@ class RawTextMethods:
         logits = classifier.predict(["a good book"])  # (1, num_classes)
         ```
         """
+        x = checked_x(self, x, "predict")
         if is_text(x):
             self._check_text_layout(x)
         arguments = _bind(super().predict, x, *args, **kwargs)
