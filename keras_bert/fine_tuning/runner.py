@@ -322,11 +322,11 @@ def run_fine_tuning(
         callbacks=[
             evaluation,
             backup,
-            # A line every 100 steps (or tenth of an epoch): an epoch can
-            # take hours, and verbose=2 prints only at its end.
+            # A line every 100 steps (or quarter of an epoch): an epoch
+            # can take hours, and verbose=2 prints only at its end.
             ProgressLogger(
                 steps_per_epoch,
-                every_steps=min(100, max(1, steps_per_epoch // 10)),
+                every_steps=min(100, max(1, steps_per_epoch // 4)),
             ),
         ],
         shuffle=False,  # the task's dataset orders each epoch itself

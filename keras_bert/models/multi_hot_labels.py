@@ -1,7 +1,8 @@
 """A multi-label classifier's labels: names per example → multi-hot rows.
 
 What `keras_bert.models.label_modes.MultiLabel` checks `fit` and
-`evaluate`'s labels with (see `keras_bert.models.labels`).
+`evaluate`'s labels with (see `keras_bert.models.labels`), and its
+`thresholds` (`check_thresholds`).
 """
 
 import numpy as np
