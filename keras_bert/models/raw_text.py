@@ -46,9 +46,10 @@ class RawTextMethods:
         `x` may be raw text:
 
         - a list or 1-D array of `str` (one text per example), or a tuple
-          `(texts_a, texts_b)` of two such for sentence pairs, with labels
-          `y` (and optionally `sample_weight`) as usual. Every text is
-          tokenized once in a parallel `tf.data` map; each epoch is then
+          `(texts_a, texts_b)` of two such for sentence pairs (or a list
+          of `[text_a, text_b]` rows), with labels `y` (and optionally
+          `sample_weight`) as usual. Every text is tokenized once in a
+          parallel `tf.data` map; each epoch is then
           shuffled (`shuffle=True`, the default) into batches of
           like-length examples, each cut to its longest row, as the GLUE
           recipe batches (`keras_bert.data.packed_batches`). Such a run
