@@ -232,9 +232,8 @@ def run_fine_tuning(
             "gradient_accumulation_steps": gradient_accumulation_steps,
         }
     tf.io.gfile.makedirs(model_dir)
-    logging.info(
-        "Resolved configuration:\n%s", json.dumps(config, indent=2, default=str)
-    )
+    # One line (results.json keeps it too): a log reads as one per event.
+    logging.info("Resolved configuration: %s", json.dumps(config, default=str))
     # Seeds the process for this run only: `global_random_state_restored`
     # puts the caller's random state back when the run returns.
     keras.utils.set_random_seed(seed)
