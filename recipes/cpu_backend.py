@@ -148,12 +148,36 @@ if QUIET:
     import_tensorflow_quietly()
 
 
+class TensorFlowInfoFilter(python_logging.Filter):
+    """Drops the INFO records logged from TensorFlow's own files (saving
+    a SavedModel: its assets, fingerprint, sharding callback, ...)."""
+
+    def __init__(self, directory):
+        super().__init__()
+        self.directory = os.path.join(directory, "")
+
+    def filter(self, record):
+        return record.levelno > python_logging.INFO or not (
+            record.pathname.startswith(self.directory)
+        )
+
+
+def quiet_tensorflow_python_log():
+    """TensorFlow's Python INFO lines off: through its own logger and
+    through absl's handler (where most of its modules log)."""
+    import tensorflow
+
+    python_logging.getLogger("tensorflow").setLevel("WARNING")
+    directory = os.path.dirname(os.path.abspath(tensorflow.__file__))
+    logging.get_absl_handler().addFilter(TensorFlowInfoFilter(directory))
+
+
 def run(main):
     """`absl.app.run(main)`, logging first what this module chose."""
 
     def logged(argv):
-        if QUIET:  # its Python INFO lines too (SavedModel assets, ...)
-            python_logging.getLogger("tensorflow").setLevel("WARNING")
+        if QUIET:
+            quiet_tensorflow_python_log()
         for message in (MESSAGE, LOG_MESSAGE):
             if message:
                 logging.info(message)

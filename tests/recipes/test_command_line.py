@@ -2,6 +2,7 @@
 as the recipe's own, and TensorFlow's start-up noise stays out of its
 output unless the user sets TF_CPP_MIN_LOG_LEVEL."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -68,3 +69,16 @@ def test_the_log_level_is_set_only_without_a_gpu_driver_and_a_choice():
         before = dict(environ)
         assert cpu_backend.quiet_tensorflow(environ, driver) is None
         assert environ == before
+
+
+def test_tensorflows_python_info_lines_are_dropped_and_no_others():
+    keep = cpu_backend.TensorFlowInfoFilter("/site-packages/tensorflow")
+
+    def record(path, level):
+        return logging.LogRecord("absl", level, path, 1, "m", (), None)
+
+    inside = "/site-packages/tensorflow/python/saved_model/x.py"
+    assert not keep.filter(record(inside, logging.INFO))
+    assert keep.filter(record(inside, logging.WARNING))
+    assert keep.filter(record("/site-packages/tensorflow_text/y.py", 20))
+    assert keep.filter(record("/work/recipes/glue.py", logging.INFO))
