@@ -18,10 +18,23 @@ it (README, "Install", gives the setting).
     ...
     if __name__ == "__main__":
         cpu_backend.run(main)
+
+It also keeps TensorFlow's C++ start-up lines (oneDNN, CUDA stubs, CPU
+instructions) out of a recipe's output, unless the user set
+`TF_CPP_MIN_LOG_LEVEL`: they are printed before TensorFlow reads that
+variable, so TensorFlow is imported here with its stderr held, and any
+other line is passed on. On a machine without a GPU driver the level
+defaults to 3, which also drops `failed call to cuInit` (TensorFlow's
+probe of a GPU that cannot be there); with a driver TensorFlow's own
+level stays, so its GPU lines show. `TF_CPP_MIN_LOG_LEVEL=0` shows all.
 """
 
+import logging as python_logging
 import os
 import platform
+import re
+import sys
+import tempfile
 
 from absl import app
 from absl import logging
@@ -70,19 +83,104 @@ def prefer_onednn(environ, flags, machine):
     )
 
 
+LOG_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+# Device files of an NVIDIA (or WSL, ROCm) GPU driver.
+GPU_DRIVER_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+GPU_DRIVER_FILES += ("/dev/kfd",)
+# TensorFlow's start-up lines that tell a recipe's user nothing.
+START_UP_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog\(\) is called"
+    r"|port\.cc:\d+\] oneDNN custom operations are on"
+    r"|cudart_stub\.cc:\d+\] Could not find cuda drivers"
+    r"|cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized"
+    r"|^To enable the following instructions: .* compiler flags\.$"
+)
+
+
+def quiet_tensorflow(environ, gpu_driver):
+    """Sets `TF_CPP_MIN_LOG_LEVEL=3` in `environ` where there is no
+    `gpu_driver` and the variable is unset; returns the sentence to log,
+    or `None` where nothing was changed."""
+    if LOG_VARIABLE in environ or gpu_driver:
+        return None
+    environ[LOG_VARIABLE] = "3"
+    return (
+        "No GPU driver here: this recipe turns TensorFlow's C++ log off "
+        f"(its failed GPU probe included); set {LOG_VARIABLE}=0 to see it."
+    )
+
+
+def import_tensorflow_quietly(noise=START_UP_NOISE):
+    """Imports TensorFlow with its stderr held; writes back the lines that
+    `noise` does not match (all of them if the import fails)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        os.dup2(held.fileno(), 2)
+        failed = True
+        try:
+            import tensorflow  # noqa: F401
+
+            failed = False
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            lines = held.read().decode(errors="replace").splitlines(True)
+            sys.stderr.writelines(
+                line for line in lines if failed or not noise.search(line)
+            )
+
+
 MESSAGE = (
     prefer_onednn(os.environ, cpu_flags(), platform.machine())
     if platform.system() == "Linux"
     else None
 )
+# Unless the user set TF_CPP_MIN_LOG_LEVEL, TensorFlow's log is the recipe's.
+QUIET = LOG_VARIABLE not in os.environ
+LOG_MESSAGE = None
+if QUIET:
+    LOG_MESSAGE = quiet_tensorflow(
+        os.environ, any(os.path.exists(path) for path in GPU_DRIVER_FILES)
+    )
+    import_tensorflow_quietly()
+
+
+class TensorFlowInfoFilter(python_logging.Filter):
+    """Drops the INFO records logged from TensorFlow's own files (saving
+    a SavedModel: its assets, fingerprint, sharding callback, ...)."""
+
+    def __init__(self, directory):
+        super().__init__()
+        self.directory = os.path.join(directory, "")
+
+    def filter(self, record):
+        return record.levelno > python_logging.INFO or not (
+            record.pathname.startswith(self.directory)
+        )
+
+
+def quiet_tensorflow_python_log():
+    """TensorFlow's Python INFO lines off: through its own logger and
+    through absl's handler (where most of its modules log)."""
+    import tensorflow
+
+    python_logging.getLogger("tensorflow").setLevel("WARNING")
+    directory = os.path.dirname(os.path.abspath(tensorflow.__file__))
+    logging.get_absl_handler().addFilter(TensorFlowInfoFilter(directory))
 
 
 def run(main):
     """`absl.app.run(main)`, logging first what this module chose."""
 
     def logged(argv):
-        if MESSAGE:
-            logging.info(MESSAGE)
+        if QUIET:
+            quiet_tensorflow_python_log()
+        for message in (MESSAGE, LOG_MESSAGE):
+            if message:
+                logging.info(message)
         return main(argv)
 
     app.run(logged)

@@ -84,6 +84,8 @@ flags.DEFINE_enum(
 # Defaults: keras_bert.training.TRAINING_DEFAULTS["fine_tuning"].
 recipe_flags.define_training_flags("fine_tuning", batch_unit="pairs")
 flags.mark_flags_as_required(["train_file", "model_dir"])
+# --help lists the shared flags too, as this recipe's own.
+flags.adopt_module_key_flags(recipe_flags)
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.
 RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]

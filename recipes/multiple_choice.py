@@ -59,6 +59,8 @@ flags.DEFINE_integer(
 # Defaults: keras_bert.training.TRAINING_DEFAULTS["multiple_choice"].
 recipe_flags.define_training_flags("multiple_choice")
 flags.mark_flags_as_required(["train_file", "model_dir"])
+# --help lists the shared flags too, as this recipe's own.
+flags.adopt_module_key_flags(recipe_flags)
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.
 RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]

@@ -140,8 +140,9 @@ def _config_only(path, source, config_path, backbone_config):
 
 def _check_directory(path):
     if not files.isdir(path):
+        what = "is not a directory" if files.exists(path) else "does not exist"
         raise FileNotFoundError(
-            f"Checkpoint path {path!r} is not a directory. Pass the directory "
+            f"Checkpoint path {path!r} {what}. Pass the directory "
             "that holds config.json (Hugging Face) or bert_config.json "
             "(Google), or a Hugging Face Hub id (org/name, or "
             f"hf://name).{preset_hint(path)}"

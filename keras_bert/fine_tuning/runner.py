@@ -232,9 +232,8 @@ def run_fine_tuning(
             "gradient_accumulation_steps": gradient_accumulation_steps,
         }
     tf.io.gfile.makedirs(model_dir)
-    logging.info(
-        "Resolved configuration:\n%s", json.dumps(config, indent=2, default=str)
-    )
+    # One line (results.json keeps it too): a log reads as one per event.
+    logging.info("Resolved configuration: %s", json.dumps(config, default=str))
     # Seeds the process for this run only: `global_random_state_restored`
     # puts the caller's random state back when the run returns.
     keras.utils.set_random_seed(seed)
@@ -322,11 +321,11 @@ def run_fine_tuning(
         callbacks=[
             evaluation,
             backup,
-            # A line every 100 steps (or tenth of an epoch): an epoch can
-            # take hours, and verbose=2 prints only at its end.
+            # A line every 100 steps (or quarter of an epoch): an epoch
+            # can take hours, and verbose=2 prints only at its end.
             ProgressLogger(
                 steps_per_epoch,
-                every_steps=min(100, max(1, steps_per_epoch // 10)),
+                every_steps=min(100, max(1, steps_per_epoch // 4)),
             ),
         ],
         shuffle=False,  # the task's dataset orders each epoch itself

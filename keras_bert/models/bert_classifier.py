@@ -171,7 +171,7 @@ class BertClassifier(ClassifierKeywords, Task):
 
     def _head_labels(self, labels, argument):
         return self.label_mode.labels(
-            labels, self.num_classes, self.label_names, argument
+            labels, self.num_classes, self.label_names, argument, self.loss
         )
 
     def predict(self, x, *args, **kwargs):
@@ -197,12 +197,13 @@ class BertClassifier(ClassifierKeywords, Task):
         return self.thresholds
 
     def predicted_labels(self, probabilities):
-        """The names of the labels over threshold, per example, in label
-        order (`class_names()`): what a multi-label model's export gives
-        as `labels`, without the `""` padding. `probabilities`: float
-        `(batch, num_classes)`, as `predict` returns."""
-        mode = self.label_mode.thresholded("predicted_labels")
-        return mode.predicted_labels(probabilities, self.class_names())
+        """Names (`class_names()`) per example, from `predict`'s output
+        `(batch, num_classes)`: a multi-label model's labels over
+        threshold, in label order (the export's `labels` without `""`);
+        a single-label model's class, one name (the export's `label`)."""
+        return self.label_mode.predicted_labels(
+            probabilities, self.class_names()
+        )
 
     def class_names(self):
         """`label_names`, else `"0"`, `"1"`, ...: what exports give."""

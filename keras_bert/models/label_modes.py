@@ -14,7 +14,9 @@ import numpy as np
 
 from keras_bert.decoding.multi_labels import labels_over_thresholds
 from keras_bert.models.labels import class_labels
+from keras_bert.models.multi_hot_labels import check_thresholds
 from keras_bert.models.multi_hot_labels import multi_hot_labels
+from keras_bert.models.one_hot_labels import one_hot_ids
 from keras_bert.training.multi_label_metrics import MultiLabelF1
 from keras_bert.training.multi_label_metrics import SubsetAccuracy
 from keras_bert.training.multi_label_metrics import tune_thresholds
@@ -41,8 +43,12 @@ class LabelMode:
         """`label_names` as a list, one distinct str per class, or `None`."""
         return check_label_names(label_names, num_classes, self.regression)
 
-    def labels(self, labels, num_classes, label_names=None, argument="y"):
-        """`labels` checked and as the loss takes them (class ids)."""
+    def labels(
+        self, labels, num_classes, label_names=None, argument="y", loss=None
+    ):
+        """`labels` checked and as the loss takes them (class ids; one-hot
+        rows become ids unless the compiled `loss` takes rows)."""
+        labels = one_hot_ids(labels, num_classes, argument, loss)
         return class_labels(labels, num_classes, label_names, argument)
 
     def loss(self):
@@ -54,6 +60,17 @@ class LabelMode:
     def predictions(self, logits):
         """What `predict` returns for the model's outputs `logits`."""
         return logits
+
+    def predicted_labels(self, logits, names):
+        """Per example, the name of its class (the argmax)."""
+        logits = np.asarray(logits)
+        if logits.ndim != 2 or logits.shape[1] != len(names):
+            raise ValueError(
+                "Received an invalid value for argument `probabilities`: "
+                f"shape {logits.shape}. Pass `predict`'s output, shape "
+                f"(batch, {len(names)})."
+            )
+        return [names[i] for i in logits.argmax(axis=1)]
 
     def thresholded(self, method):
         """This mode if it decides by thresholds, else a `ValueError`
@@ -132,6 +149,12 @@ class Regression(LabelMode):
     def loss(self):
         return keras.losses.MeanSquaredError()
 
+    def predicted_labels(self, scores, names):
+        raise ValueError(
+            "`predicted_labels` names classes; a regressor (num_classes=1) "
+            "gives a score per example: read `predict`'s output."
+        )
+
     def metrics(self):
         return [keras.metrics.MeanSquaredError(name="mse")]
 
@@ -169,7 +192,7 @@ class MultiLabel(LabelMode):
 
     def __init__(self, thresholds=None):
         if thresholds is not None:
-            thresholds = _check_thresholds(thresholds)
+            thresholds = check_thresholds(thresholds)
         self.thresholds = thresholds
 
     def for_classes(self, num_classes):
@@ -184,8 +207,10 @@ class MultiLabel(LabelMode):
             )
         return self
 
-    def labels(self, labels, num_classes, label_names=None, argument="y"):
-        """Multi-hot float32 rows `(n, num_classes)`."""
+    def labels(
+        self, labels, num_classes, label_names=None, argument="y", loss=None
+    ):
+        """Multi-hot float32 rows `(n, num_classes)` (`loss` unread)."""
         return multi_hot_labels(labels, num_classes, label_names, argument)
 
     def loss(self):
@@ -260,21 +285,3 @@ def check_label_names(label_names, num_classes, regression=None):
             f"{num_classes} distinct names, the one of class i at index i."
         )
     return label_names
-
-
-def _check_thresholds(thresholds):
-    """`thresholds` as a list of floats, each in `(0, 1)`."""
-    values = (
-        np.asarray(thresholds, "float64").ravel()
-        if not isinstance(thresholds, (str, bytes))
-        else np.array([np.nan])
-    )
-    if not (
-        np.all(np.isfinite(values)) and np.all((values > 0) & (values < 1))
-    ):
-        raise ValueError(
-            "Received an invalid value for argument `thresholds`: "
-            f"{thresholds!r}. Pass numbers in (0, 1), one per label, or "
-            "None (0.5 each)."
-        )
-    return [float(value) for value in values]

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from keras_bert.models.text_inputs import check_labels
 from keras_bert.models.text_inputs import is_text
+from keras_bert.models.text_inputs import rows_as_pair
 from keras_bert.models.text_inputs import texts_of
 
 # How many bad values an error quotes.
@@ -133,10 +134,11 @@ def checked_validation(validation, head_labels):
         isinstance(validation, (tuple, list)) and 2 <= len(validation) <= 3
     ):
         return validation
+    x = rows_as_pair(validation[0])
     labels = checked_labels(
-        validation[0], validation[1], "fit", head_labels, "validation_data"
+        x, validation[1], "fit", head_labels, "validation_data"
     )
-    return (validation[0], labels, *validation[2:])
+    return (x, labels, *validation[2:])
 
 
 def class_labels(labels, num_classes, label_names=None, argument="y"):

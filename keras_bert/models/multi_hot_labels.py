@@ -1,7 +1,8 @@
 """A multi-label classifier's labels: names per example → multi-hot rows.
 
 What `keras_bert.models.label_modes.MultiLabel` checks `fit` and
-`evaluate`'s labels with (see `keras_bert.models.labels`).
+`evaluate`'s labels with (see `keras_bert.models.labels`), and its
+`thresholds` (`check_thresholds`).
 """
 
 import numpy as np
@@ -120,3 +121,21 @@ def _multi_hot_from_names(labels, num_classes, label_names, argument):
         for name in row:
             multi_hot[i, index[str(name)]] = 1.0
     return multi_hot
+
+
+def check_thresholds(thresholds):
+    """`thresholds` as a list of floats, each in `(0, 1)`."""
+    values = (
+        np.asarray(thresholds, "float64").ravel()
+        if not isinstance(thresholds, (str, bytes))
+        else np.array([np.nan])
+    )
+    if not (
+        np.all(np.isfinite(values)) and np.all((values > 0) & (values < 1))
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `thresholds`: "
+            f"{thresholds!r}. Pass numbers in (0, 1), one per label, or "
+            "None (0.5 each)."
+        )
+    return [float(value) for value in values]

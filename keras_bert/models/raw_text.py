@@ -20,6 +20,7 @@ from keras_bert.models.small_calls import small_evaluate
 from keras_bert.models.small_calls import small_predict
 from keras_bert.models.text_datasets import inference_dataset
 from keras_bert.models.text_fit_arguments import text_fit_arguments
+from keras_bert.models.text_inputs import checked_x
 from keras_bert.models.text_inputs import is_text
 
 
@@ -45,9 +46,10 @@ class RawTextMethods:
         `x` may be raw text:
 
         - a list or 1-D array of `str` (one text per example), or a tuple
-          `(texts_a, texts_b)` of two such for sentence pairs, with labels
-          `y` (and optionally `sample_weight`) as usual. Every text is
-          tokenized once in a parallel `tf.data` map; each epoch is then
+          `(texts_a, texts_b)` of two such for sentence pairs (or a list
+          of `[text_a, text_b]` rows), with labels `y` (and optionally
+          `sample_weight`) as usual. Every text is tokenized once in a
+          parallel `tf.data` map; each epoch is then
           shuffled (`shuffle=True`, the default) into batches of
           like-length examples, each cut to its longest row, as the GLUE
           recipe batches (`keras_bert.data.packed_batches`). Such a run
@@ -96,6 +98,7 @@ class RawTextMethods:
         )
         ```
         """
+        x = checked_x(self, x, "fit")
         if not is_text(x):
             if seed is not None:
                 raise ValueError(
@@ -158,6 +161,7 @@ class RawTextMethods:
         classifier.evaluate(["a good film", "a bad book"], [1, 0])
         ```
         """
+        x = checked_x(self, x, "evaluate")
         text = is_text(x)
         if text:
             self._check_text_method("evaluate", "x")
@@ -207,6 +211,7 @@ class RawTextMethods:
         logits = classifier.predict(["a good book"])  # (1, num_classes)
         ```
         """
+        x = checked_x(self, x, "predict")
         if is_text(x):
             self._check_text_layout(x)
         arguments = _bind(super().predict, x, *args, **kwargs)

@@ -29,6 +29,81 @@ def is_text(x):
     return _looks_like_text(x)
 
 
+def checked_x(model, x, method):
+    """`x` as `model.method` reads it, checked before anything traces.
+
+    Hugging Face-style pairs, a list of `[text_a, text_b]` rows, become
+    the tuple `(texts_a, texts_b)`. `None`, and numbers (a list, array or
+    tensor) for a model whose inputs are the ids dict, are a `ValueError`
+    naming what was received and what the model takes.
+    """
+    x = rows_as_pair(x)
+    name = f"`{type(model).__name__}.{method}`"
+    takes = (
+        "raw text (a list of str; pairs as `(texts_a, texts_b)` or a list "
+        "of `[text_a, text_b]`; the model needs a preprocessor), the ids "
+        "dict (`token_ids`, `segment_ids`, `padding_mask`), or a "
+        "`tf.data.Dataset` of either"
+    )
+    if x is None:
+        raise ValueError(f"{name} received x=None. Pass as `x` {takes}.")
+    numbers = (list, tuple, np.ndarray, tf.Tensor, int, float, np.generic)
+    if (
+        _reads_ids_dict(model)
+        and isinstance(x, numbers)
+        and _has_values(x)
+        and not is_text(x)
+    ):
+        raise ValueError(
+            f"{name} cannot read `x`: received {_described(x)}, where it "
+            f"reads {takes}."
+        )
+    return x
+
+
+def rows_as_pair(x):
+    """A list of `[text_a, text_b]` rows (Hugging Face's pairs) as the
+    tuple `(texts_a, texts_b)`; anything else unchanged."""
+    if isinstance(x, list) and x and all(_is_pair_row(row) for row in x):
+        return tuple(list(side) for side in zip(*x))
+    return x
+
+
+def _is_pair_row(row):
+    return (
+        isinstance(row, (list, tuple))
+        and len(row) == 2
+        and all(isinstance(text, str) for text in row)
+    )
+
+
+def _reads_ids_dict(model):
+    try:
+        return isinstance(model.input, dict)
+    except (AttributeError, ValueError):  # a model not called yet
+        return False
+
+
+def _has_values(x):
+    if isinstance(x, tuple):  # `([], [])`: a pair of no texts
+        return any(_has_values(part) for part in x)
+    if isinstance(x, list):
+        return len(x) > 0
+    return 0 not in tuple(getattr(x, "shape", ()))
+
+
+def _described(x):
+    """`"a list of 2 int"`, `"a NumPy array of dtype float64 and shape
+    (1, 2)"`, ..."""
+    if hasattr(x, "dtype") and hasattr(x, "shape"):
+        kind = "tf.Tensor" if isinstance(x, tf.Tensor) else "NumPy array"
+        dtype = getattr(x.dtype, "name", x.dtype)
+        return f"a {kind} of dtype {dtype} and shape {tuple(x.shape)}"
+    if isinstance(x, (list, tuple)):
+        return f"a {type(x).__name__} of {len(x)} {type(x[0]).__name__}"
+    return f"the {type(x).__name__} {x!r}"
+
+
 def texts_of(x, argument="x"):
     """`x` as a tuple of one or two 1-D numpy arrays of str, checked.
 

@@ -402,6 +402,7 @@ class BertTokenizer(keras.layers.Layer):
         ```
         """
         from keras_bert.checkpoints.hub import parse_hub_id
+        from keras_bert.checkpoints.hub import preset_hint
         from keras_bert.checkpoints.hub import resolve_checkpoint
         from keras_bert.checkpoints.keras_hub_tokenizer import (
             keras_hub_tokenizer_arguments,
@@ -421,6 +422,12 @@ class BertTokenizer(keras.layers.Layer):
             return cls(vocabulary, **{**arguments, **kwargs})
 
         path = os.fspath(path)
+        if not files.exists(path):  # not its parent's "no vocab.txt"
+            raise FileNotFoundError(
+                f"Checkpoint path {path!r} does not exist. Pass a Hugging "
+                "Face or Google BERT checkpoint directory (or its "
+                f"vocab.txt).{preset_hint(path)}"
+            )
         directory = path if files.isdir(path) else os.path.dirname(path)
         vocab_path = files.join(directory, "vocab.txt")
         json_path = files.join(directory, "tokenizer.json")

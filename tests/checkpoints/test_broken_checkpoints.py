@@ -215,8 +215,11 @@ def test_unsupported_configs_are_refused(good_dir, tmp_path, edit, expected):
 
 
 def test_missing_files(good_dir, tmp_path):
-    with pytest.raises(FileNotFoundError, match="is not a directory"):
+    with pytest.raises(FileNotFoundError, match="nowhere' does not exist"):
         BertBackbone.from_checkpoint(str(tmp_path / "nowhere"))
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(FileNotFoundError, match="a_file' is not a directory"):
+        BertBackbone.from_checkpoint(str(tmp_path / "a_file"))
     with pytest.raises(FileNotFoundError, match="neither config.json"):
         BertBackbone.from_checkpoint(str(tmp_path))
     directory = _copy(good_dir, tmp_path)

@@ -448,3 +448,27 @@ def test_the_processs_global_random_state_is_left_as_it_was(tmp_path):
     draws = _global_draws()
     keras.utils.set_random_seed(123)
     assert draws == _global_draws()
+
+
+def test_the_log_holds_a_line_per_quarter_epoch_and_a_one_line_config(
+    tmp_path,
+):
+    lines = []
+    with (
+        mock.patch.object(
+            runner.logging, "info", lambda f, *a: lines.append(f % a)
+        ),
+        mock.patch(
+            "keras_bert.training.progress_logger.logging.info",
+            lambda f, *a: lines.append(f % a),
+        ),
+    ):
+        run_fine_tuning(
+            TinySentiment(), str(tmp_path), **{**ONE_STEP, "batch_size": 1}
+        )
+    progress = [line for line in lines if line.startswith("epoch 1 step")]
+    assert [line.split(":")[0] for line in progress] == [
+        f"epoch 1 step {step}/10" for step in (2, 4, 6, 8, 10)
+    ]
+    (config,) = [line for line in lines if line.startswith("Resolved")]
+    assert "\n" not in config and '"batch_size": 1' in config
