@@ -10,7 +10,9 @@ each word's tag goes on its first sub-token in every window and its other
 sub-tokens are left out of the loss (`-100`); windows of like length are
 batched together, each epoch in an order set by `(seed, epoch)`. Each
 word is predicted once, from the window where it has the most context.
-Everything is checked before any window is made or any step traced.
+Everything is checked before any window is made or any step traced. (The
+NER modules are imported on first use: `keras_bert.fine_tuning` imports
+the models.)
 """
 
 import inspect
@@ -19,15 +21,6 @@ import math
 import keras
 import numpy as np
 import tensorflow as tf
-
-from keras_bert.fine_tuning.ner.conll import label_list
-from keras_bert.fine_tuning.ner.features import INPUT_NAMES
-from keras_bert.fine_tuning.ner.features import ner_features
-from keras_bert.fine_tuning.ner.features import training_batches
-from keras_bert.fine_tuning.ner.features import trim_labelled
-from keras_bert.fine_tuning.ner.features import window_logits
-from keras_bert.fine_tuning.ner.features import word_predictions
-from keras_bert.fine_tuning.ner.metrics import entity_scores
 
 
 def is_word_lists(x):
@@ -59,10 +52,8 @@ def check_word_tags(words, tags, argument="y"):
             f"Received: {received!r}."
         )
     for index, (sentence, sentence_tags) in enumerate(zip(words, tags)):
-        if isinstance(sentence_tags, str) or len(sentence_tags) != len(
-            sentence
-        ):
-            count = 1 if isinstance(sentence_tags, str) else len(sentence_tags)
+        count = 1 if isinstance(sentence_tags, str) else len(sentence_tags)
+        if count != len(sentence):
             raise ValueError(
                 f"Sentence {index} has {len(sentence)} words but {count} "
                 f"tags in `{argument}`. Pass exactly one tag per word."
@@ -75,7 +66,7 @@ def infer_labels(tags):
     tag; else the distinct tags sorted, `"O"` first."""
     distinct = {tag for sentence in tags for tag in sentence}
     try:
-        labels = label_list(tags)
+        labels = _ner().conll.label_list(tags)
     except ValueError:
         labels = []
     if distinct <= set(labels):
@@ -103,6 +94,42 @@ class WordTagMethods:
     `BertTokenClassifier` before `Task`; anything else goes on to `Task`."""
 
     def fit(self, x=None, y=None, *args, seed=None, **kwargs):
+        """Trains the tagger; on words with tags too.
+
+        Anything but word lists goes to `Task.fit` unchanged (ids, raw
+        text). On word lists `x` with tag lists `y`, each epoch trains on
+        every window of every sentence as `recipes/ner.py` does (see the
+        module), in like-length batches (`shuffle=False`: plain shuffling
+        instead) ordered by `(seed, epoch)`. The model's `labels` name the
+        classes; with `labels=None` they are taken from `y`
+        (`infer_labels`) and set on the model, so that `get_config`, a
+        `.keras` file and the export carry them.
+
+        Args:
+            x: a list of sentences, each a list of str (the words).
+            y: a list of tag lists, one tag name per word.
+            *args, **kwargs: `keras.Model.fit`'s other arguments;
+                `validation_data` as `(words, tags)`, `validation_split`
+                takes the last sentences. No `sample_weight`,
+                `class_weight` or `steps_per_epoch` with words.
+            seed: int or `None`. Seed of the data order; `None` draws one
+                from NumPy's global generator.
+
+        Returns:
+            A `keras.callbacks.History`.
+
+        Raises:
+            ValueError: before any training, for a sentence whose tag count
+                is not its word count (naming the sentence and both counts),
+                a tag outside fixed `labels` (naming it and the labels), or
+                inferred labels of another count than `num_classes`.
+
+        Example:
+        ```python
+        model.fit([["John", "lives", "in", "Paris"]],
+                  [["B-PER", "O", "O", "B-LOC"]], epochs=1, batch_size=8)
+        ```
+        """
         if not is_word_lists(x):
             return super().fit(x, y, *args, seed=seed, **kwargs)
         arguments = _bind(keras.Model.fit, self, x, y, *args, **kwargs)
@@ -148,7 +175,7 @@ class WordTagMethods:
             seed = int(np.random.randint(2**31 - 1))
         epochs, first = arguments["epochs"], arguments["initial_epoch"]
         arguments.update(
-            x=training_batches(
+            x=_ner().features.training_batches(
                 features,
                 batch_size,
                 seed,
@@ -168,6 +195,29 @@ class WordTagMethods:
         return super().fit(**arguments)
 
     def evaluate(self, x=None, y=None, *args, **kwargs):
+        """Scores the tagger; on words with tags, entity F1 too.
+
+        Anything but word lists goes to `Task.evaluate`. On word lists `x`
+        with tag lists `y`: the loss and metrics over every window (as
+        `fit` trains), then `entity_precision`, `entity_recall` and
+        `entity_f1` of the tags `predict` gives, scored as `conlleval`
+        (`keras_bert.fine_tuning.ner.entity_scores`).
+
+        Args:
+            x: a list of sentences, each a list of str.
+            y: a list of tag lists; every tag one of the model's `labels`.
+            *args, **kwargs: `keras.Model.evaluate`'s other arguments.
+
+        Returns:
+            With `return_dict=True` a dict (`loss`, `accuracy`,
+            `entity_precision`, `entity_recall`, `entity_f1`), else its
+            values as a list in that order.
+
+        Example:
+        ```python
+        model.evaluate(words, tags, return_dict=True)["entity_f1"]
+        ```
+        """
         if not is_word_lists(x):
             return super().evaluate(x, y, *args, **kwargs)
         arguments = _bind(keras.Model.evaluate, self, x, y, *args, **kwargs)
@@ -179,7 +229,9 @@ class WordTagMethods:
         return_dict = arguments.pop("return_dict")
         arguments.update(x=dataset, y=None, return_dict=True)
         results = super().evaluate(**arguments)
-        scores = entity_scores(y, self.predict(x, batch_size=batch_size))
+        scores = _ner().metrics.entity_scores(
+            y, self.predict(x, batch_size=batch_size)
+        )
         for name in ("precision", "recall", "f1"):
             results[f"entity_{name}"] = scores[name]
         return results if return_dict else list(results.values())
@@ -187,10 +239,10 @@ class WordTagMethods:
     def _predict_word_tags(self, words, batch_size=None):
         """The tag name of every word of every sentence of `words`."""
         features = self._word_features(words, None)
-        logits = window_logits(self, features, batch_size or 32)
+        logits = _ner().features.window_logits(self, features, batch_size or 32)
         labels = self.label_names
         outside = labels.index("O") if "O" in labels else 0
-        ids, _ = word_predictions(
+        ids, _ = _ner().features.word_predictions(
             features, logits, [len(s) for s in words], outside
         )
         return [[labels[i] for i in sentence] for sentence in ids]
@@ -213,7 +265,7 @@ class WordTagMethods:
                 "has no preprocessor to tokenize them. Build it with one "
                 "(`preprocessor=keras_bert.BertPreprocessor(tokenizer)`)."
             )
-        return ner_features(
+        return _ner().features.ner_features(
             self.preprocessor.tokenizer,
             [list(sentence) for sentence in words],
             label_ids,
@@ -224,11 +276,11 @@ class WordTagMethods:
         """Labelled windows in order, for the loss of `evaluate`."""
         features = self._word_features(words, label_ids)
         rows = (
-            {name: features[name] for name in INPUT_NAMES},
+            {name: features[name] for name in _ner().features.INPUT_NAMES},
             features["labels"],
         )
         dataset = tf.data.Dataset.from_tensor_slices(rows).batch(batch_size)
-        return dataset.map(trim_labelled)
+        return dataset.map(_ner().features.trim_labelled)
 
 
 def _bind(method, model, *args, **kwargs):
@@ -239,3 +291,10 @@ def _bind(method, model, *args, **kwargs):
     del arguments["self"]
     arguments.update(arguments.pop("kwargs", {}))
     return arguments
+
+
+def _ner():
+    """`keras_bert.fine_tuning.ner`, imported on first use (see above)."""
+    from keras_bert.fine_tuning import ner
+
+    return ner
