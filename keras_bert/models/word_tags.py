@@ -99,8 +99,8 @@ class WordTagMethods:
         Anything but word lists goes to `Task.fit` unchanged (ids, raw
         text). On word lists `x` with tag lists `y`, each epoch trains on
         every window of every sentence as `recipes/ner.py` does (see the
-        module), in like-length batches (`shuffle=False`: plain shuffling
-        instead) ordered by `(seed, epoch)`. The model's `labels` name the
+        module), in like-length batches ordered by `(seed, epoch)`
+        (`shuffle=False`: in order). The model's `labels` name the
         classes; with `labels=None` they are taken from `y`
         (`infer_labels`) and set on the model, so that `get_config`, a
         `.keras` file and the export carry them.
@@ -167,30 +167,31 @@ class WordTagMethods:
                 validation[0],
                 tag_ids(validation[1], labels, "validation_data"),
             )
-        self.labels = list(labels)
         batch_size = arguments.pop("batch_size") or 32
-        validation_batch_size = arguments.pop("validation_batch_size")
         features = self._word_features(x, label_ids)
+        if validation is not None:
+            validation = self._in_order(
+                self._word_features(*validation),
+                arguments["validation_batch_size"] or batch_size,
+            )
+        del arguments["validation_batch_size"]
+        self.labels = list(labels)  # all checked: the classes are named
         if seed is None:
             seed = int(np.random.randint(2**31 - 1))
         epochs, first = arguments["epochs"], arguments["initial_epoch"]
+        if arguments["shuffle"]:
+            batches = _ner().features.training_batches(
+                features, batch_size, seed, first, epochs
+            )
+        else:
+            batches = self._in_order(features, batch_size)
+            batches = batches.repeat(epochs - first)
         arguments.update(
-            x=_ner().features.training_batches(
-                features,
-                batch_size,
-                seed,
-                first,
-                epochs,
-                group_by_length=bool(arguments["shuffle"]),
-            ),
+            x=batches,
             y=None,
             steps_per_epoch=math.ceil(len(features["token_ids"]) / batch_size),
             shuffle=False,
-            validation_data=None
-            if validation is None
-            else self._scoring_batches(
-                *validation, validation_batch_size or batch_size
-            ),
+            validation_data=validation,
         )
         return super().fit(**arguments)
 
@@ -223,8 +224,8 @@ class WordTagMethods:
         arguments = _bind(keras.Model.evaluate, self, x, y, *args, **kwargs)
         check_word_tags(x, y)
         batch_size = arguments.pop("batch_size") or 32
-        dataset = self._scoring_batches(
-            x, tag_ids(y, self.label_names), batch_size
+        dataset = self._in_order(
+            self._word_features(x, tag_ids(y, self.label_names)), batch_size
         )
         return_dict = arguments.pop("return_dict")
         arguments.update(x=dataset, y=None, return_dict=True)
@@ -272,9 +273,8 @@ class WordTagMethods:
             sequence_length=self.preprocessor.sequence_length,
         )
 
-    def _scoring_batches(self, words, label_ids, batch_size):
-        """Labelled windows in order, for the loss of `evaluate`."""
-        features = self._word_features(words, label_ids)
+    def _in_order(self, features, batch_size):
+        """Labelled windows in order, each batch cut to its longest."""
         rows = (
             {name: features[name] for name in _ner().features.INPUT_NAMES},
             features["labels"],

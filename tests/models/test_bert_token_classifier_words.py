@@ -215,6 +215,38 @@ def test_words_need_a_preprocessor():
     words, tags = toy_sentences(2)
     with pytest.raises(ValueError, match="no preprocessor"):
         model.fit(words, tags, verbose=0)
+    assert model.labels is None
+
+
+def test_validation_split_takes_the_last_sentences():
+    model = tagger()
+    words, tags = toy_sentences(8)
+    history = model.fit(
+        words, tags, validation_split=0.25, batch_size=4, verbose=0
+    )
+    expected = model.evaluate(words[6:], tags[6:], return_dict=True)
+    assert history.history["val_loss"][0] == pytest.approx(expected["loss"])
+
+
+def test_shuffle_false_trains_on_the_windows_in_order(monkeypatch):
+    model = tagger(labels=LABELS)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=True)
+    words, tags = toy_sentences(8)
+    seen = []
+    train_step = model.train_step
+
+    def recording_step(data):
+        seen.append(data[0]["token_ids"].numpy())
+        return train_step(data)
+
+    monkeypatch.setattr(model, "train_step", recording_step)
+    model.fit(words, tags, batch_size=4, shuffle=False, epochs=2, verbose=0)
+    ids = [[LABELS.index(t) for t in s] for s in tags]
+    windows = model._word_features(words, ids)["token_ids"]
+    assert len(seen) == 4  # 2 batches of 4 windows, twice
+    for step, batch in enumerate(seen):
+        rows = windows[4 * (step % 2) : 4 * (step % 2) + 4]
+        np.testing.assert_array_equal(batch, rows[:, : batch.shape[1]])
 
 
 def test_infer_labels_of_tags_that_are_not_bio():
