@@ -252,12 +252,15 @@ def train_keras_bert_fit(directory):
         validation["words"], validation["tags"], batch_size=64,
         return_dict=True, verbose=0,
     )  # fmt: skip
-    predicted = model.predict(validation["words"], batch_size=64)
-    scores = entity_scores(validation["tags"], predicted)
-    if scores["f1"] != metrics["entity_f1"]:
-        raise AssertionError(f"{scores['f1']} != {metrics['entity_f1']}")
+    scores = {k: metrics[f"entity_{k}"] for k in ("precision", "recall", "f1")}
+    predicted = None  # the tags, for the seqeval check of a full run only
+    if not (FLAGS.limit_train or FLAGS.limit_eval or FLAGS.max_steps):
+        predicted = model.predict(validation["words"], batch_size=64)
+        scores = entity_scores(validation["tags"], predicted)
+        if scores["f1"] != metrics["entity_f1"]:
+            raise AssertionError(f"{scores['f1']} != {metrics['entity_f1']}")
     return {
-        "epochs": [{"loss": history.history["loss"][-1]}],
+        "epochs": [{"loss": loss} for loss in history.history["loss"]],
         "best_epoch": SETTINGS["epochs"] - 1,
         "metrics": scores,
         "train_seconds": train_seconds,
