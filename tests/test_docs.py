@@ -70,7 +70,10 @@ STAND_INS = {
         "dev.tsv": "sentiment_dev_tsv",
     },
     "docs/glue.md": {"saved_models/glue_demo": "pair_classifier_export"},
-    "docs/ner.md": {"saved_models/ner": "token_classifier_export"},
+    "docs/ner.md": {
+        "saved_models/ner": "token_classifier_export",
+        "path/to/bert": "checkpoint",
+    },
     "docs/pretraining.md": {
         "vocab.txt": "vocabulary",
         ".": "pretraining_tfrecords",

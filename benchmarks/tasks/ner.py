@@ -10,7 +10,9 @@ in the same order for both sides (cut to the longest row rounded up to
 A contestant is a whole fine-tune, dropout 0.1, of `--dataset`
 (`DATASETS`: train file, validation file, epochs), the best epoch by
 entity F1 on validation. torch: `BertForTokenClassification` trained by
-`contestants/torch_loop.py`; keras_bert: `python recipes/ner.py`. A full
+`contestants/torch_loop.py`; keras_bert: `python recipes/ner.py`;
+keras_bert_fit: `BertTokenClassifier.fit` on the words and tags in Python
+(labels inferred from the tags), scored by its `evaluate`. A full
 run also scores its predictions with `seqeval` and writes seed 0's tags
 (checked by tests/fine_tuning/ner/test_metrics.py).
 
@@ -53,7 +55,7 @@ SETTINGS = dict(
     adam_beta_2=0.999, adam_epsilon=1e-6, clipnorm=1.0, dropout=0.1, seed=0,
     group_by_length=True, epochs=1,
 )  # fmt: skip
-CONTESTANTS = ("torch", "keras_bert")
+CONTESTANTS = ("torch", "keras_bert", "keras_bert_fit")
 RECORDS = "ner"
 SMOKE = ("limit_train",)
 
@@ -215,6 +217,58 @@ def train_keras_bert(directory):
     }, (gold, predicted)
 
 
+def train_keras_bert_fit(directory):
+    """`BertTokenClassifier.fit(words, tags)` with the recipe's settings."""
+    import keras
+
+    import keras_bert
+    from keras_bert.fine_tuning.ner import entity_scores
+    from keras_bert.training import FitWarmupLinearDecay
+    from keras_bert.training import training_defaults
+
+    _, train, validation, labels = conll(directory)
+    keras.utils.set_random_seed(FLAGS.seed)
+    model = keras_bert.BertTokenClassifier.from_checkpoint(
+        common.minilm_dir(), num_classes=len(labels),
+        sequence_length=SETTINGS["sequence_length"],
+    )  # fmt: skip
+    schedule = FitWarmupLinearDecay(
+        SETTINGS["learning_rate"], SETTINGS["warmup_fraction"]
+    )
+    model.compile(
+        optimizer=training_defaults("token_classification").create_optimizer(
+            schedule, epsilon_hat=False
+        )
+    )
+    start = time.perf_counter()
+    history = model.fit(
+        train["words"], train["tags"], epochs=SETTINGS["epochs"],
+        batch_size=SETTINGS["batch_size"], seed=FLAGS.seed, verbose=2,
+    )  # fmt: skip
+    train_seconds = time.perf_counter() - start
+    if model.labels != labels:
+        raise AssertionError(f"inferred {model.labels}, not {labels}")
+    metrics = model.evaluate(
+        validation["words"], validation["tags"], batch_size=64,
+        return_dict=True, verbose=0,
+    )  # fmt: skip
+    scores = {k: metrics[f"entity_{k}"] for k in ("precision", "recall", "f1")}
+    predicted = None  # the tags, for the seqeval check of a full run only
+    if not (FLAGS.limit_train or FLAGS.limit_eval or FLAGS.max_steps):
+        predicted = model.predict(validation["words"], batch_size=64)
+        scores = entity_scores(validation["tags"], predicted)
+        if scores["f1"] != metrics["entity_f1"]:
+            raise AssertionError(f"{scores['f1']} != {metrics['entity_f1']}")
+    return {
+        "epochs": [{"loss": loss} for loss in history.history["loss"]],
+        "best_epoch": SETTINGS["epochs"] - 1,
+        "metrics": scores,
+        "train_seconds": train_seconds,
+        "num_train_windows": len(ner_windows(train)["token_ids"]),
+        "labels": labels,
+    }, (validation["tags"], predicted)
+
+
 def seqeval_check(gold, predicted, f1, directory):
     """`seqeval`'s scores of a run's own predictions (validation, best
     epoch) beside ours; seed 0's tags are written, one sentence a line."""
@@ -257,7 +311,11 @@ def seqeval_check(gold, predicted, f1, directory):
 def run(contestant):
     SETTINGS.update(seed=FLAGS.seed, epochs=DATASETS[FLAGS.dataset][2])
     directory, start = run_dir(record_name(contestant)), time.perf_counter()
-    train = train_torch if contestant == "torch" else train_keras_bert
+    train = {
+        "torch": train_torch,
+        "keras_bert": train_keras_bert,
+        "keras_bert_fit": train_keras_bert_fit,
+    }[contestant]
     result, (gold, predicted) = train(directory)
     result.update(
         dataset=FLAGS.dataset, settings=SETTINGS,

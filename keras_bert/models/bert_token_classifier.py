@@ -10,6 +10,8 @@ from keras_bert.layers.half_bits_dropout import HalfBitsDropout
 from keras_bert.models.bert_backbone import keras_inputs
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
+from keras_bert.models.word_tags import WordTagMethods
+from keras_bert.models.word_tags import is_word_lists
 from keras_bert.training.losses import IGNORED_LABEL
 from keras_bert.training.losses import GlobalBatchCrossEntropy
 from keras_bert.training.metrics import MaskedLMAccuracy
@@ -19,7 +21,7 @@ from keras_bert.validation import check_text_only_options
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(Task):
+class BertTokenClassifier(WordTagMethods, Task):
     """BERT for token classification (named entities, tags), as in the paper.
 
     Dropout and one dense layer on every token of the backbone's
@@ -40,6 +42,10 @@ class BertTokenClassifier(Task):
     learning rate 5e-5. Call `compile()` to change it. The backbone's pooler
     is not used and is frozen; checkpoints are written without it, as
     `transformers` writes a `BertForTokenClassification`.
+
+    With a `preprocessor`, `fit`, `evaluate` (adding entity F1) and
+    `predict` (a tag per word) take word lists with tag names, as
+    `recipes/ner.py` does (`keras_bert.models.word_tags`).
 
     Args:
         backbone: `keras_bert.BertBackbone`.
@@ -152,14 +158,15 @@ class BertTokenClassifier(Task):
         `preprocessor` and returns what the model's SavedModel
         `serving_default` returns (`keras_bert.serving.export_saved_model`
         with this preprocessor and `options`), computed by the same
-        function (`keras_bert.decoding.entities`): texts of any
-        length are read in overlapping windows of
-        `preprocessor.sequence_length` positions, each word is tagged on
-        its first sub-token, and the entities are the tags' chunks.
+        function (`keras_bert.decoding.entities`): texts of any length are
+        read in overlapping windows of `preprocessor.sequence_length`
+        positions, each word is tagged on its first sub-token, and the
+        entities are the tags' chunks. On word lists, a tag name per word.
 
         Args:
             x: the ids dict (`token_ids`, `segment_ids`, `padding_mask`),
-                or raw text: a list, array or tensor of strings.
+                raw text (a list, array or tensor of strings), or word
+                lists (a list of lists of str; `options` unused).
             batch_size: int or `None`. Examples per batch (on text: texts,
                 however many windows they make). Defaults to 32.
             verbose: `"auto"`, 0 or 1. Progress bar.
@@ -202,6 +209,8 @@ class BertTokenClassifier(Task):
         entities["entity"].shape == entities["score"].shape  # True
         ```
         """
+        if is_word_lists(x):
+            return self._predict_word_tags(x, batch_size)
         if not _is_text(x):
             check_text_only_options(f"{type(self).__name__}.predict", options)
             return super().predict(
@@ -259,8 +268,7 @@ class BertTokenClassifier(Task):
 
 
 def _is_text(x):
-    """Whether `predict`'s `x` is raw text: a str, or a list, tuple, array
-    or tensor of strings."""
+    """Whether `x` is a str, or a list, tuple, array or tensor of str."""
     if isinstance(x, (str, bytes)):
         return True
     if isinstance(x, (list, tuple)):

@@ -24,6 +24,9 @@ back per word (`word_predictions`, whose graph twin is
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.data.length_grouped_epochs import length_grouped_epochs
+from keras_bert.data.shuffled_epochs import shuffled_epochs
+from keras_bert.data.trim_batch import trim_batch
 from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 from keras_bert.text.token_windows import check_window_arguments
 from keras_bert.text.token_windows import default_stride
@@ -33,6 +36,8 @@ from keras_bert.training.losses import IGNORED_LABEL
 
 # The model's inputs among the feature fields.
 INPUT_NAMES = BACKBONE_INPUTS
+# Windows of one prediction call share a length rounded up to this.
+_LENGTH_BUCKET = 16
 
 
 @tf.autograph.experimental.do_not_convert
@@ -260,3 +265,78 @@ def word_predictions(features, logits, sentence_lengths, outside_id):
         [flat_labels[a:b] for a, b in zip(offsets[:-1], offsets[1:])],
         [flat_scores[a:b] for a, b in zip(offsets[:-1], offsets[1:])],
     )
+
+
+def training_batches(
+    features, batch_size, seed, first_epoch, num_epochs, group_by_length=True
+):
+    """The training batches of labelled windows, as `recipes/ner.py` trains.
+
+    Each epoch's order depends on `(seed, epoch)` alone: windows of like
+    length batched together (`keras_bert.data.length_grouped_epochs`), or
+    plainly shuffled; each batch is cut to its longest window rounded up
+    to 8 (`keras_bert.data.trim_batch`).
+
+    Args:
+        features: `ner_features`' dict (numpy), with `labels`.
+        batch_size: int. Windows per batch.
+        seed: int. Seed of the order.
+        first_epoch, num_epochs: int. Batches of epochs `first_epoch`, ...,
+            `num_epochs - 1`, one after the other.
+        group_by_length: bool. Like-length batches, or plain shuffling.
+
+    Returns:
+        A `tf.data.Dataset` of `(inputs, labels)` batches.
+    """
+    rows = ({name: features[name] for name in INPUT_NAMES}, features["labels"])
+    if group_by_length:
+        lengths = features["padding_mask"].sum(axis=1)
+        batches = length_grouped_epochs(
+            rows, lengths, batch_size, seed, first_epoch, num_epochs
+        )
+    else:
+        batches = shuffled_epochs(
+            tf.data.Dataset.from_tensor_slices(rows),
+            batch_size,
+            seed,
+            first_epoch,
+            num_epochs,
+        )
+    return batches.map(trim_labelled).prefetch(tf.data.AUTOTUNE)
+
+
+def trim_labelled(inputs, labels):
+    """An `(inputs, labels)` batch cut to its longest row (rounded up to
+    8; `keras_bert.data.trim_batch`)."""
+    trimmed = trim_batch({**inputs, "labels": labels}, multiple=8)
+    labels = trimmed.pop("labels")
+    return trimmed, labels
+
+
+def window_logits(model, features, batch_size):
+    """Logits of every window; windows of like length predicted together.
+
+    Args:
+        model: the tagger (`model.predict` on the ids dict gives logits).
+        features: `ner_features`' dict (numpy).
+        batch_size: int. Windows per prediction batch.
+
+    Returns:
+        float32 `(num_windows, sequence_length, num_classes)` (zeros
+        beyond each bucket's length).
+    """
+    lengths = features["padding_mask"].sum(axis=1)
+    buckets = -(-lengths // _LENGTH_BUCKET) * _LENGTH_BUCKET
+    sequence_length = features["token_ids"].shape[1]
+    buckets = np.minimum(buckets, sequence_length)
+    logits = None
+    for length in np.unique(buckets):
+        rows = np.nonzero(buckets == length)[0]
+        inputs = {name: features[name][rows, :length] for name in INPUT_NAMES}
+        part = model.predict(inputs, batch_size=batch_size, verbose=0)
+        if logits is None:
+            logits = np.zeros(
+                (len(lengths), sequence_length, part.shape[-1]), np.float32
+            )
+        logits[rows, :length] = part
+    return logits

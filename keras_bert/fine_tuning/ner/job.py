@@ -3,26 +3,19 @@
 import collections
 import os
 
-import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from keras_bert.data.length_grouped_epochs import length_grouped_epochs
-from keras_bert.data.shuffled_epochs import shuffled_epochs
-from keras_bert.data.trim_batch import trim_batch
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.fine_tuning.ner.conll import label_list
 from keras_bert.fine_tuning.ner.conll import read_conll
 from keras_bert.fine_tuning.ner.conll import write_conll_predictions
-from keras_bert.fine_tuning.ner.features import INPUT_NAMES
 from keras_bert.fine_tuning.ner.features import default_stride
 from keras_bert.fine_tuning.ner.features import ner_features
+from keras_bert.fine_tuning.ner.features import training_batches
+from keras_bert.fine_tuning.ner.features import window_logits
 from keras_bert.fine_tuning.ner.features import word_predictions
 from keras_bert.fine_tuning.ner.metrics import entity_scores
 from keras_bert.text.bert_preprocessor import BertPreprocessor
-
-# Windows of one prediction call share a length rounded up to this.
-_LENGTH_BUCKET = 16
 
 
 class NerFineTuning(FineTuningJob):
@@ -180,31 +173,14 @@ class NerFineTuning(FineTuningJob):
         return len(self._windows("train")["token_ids"])
 
     def train_dataset(self, batch_size, seed, first_epoch, num_epochs):
-        features = self._windows("train")
-        rows = (
-            {name: features[name] for name in INPUT_NAMES},
-            features["labels"],
+        return training_batches(
+            self._windows("train"),
+            batch_size,
+            seed,
+            first_epoch,
+            num_epochs,
+            group_by_length=self.group_by_length,
         )
-        if self.group_by_length:
-            lengths = features["padding_mask"].sum(axis=1)
-            batches = length_grouped_epochs(
-                rows, lengths, batch_size, seed, first_epoch, num_epochs
-            )
-        else:
-            batches = shuffled_epochs(
-                tf.data.Dataset.from_tensor_slices(rows),
-                batch_size,
-                seed,
-                first_epoch,
-                num_epochs,
-            )
-
-        def trim(inputs, labels):
-            trimmed = trim_batch({**inputs, "labels": labels}, multiple=8)
-            labels = trimmed.pop("labels")
-            return trimmed, labels
-
-        return batches.map(trim).prefetch(tf.data.AUTOTUNE)
 
     def evaluate(self, model):
         results = {}
@@ -268,7 +244,7 @@ class NerFineTuning(FineTuningJob):
         return sentences
 
     def _tags(self, model, features, lengths):
-        logits = _predict_logits(model, features, self.eval_batch_size)
+        logits = window_logits(model, features, self.eval_batch_size)
         label_ids, _ = word_predictions(
             features, logits, lengths, outside_id=self.labels.index("O")
         )
@@ -350,29 +326,6 @@ def _empty_file_message(split, path):
         f"{path} holds no sentence {purpose}: it has no token line, only "
         f"blank or -DOCSTART- lines. {fix}."
     )
-
-
-def _predict_logits(model, features, batch_size):
-    """Logits of every window; windows of like length predicted together.
-
-    Returns float32 `(num_windows, sequence_length, num_classes)` (zeros
-    beyond each bucket's length).
-    """
-    lengths = features["padding_mask"].sum(axis=1)
-    buckets = -(-lengths // _LENGTH_BUCKET) * _LENGTH_BUCKET
-    sequence_length = features["token_ids"].shape[1]
-    buckets = np.minimum(buckets, sequence_length)
-    logits = None
-    for length in np.unique(buckets):
-        rows = np.nonzero(buckets == length)[0]
-        inputs = {name: features[name][rows, :length] for name in INPUT_NAMES}
-        part = model.predict(inputs, batch_size=batch_size, verbose=0)
-        if logits is None:
-            logits = np.zeros(
-                (len(lengths), sequence_length, part.shape[-1]), np.float32
-            )
-        logits[rows, :length] = part
-    return logits
 
 
 def _flat_scores(scores):
