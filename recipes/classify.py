@@ -4,13 +4,24 @@ r"""Fine-tunes BERT to classify your own texts: one label each, or several.
         --init_checkpoint=/ckpt/bert-base-uncased --model_dir=runs/topics \
         [--multi_label] [--doc_stride=63 [--max_windows=8]] \
         [--export_dir=saved_models/topics]
+    python recipes/classify.py --train_file=glue/SST-2/train.tsv \
+        --eval_file=glue/SST-2/dev.tsv --text_column=sentence ...
 
-Data (`keras_bert.fine_tuning.classify.read_classification_examples`):
-JSONL, one `{"text": ..., "label": ...}` per line, or with `--multi_label`
-`{"text": ..., "labels": [...]}` (`[]` for none); or a TSV with a header
-and `text` and `label`/`labels` columns, several labels comma-separated.
-Sentence pairs: `text_a` and `text_b` instead of `text`. The classes are
-the train file's labels, sorted.
+Data (`keras_bert.fine_tuning.classify.read_classification_examples`,
+docs/classify.md): JSONL, TSV or CSV, by extension (`.jsonl`/`.json`,
+`.tsv`, `.csv`; other names sniffed), UTF-8 with or without a byte-order
+mark. JSONL: one `{"text": ..., "label": ...}` per line, or with
+`--multi_label` `{"text": ..., "labels": [...]}` (`[]` for none). TSV
+(cells as they are, no quoting) or CSV (RFC 4180 quoting: `"a, b"`): a
+header row naming a `text` and a `label`/`labels` column, several labels
+comma-separated. Sentence pairs: `text_a` and `text_b` instead of `text`.
+Other column names: `--text_column`, `--text_b_column`, `--label_column`.
+`--multi_label` on a file whose every row has one plain label is refused.
+Without `--eval_file`, a seeded `--holdout_fraction` (0.1) of the train
+file's rows is held out of training and scored instead (logged, and kept
+in `results.json`'s `holdout`). The classes are the train file's labels,
+sorted. The files are read and checked first: a bad one stops the run
+with one `error: <file>, line <n>: ...` line before any model is built.
 
 What it does: fine-tunes `keras_bert.BertClassifier` (`multi_label=True`
 with `--multi_label`: a sigmoid per label) with AdamW and BERT's warmup +
@@ -63,11 +74,18 @@ from keras_bert.fine_tuning.classify import ClassificationFineTuning
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
 flags.DEFINE_string(
-    "train_file", None, "JSONL or TSV file of texts and labels to train on."
+    "train_file",
+    None,
+    "JSONL, TSV or CSV file of texts and labels to train on.",
 )
 flags.DEFINE_string(
-    "eval_file", None, "JSONL or TSV file scored every epoch (a dev set)."
+    "eval_file",
+    None,
+    "JSONL, TSV or CSV file scored every epoch (a dev set); without it "
+    "--holdout_fraction of --train_file is held out and scored.",
 )
+recipe_flags.define_column_flags()
+recipe_flags.define_holdout_flag()
 flags.DEFINE_bool(
     "multi_label",
     False,
@@ -90,7 +108,7 @@ flags.DEFINE_bool(
 )
 # Defaults: keras_bert.training.TRAINING_DEFAULTS["classifier"].
 recipe_flags.define_training_flags("classifier")
-flags.mark_flags_as_required(["train_file", "eval_file", "model_dir"])
+flags.mark_flags_as_required(["train_file", "model_dir"])
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.
 RECIPE_FLAGS = [
@@ -107,6 +125,7 @@ def main(argv):
         config,
         positive=("max_seq_length", "batch_size", "eval_batch_size", "epochs"),
     )
+    recipe_flags.check_holdout(config)
     windows = recipe_flags.document_window_arguments(
         FLAGS, FLAGS.max_seq_length
     )
@@ -118,7 +137,13 @@ def main(argv):
         tune_thresholds=FLAGS.tune_thresholds,
         eval_batch_size=FLAGS.eval_batch_size,
         group_by_length=FLAGS.group_by_length,
+        columns=recipe_flags.column_arguments(FLAGS),
+        holdout_fraction=FLAGS.holdout_fraction,
+        seed=FLAGS.seed,
     )
+    # The files first: a bad one stops here, before any model is built.
+    recipe_flags.read_data_first(job)
+    config["holdout"] = job.holdout
     result = run_fine_tuning(
         job,
         FLAGS.model_dir,
