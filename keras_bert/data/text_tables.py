@@ -29,7 +29,7 @@ from keras_bert import files
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".csv": "csv"}
 _DIALECTS = {
     "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE},
-    "csv": {"delimiter": ","},
+    "csv": {"delimiter": ",", "strict": True},
 }
 
 
