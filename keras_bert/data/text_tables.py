@@ -106,11 +106,14 @@ def decode_text(path, data):
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         bad = data[error.start : error.end + 3]
+        utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
         raise ValueError(
             f"{path}, line {line} (byte {error.start}): {bad!r} is not UTF-8 "
-            f"({error.reason}). Re-save the file as UTF-8 (e.g. `iconv -f "
-            "latin1 -t utf-8 in.tsv > out.tsv`, or your editor's or "
-            "spreadsheet's 'UTF-8' option)."
+            f"({error.reason}"
+            + ("; the file starts with UTF-16's byte-order mark" * utf16)
+            + "). Re-save the file as UTF-8 (e.g. `iconv -f "
+            f"{'utf-16' if utf16 else 'latin1'} -t utf-8 in.tsv > "
+            "out.tsv`, or your editor's or spreadsheet's 'UTF-8' option)."
         ) from None
 
 
@@ -150,7 +153,8 @@ def read_text_table(path):
 
 def _jsonl_rows(path, text):
     rows = []
-    for line, raw in enumerate(text.splitlines(), start=1):
+    # Split at "\n" only: a JSON string may hold U+2028 and the like.
+    for line, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:

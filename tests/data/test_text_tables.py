@@ -107,3 +107,16 @@ def test_bad_rows_name_the_line(tmp_path, name, text, message):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(ValueError, match="No such file: .*none.csv"):
         read_text_table(str(tmp_path / "none.csv"))
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path):
+    path = write(tmp_path, "u.tsv", "text\tlabel\nx\t1\n".encode("utf-16"))
+    with pytest.raises(ValueError, match="UTF-16's byte-order mark.*iconv "
+                       "-f utf-16 -t utf-8"):  # fmt: skip
+        read_text_table(path)
+
+
+def test_a_jsonl_string_may_hold_unicode_line_separators(tmp_path):
+    row = {"text": "one\u2028two\x85three", "label": "x"}
+    path = write(tmp_path, "s.jsonl", json.dumps(row, ensure_ascii=False))
+    assert read_text_table(path).rows == [(1, row)]

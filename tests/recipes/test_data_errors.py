@@ -56,3 +56,24 @@ def test_a_bad_file_is_one_line_before_any_model(
     assert "Traceback" not in process.stderr
     assert "Resolved configuration" not in process.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_reading_the_data_first_starts_no_tensorflow_runtime():
+    # A multi-worker strategy must configure collectives before the
+    # runtime starts, and the recipes read their files before it.
+    code = (
+        "from tensorflow.python.eager import context\n"
+        "from keras_bert.fine_tuning.classify import ClassificationFineTuning\n"
+        "import tempfile, os\n"
+        "path = os.path.join(tempfile.mkdtemp(), 'train.csv')\n"
+        "open(path, 'w').write('text,label\\n' + 'a,x\\nb,y\\n' * 10)\n"
+        "job = ClassificationFineTuning(path, None, None)\n"
+        "job.load_data()\n"
+        "print(len(job.train), context.context()._initialized)\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True,
+        timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert process.stdout.split() == ["18", "False"], process.stderr[-2000:]
