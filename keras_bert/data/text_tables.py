@@ -65,19 +65,26 @@ class TextTable:
         """
         for line, row in self.rows if self.format == "jsonl" else [(1, None)]:
             found = list(row) if row is not None else self.columns
-            for name, flag in names.items():
-                if name not in found:
-                    example = found[0] if found else "text"
-                    fix = (
-                        f"Set {flag} to the column that holds it (e.g. "
-                        f"{flag}={example}), or rename the column `{name}`."
-                        if flag
-                        else f"Rename the column that holds it `{name}`."
-                    )
-                    raise ValueError(
-                        f"{self.path}, line {line}: no column `{name}`; "
-                        f"columns found: {found}. {fix}" + header_hint(found)
-                    )
+            missing = [(n, flag) for n, flag in names.items() if n not in found]
+            if not missing:
+                continue
+            listed = ", ".join(f"`{name}`" for name, _ in missing)
+            plural = "s" if len(missing) > 1 else ""
+            sets = [
+                f"{flag} to the column of `{n}`" for n, flag in missing if flag
+            ]
+            flag = next((flag for _, flag in missing if flag), None)
+            example = found[0] if found else "text"
+            fix = (
+                f"Set {' and '.join(sets)} (e.g. {flag}={example}), or "
+                f"rename the column{plural}."
+                if sets
+                else f"Rename the column{plural}."
+            )
+            raise ValueError(
+                f"{self.path}, line {line}: no column{plural} {listed}; "
+                f"columns found: {found}. {fix}" + header_hint(found)
+            )
 
 
 def table_format(path, text):

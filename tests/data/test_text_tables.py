@@ -76,7 +76,7 @@ def test_a_missing_column_lists_the_columns_found_and_the_flag(tmp_path):
     table.require({"sentence": "--text_column", "label": "--label_column"})
     with pytest.raises(ValueError, match=(
         r"s.tsv, line 1: no column `text`; columns found: \['sentence', "
-        r"'label'\]. Set --text_column to the column that holds it \(e.g. "
+        r"'label'\]. Set --text_column to the column of `text` \(e.g. "
         r"--text_column=sentence\)"
     )):  # fmt: skip
         table.require({"text": "--text_column"})

@@ -31,10 +31,13 @@ def test_a_jsonl_file_without_positive(tmp_path):
     with pytest.raises(ValueError) as error:
         read_pairs(str(path))
     message = str(error.value)
-    for part in (str(path), "line 2", "no column `anchor`"):
+    for part in (str(path), "line 2", "no columns `anchor`, `positive`"):
         assert part in message
     assert "['query', 'passage']" in message
-    assert "Set --text_column to the column that holds it" in message
+    assert (
+        "Set --text_column to the column of `anchor` and --text_b_column"
+        " to the column of `positive` (e.g. --text_column=query)" in message
+    )
 
 
 def test_a_tsv_file_without_anchor(tmp_path):
