@@ -5,13 +5,24 @@ r"""Fine-tunes BERT to classify your own texts: one label each, or several.
         [--multi_label] [--doc_stride=63 [--max_windows=8]] \
         [--export_dir=saved_models/topics] [--predict_file=new.txt]
     python recipes/classify.py --model_dir=runs/topics --predict_file=new.txt
+    python recipes/classify.py --train_file=glue/SST-2/train.tsv \
+        --eval_file=glue/SST-2/dev.tsv --text_column=sentence ...
 
-Data (`keras_bert.fine_tuning.classify.read_classification_examples`):
-JSONL, one `{"text": ..., "label": ...}` per line, or with `--multi_label`
-`{"text": ..., "labels": [...]}` (`[]` for none); or a TSV with a header
-and `text` and `label`/`labels` columns, several labels comma-separated.
-Sentence pairs: `text_a` and `text_b` instead of `text`. The classes are
-the train file's labels, sorted.
+Data (`keras_bert.fine_tuning.classify.read_classification_examples`,
+docs/classify.md): JSONL, TSV or CSV, by extension (`.jsonl`/`.json`,
+`.tsv`, `.csv`; other names sniffed), UTF-8 with or without a byte-order
+mark. JSONL: one `{"text": ..., "label": ...}` per line, or with
+`--multi_label` `{"text": ..., "labels": [...]}` (`[]` for none). TSV
+(cells as they are, no quoting) or CSV (RFC 4180 quoting: `"a, b"`): a
+header row naming a `text` and a `label`/`labels` column, several labels
+comma-separated. Sentence pairs: `text_a` and `text_b` instead of `text`.
+Other column names: `--text_column`, `--text_b_column`, `--label_column`.
+`--multi_label` on a file whose every row has one plain label is refused.
+Without `--eval_file`, a seeded `--holdout_fraction` (0.1) of the train
+file's rows is held out of training and scored instead (logged, and kept
+in `results.json`'s `holdout`). The classes are the train file's labels,
+sorted. The files are read and checked first: a bad one stops the run
+with one `error: <file>, line <n>: ...` line before any model is built.
 
 What it does: fine-tunes `keras_bert.BertClassifier` (`multi_label=True`
 with `--multi_label`: a sigmoid per label) with AdamW and BERT's warmup +
@@ -69,16 +80,24 @@ from keras_bert.fine_tuning import load_task_model
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.classify import ClassificationFineTuning
 from keras_bert.fine_tuning.classify.predictions import load_finished_run
+from keras_bert.fine_tuning.classify.predictions import read_texts
 from keras_bert.fine_tuning.classify.predictions import write_predictions
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
 flags.DEFINE_string(
-    "train_file", None, "JSONL or TSV file of texts and labels to train on."
+    "train_file",
+    None,
+    "JSONL, TSV or CSV file of texts and labels to train on.",
 )
 flags.DEFINE_string(
-    "eval_file", None, "JSONL or TSV file scored every epoch (a dev set)."
+    "eval_file",
+    None,
+    "JSONL, TSV or CSV file scored every epoch (a dev set); without it "
+    "--holdout_fraction of --train_file is held out and scored.",
 )
+recipe_flags.define_column_flags()
+recipe_flags.define_holdout_flag()
 flags.DEFINE_bool(
     "multi_label",
     False,
@@ -135,18 +154,18 @@ def main(argv):
                 "Pass --train_file to train, or --predict_file to predict "
                 "with the finished run in --model_dir."
             )
+        texts = _texts_to_predict()
         model, preprocessor, _ = load_finished_run(
             FLAGS.model_dir, _model_of_run
         )
-        _predict(model, preprocessor)
+        _predict(model, preprocessor, texts)
         return
-    if not FLAGS.eval_file:
-        raise app.UsageError("Pass --eval_file: the examples scored.")
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     recipe_flags.check_flags(
         config,
         positive=("max_seq_length", "batch_size", "eval_batch_size", "epochs"),
     )
+    recipe_flags.check_holdout(config)
     windows = recipe_flags.document_window_arguments(
         FLAGS, FLAGS.max_seq_length
     )
@@ -158,7 +177,14 @@ def main(argv):
         tune_thresholds=FLAGS.tune_thresholds,
         eval_batch_size=FLAGS.eval_batch_size,
         group_by_length=FLAGS.group_by_length,
+        columns=recipe_flags.column_arguments(FLAGS),
+        holdout_fraction=FLAGS.holdout_fraction,
+        seed=FLAGS.seed,
     )
+    # The files first: a bad one stops here, before any model is built.
+    recipe_flags.read_data_first(job)
+    texts = _texts_to_predict() if FLAGS.predict_file else None
+    config["holdout"] = job.holdout
     result = run_fine_tuning(
         job,
         FLAGS.model_dir,
@@ -168,7 +194,7 @@ def main(argv):
     if result.is_chief:
         _print_metrics(result.results)
         if FLAGS.predict_file:
-            _predict(result.model, result.preprocessor)
+            _predict(result.model, result.preprocessor, texts)
 
 
 def _build_model(job, windows):
@@ -210,13 +236,29 @@ def _classifier(source, max_seq_length, label_names, multi_label, windows):
     return model, preprocessor
 
 
-def _predict(model, preprocessor):
+def _texts_to_predict():
+    """--predict_file's texts, read before anything is built: a bad file
+    stops the run with one line."""
+    try:
+        return read_texts(
+            FLAGS.predict_file, **recipe_flags.column_arguments(FLAGS)
+        )
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def _predict(model, preprocessor, texts):
     name = os.path.splitext(os.path.basename(FLAGS.predict_file))[0]
     output = FLAGS.predictions_file or os.path.join(
         FLAGS.model_dir, f"predictions_{name}.jsonl"
     )
     count = write_predictions(
-        model, preprocessor, FLAGS.predict_file, output, FLAGS.eval_batch_size
+        model,
+        preprocessor,
+        FLAGS.predict_file,
+        output,
+        FLAGS.eval_batch_size,
+        texts=texts,
     )
     print(f"classify: wrote {count} predictions to {output}")
 

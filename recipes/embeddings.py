@@ -8,7 +8,11 @@ r"""Trains sentence embeddings on text pairs, scores them, exports them.
 
 Data: `--train_file` holds `(anchor, positive)` pairs (e.g. a question and
 the passage that answers it): a JSONL file with `anchor` and `positive`
-fields, or a TSV whose header names those columns.
+fields, or a TSV or CSV whose header names those columns (other names:
+`--text_column` for the anchors, `--text_b_column` for the positives,
+in the train and retrieval files); UTF-8 with or without a byte-order
+mark. The files are read first: a bad one stops the run with one
+`error: ...` line before any model is built.
 `recipes/squad_embedding_pairs.py` writes SQuAD's questions and their
 paragraphs in that form.
 
@@ -47,6 +51,7 @@ from keras_bert.cli import recipe_flags
 from keras_bert.fine_tuning import load_task_model
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.embeddings import EmbeddingFineTuning
+from keras_bert.fine_tuning.embeddings.pairs import PAIR_COLUMNS
 from keras_bert.models import PairEmbeddingModel
 
 # === Flags ===
@@ -68,6 +73,9 @@ flags.DEFINE_string(
     None,
     "STS eval TSV with sentence1, sentence2 and score columns (GLUE's "
     "STS-B/dev.tsv).",
+)
+recipe_flags.define_column_flags(
+    label=False, help_names={"text": "anchor", "text_b": "positive"}
 )
 recipe_flags.define_model_source_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per text, at most.")
@@ -101,7 +109,13 @@ def main(argv):
         retrieval_file=FLAGS.retrieval_file,
         sts_file=FLAGS.sts_file,
         eval_batch_size=FLAGS.eval_batch_size,
+        columns=(
+            FLAGS.text_column or PAIR_COLUMNS[0],
+            FLAGS.text_b_column or PAIR_COLUMNS[1],
+        ),
     )
+    # The files first: a bad one stops here, before any model is built.
+    recipe_flags.read_data_first(task)
     result = run_fine_tuning(
         task,
         FLAGS.model_dir,

@@ -9,7 +9,11 @@ Data: SWAG's CSV layout (`sent1`, `sent2`, `ending0` ... `endingN`,
 transformers' `run_swag.py` pairs them) or JSONL (`{"context": ...,
 "choices": [...], "label": ...}`, files ending `.jsonl`); any number of
 choices of at least two, the same within a file
-(`keras_bert.fine_tuning.multiple_choice.read_multiple_choice`).
+(`keras_bert.fine_tuning.multiple_choice.read_multiple_choice`; UTF-8
+with or without a byte-order mark). Without `--eval_file`, a seeded
+`--holdout_fraction` (0.1) of the training rows is held out of training
+and scored instead (logged; `results.json`'s `holdout`). The files are
+read first: a bad one stops the run with one `error: ...` line.
 
 What it does: fine-tunes `keras_bert.BertMultipleChoice` (one score per
 choice from `[CLS]`, softmax over the choices) with AdamW and BERT's
@@ -50,8 +54,10 @@ flags.DEFINE_string(
     "eval_file",
     None,
     "Evaluation examples, scored after every epoch (the best epoch is "
-    "kept). Without it the training file's accuracy picks the epoch.",
+    "kept). Without it --holdout_fraction of --train_file is held out of "
+    "training and scored.",
 )
+recipe_flags.define_holdout_flag()
 recipe_flags.define_model_source_flags()
 flags.DEFINE_integer(
     "max_seq_length", 128, "Tokens per (context, choice) pair."
@@ -73,12 +79,18 @@ def main(argv):
         config,
         positive=("max_seq_length", "batch_size", "eval_batch_size", "epochs"),
     )
+    recipe_flags.check_holdout(config)
     task = MultipleChoiceFineTuning(
         FLAGS.train_file,
         _build_model,
         eval_file=FLAGS.eval_file,
         eval_batch_size=FLAGS.eval_batch_size,
+        holdout_fraction=FLAGS.holdout_fraction,
+        seed=FLAGS.seed,
     )
+    # The files first: a bad one stops here, before any model is built.
+    recipe_flags.read_data_first(task)
+    config["holdout"] = task.holdout
     result = run_fine_tuning(
         task,
         FLAGS.model_dir,

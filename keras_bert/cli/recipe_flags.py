@@ -348,3 +348,93 @@ def model_source_arguments(values):
         name: getattr(values, name)
         for name in ("init_checkpoint", "preset", "vocabulary", "lowercase")
     }
+
+
+def define_column_flags(text_b=True, label=True, help_names=None):
+    """`--text_column` (and `--text_b_column`, `--label_column`): the
+    columns of a user's JSONL, TSV or CSV files (`keras_bert.data.
+    text_tables`) when they are not named as the recipe expects.
+
+    Args:
+        text_b: bool. Define `--text_b_column`.
+        label: bool. Define `--label_column`.
+        help_names: dict or `None`. The default column each flag stands
+            for, for its help (e.g. `{"text": "anchor"}`).
+    """
+    names = {"text": "text", "text_b": "text_b", "label": "label"}
+    names.update(help_names or {})
+    flags.DEFINE_string(
+        "text_column",
+        None,
+        f"The column (JSONL: field) of the texts, if not `{names['text']}`; "
+        "e.g. sentence for GLUE's SST-2 TSVs.",
+    )
+    if text_b:
+        flags.DEFINE_string(
+            "text_b_column",
+            None,
+            f"The column of the pairs' second texts, if not "
+            f"`{names['text_b']}`.",
+        )
+    if label:
+        flags.DEFINE_string(
+            "label_column",
+            None,
+            f"The column of the labels, if not `{names['label']}`.",
+        )
+
+
+def column_arguments(values):
+    """The column flags a recipe defined, as `text_column=...` keyword
+    arguments (unset ones left out); `values`: `FLAGS` or a dict."""
+    arguments = {}
+    for name in ("text_column", "text_b_column", "label_column"):
+        value = values[name] if name in values else None
+        value = getattr(value, "value", value)
+        if value:
+            arguments[name] = value
+    return arguments
+
+
+def define_holdout_flag():
+    """`--holdout_fraction`: what is scored when `--eval_file` is absent."""
+    flags.DEFINE_float(
+        "holdout_fraction",
+        0.1,
+        "Without --eval_file: the share of --train_file's rows held out of "
+        "training and scored every epoch (a split seeded by --seed).",
+    )
+
+
+def check_holdout(values):
+    """Raises `app.UsageError` for a `--holdout_fraction` outside (0, 1)
+    when there is no `--eval_file` to score."""
+    fraction = values["holdout_fraction"]
+    if not values["eval_file"] and not 0 < fraction < 1:
+        raise app.UsageError(
+            "--holdout_fraction must be in (0, 1) without --eval_file (the "
+            f"share of the train file held out to score). Received: "
+            f"{fraction}. Pass --eval_file, or e.g. --holdout_fraction=0.1."
+        )
+
+
+def read_data_first(job):
+    """Reads and checks a job's data files before anything is built.
+
+    A recipe calls it first thing in `main`, so that a bad file (a missing
+    column, bytes that are not UTF-8, a CSV's stray comma) stops the run
+    in the time of the imports, not after the strategy and the model: the
+    message is printed as one line (`error: ...`, exit status 1), without
+    a traceback. The runner then finds the data read.
+
+    Args:
+        job: a `keras_bert.fine_tuning.FineTuningJob` whose `load_data`
+            keeps what it read.
+
+    Raises:
+        SystemExit: carrying the data error's message.
+    """
+    try:
+        job.load_data()
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None

@@ -1,8 +1,11 @@
 """Data: pre-training corpora, instances, masking and inputs.
 
 Also what every fine-tuning task shares (`pack_texts`, `packed_batches`,
-`predict_packed`, `shuffled_epochs`, `trim_batch`). Each task's
-own data reading lives with the task, in `keras_bert.fine_tuning.<task>`.
+`predict_packed`, `shuffled_epochs`, `trim_batch`), and the reader of
+users' JSONL, TSV and CSV files (`keras_bert.data.text_tables`) with the
+held-out split of a file without an eval file (`keras_bert.data.holdout`).
+Each task's own data reading lives with the task, in
+`keras_bert.fine_tuning.<task>`.
 """
 
 from keras_bert.data.corpus import expand_input_files

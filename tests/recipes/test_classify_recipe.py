@@ -239,3 +239,23 @@ def test_predict_file_after_training_and_from_the_finished_run(tmp_path):
     )  # fmt: skip
     assert process.returncode != 0
     assert "No finished run in" in process.stderr
+
+
+@pytest.mark.slow
+def test_csv_with_other_column_names_and_no_eval_file(tmp_path):
+    rows = [(text, "PER" in labels) for text, labels in TRAIN + DEV] * 3
+    train = tmp_path / "train.csv"
+    train.write_bytes(b"\xef\xbb\xbf" + (
+        "sentence,gold\n"
+        + "".join(f'"{text}, yes",{label}\n' for text, label in rows)
+    ).encode())  # fmt: skip
+    process = run_recipe(
+        tmp_path, f"--train_file={train}", "--text_column=sentence",
+        "--label_column=gold", "--epochs=1",
+    )  # fmt: skip
+    assert process.returncode == 0, process.stderr[-4000:]
+    assert "held out 3 of 33 examples" in process.stderr
+    run = results(tmp_path)
+    assert run["num_eval_examples"] == {"validation": 3}
+    assert run["config"]["holdout"]["num_train"] == 30
+    assert run["config"]["text_column"] == "sentence"

@@ -117,3 +117,37 @@ def test_recipe_trains_scores_and_exports(tmp_path):
     assert served["choice"].numpy().tolist() == [
         p["choice"] for p in predictions
     ]
+
+
+@pytest.mark.slow
+def test_without_an_eval_file_held_out_rows_are_scored(tmp_path):
+    train = str(tmp_path / "train.csv")
+    rows = TRAIN * 5  # 20 rows: 5 held out at 0.25
+    write_swag_csv(
+        train,
+        [f"{context} {i}" for i, (context, _, _, _) in enumerate(rows)],
+        [endings for _, _, endings, _ in rows],
+        [label for _, _, _, label in rows],
+    )
+    words = {w for c, h, es, _ in TRAIN for w in " ".join([c, h, *es]).split()}
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(words)]
+    ))  # fmt: skip
+    model_dir = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "recipes", "multiple_choice.py"),
+         f"--train_file={train}", "--holdout_fraction=0.25", "--seed=2",
+         "--preset=bert_tiny", f"--vocabulary={vocabulary}",
+         f"--model_dir={model_dir}", "--max_seq_length=16", "--epochs=1",
+         "--batch_size=4"],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "held out 5 of 20 examples" in result.stderr
+    results = json.loads((model_dir / "results.json").read_text())
+    assert list(results["metrics"]) == ["validation"]
+    assert results["num_eval_examples"] == {"validation": 5}
+    assert results["num_train_examples"] == 15
+    assert results["config"]["holdout"]["num_held_out"] == 5
+    assert results["config"]["holdout_fraction"] == 0.25

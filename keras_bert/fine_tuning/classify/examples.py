@@ -1,29 +1,27 @@
-"""Reading a user's own classification data: JSONL or TSV, one or many labels.
+"""Reading a user's own classification data: JSONL, TSV or CSV.
 
-Two layouts, told apart by the file's first non-blank character (`{`:
-JSONL) or else its name (`.jsonl`, `.json`: JSONL; anything else: TSV):
+The file is read by `keras_bert.data.text_tables.read_text_table` (the
+format from the extension `.jsonl`/`.json`, `.tsv`, `.csv`, else sniffed;
+UTF-8 with or without a byte-order mark). Its columns (JSONL: fields):
 
-- JSONL, one object per line: `{"text": ..., "label": "sports"}`, or
-  for several labels per text `{"text": ..., "labels": ["sports",
-  "politics"]}` (`[]` for none). Sentence pairs: `"text_a"` and
-  `"text_b"` instead of `"text"`.
-- TSV with a header row: a `text` column (or `text_a` and `text_b`) and
-  a `label` or `labels` column; several labels are comma-separated
-  (`sports,politics`; an empty cell for none). Cells are read as they
-  are (no quoting), as GLUE's TSV files are.
+- the text: `text`, or `text_a` and `text_b` for sentence pairs; any
+  other names with `text_column` (and `text_b_column`), e.g. GLUE's
+  `SST-2` files' `sentence` (`--text_column=sentence`).
+- the label: `label`, one name per text; with `multi_label`, `labels` (or
+  `label`): a JSON list (`[]` for none), or in a TSV/CSV cell several
+  names comma-separated (`sports,politics`; empty for none). Any other
+  name with `label_column`.
 
 Labels are names (strings); numbers are read as their text (`1` → `"1"`).
 A single-label file gives one name per text, a multi-label file a list.
 """
 
-import csv
 import dataclasses
-import io
-import json
 
 import numpy as np
 
-from keras_bert import files
+from keras_bert.data.text_tables import header_hint
+from keras_bert.data.text_tables import read_text_table
 
 _TEXT_COLUMNS = (("text",), ("text_a", "text_b"))
 
@@ -37,11 +35,15 @@ class ClassificationExamples:
         labels: list of `n` labels: a name each (single-label), or a list
             of names each (multi-label).
         path: str. Where they came from, for messages.
+        one_plain_label_each: bool. Read as multi-label, yet every row
+            gives exactly one name as a plain string in a column not named
+            `labels`: a single-label file.
     """
 
     texts: tuple
     labels: list
     path: str
+    one_plain_label_each: bool = False
 
     def __len__(self):
         return len(self.labels)
@@ -54,15 +56,37 @@ class ClassificationExamples:
             names.update(label if isinstance(label, list) else [label])
         return sorted(names)
 
+    def take(self, indices, path):
+        """The examples at `indices` (int array), named `path`."""
+        return ClassificationExamples(
+            tuple(side[indices] for side in self.texts),
+            [self.labels[index] for index in indices],
+            path,
+            self.one_plain_label_each,
+        )
 
-def read_classification_examples(path, multi_label=False, labels=True):
-    """Reads a JSONL or TSV file of texts and labels (module docstring).
+
+def read_classification_examples(
+    path,
+    multi_label=False,
+    text_column=None,
+    text_b_column=None,
+    label_column=None,
+    labels=True,
+):
+    """Reads a JSONL, TSV or CSV file of texts and labels (module docstring).
 
     Args:
         path: str. Any path `tf.io.gfile` reads.
         multi_label: bool. Read a list of labels per text (`labels`, or
             a comma-separated `label`/`labels` cell); else one name each
             (`label`).
+        text_column: str or `None`. The column of the texts (of the first
+            texts of pairs). `None`: `text`, or `text_a` with `text_b`.
+        text_b_column: str or `None`. The column of the pairs' second
+            texts. `None`: `text_b` where the texts are `text_a`.
+        label_column: str or `None`. The column of the labels. `None`:
+            `label` (multi-label: `labels`, else `label`).
         labels: bool. `False` reads the texts only (a file to predict):
             its labels, if any, are ignored and `labels` holds `None`s.
 
@@ -71,33 +95,34 @@ def read_classification_examples(path, multi_label=False, labels=True):
 
     Raises:
         ValueError: naming the file, the line and the fix: no examples, a
-            missing text or label field, several labels in a single-label
-            read, a line that is not JSON.
+            missing text or label column (listing the columns found and
+            the flag to set), several labels in a single-label read,
+            bytes that are not UTF-8, a line that is not JSON.
 
     Example:
     ```python
     examples = read_classification_examples("train.jsonl", multi_label=True)
     examples.texts[0][:2], examples.labels[:2]
     # (array(['Rome beat Milan', 'Talks in Geneva']), [['ORG', 'LOC'], []])
+    sst2 = read_classification_examples(
+        "glue/SST-2/dev.tsv", text_column="sentence"
+    )
     ```
     """
-    if not files.exists(path):
-        raise ValueError(f"No such file: {path}. Pass an existing file.")
-    content = files.read_text(path)
-    stripped = content.lstrip()
-    is_jsonl = stripped.startswith("{") or (
-        not stripped and path.endswith((".jsonl", ".json"))
-    )
-    rows = _jsonl_rows(content, path) if is_jsonl else _tsv_rows(content, path)
-    if not rows:
+    table = read_text_table(path)
+    if not table.rows:
         raise ValueError(
             f"{path} has no examples. Pass a file with one example per "
-            "line (JSONL) or per row after the header (TSV)."
+            "line (JSONL) or per row after the header (TSV, CSV)."
         )
-    columns = _text_columns(rows[0][1], path)
+    columns = _text_columns(table, text_column, text_b_column)
+    label_key = (
+        _label_column(table, multi_label, label_column) if labels else None
+    )
     texts = tuple([] for _ in columns)
     names = []
-    for line, row in rows:
+    plain = multi_label and label_key != "labels"
+    for line, row in table.rows:
         for side, column in zip(texts, columns):
             value = row.get(column)
             if not isinstance(value, str):
@@ -106,62 +131,84 @@ def read_classification_examples(path, multi_label=False, labels=True):
                     f"{value!r}). Every example needs a string `{column}`."
                 )
             side.append(value)
+        if not labels:
+            names.append(None)
+            continue
+        key = label_key or _row_label_key(row, multi_label)
+        value = row.get(key)
+        plain = plain and key != "labels" and _is_one_plain_name(value)
         names.append(
-            _label(row, multi_label, is_jsonl, path, line) if labels else None
+            _label(row, key, multi_label, table.format == "jsonl", path, line)
         )
     return ClassificationExamples(
         tuple(np.array(side, dtype=object).astype(str) for side in texts),
         names,
         path,
+        one_plain_label_each=bool(plain),
     )
 
 
-def _jsonl_rows(content, path):
-    rows = []
-    for line, text in enumerate(content.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(
-                f"{path}, line {line}: not JSON ({error}). A JSONL file "
-                'holds one object per line, e.g. {"text": "...", "label": '
-                '"..."}.'
-            ) from None
-        if not isinstance(row, dict):
-            raise ValueError(
-                f"{path}, line {line}: {text.strip()[:60]!r} is not an "
-                'object. Write one {"text": ..., "label": ...} per line.'
-            )
-        rows.append((line, row))
-    return rows
-
-
-def _tsv_rows(content, path):
-    reader = csv.DictReader(
-        io.StringIO(content), delimiter="\t", quoting=csv.QUOTE_NONE
-    )
-    if not reader.fieldnames:
-        return []
-    # Line numbers count the header as line 1.
-    return [(line, row) for line, row in enumerate(reader, start=2)]
-
-
-def _text_columns(row, path):
+def _text_columns(table, text_column, text_b_column):
+    if text_column or text_b_column:
+        first = text_column or "text_a"
+        columns = (first, text_b_column) if text_b_column else (first,)
+        flags = ("--text_column", "--text_b_column")
+        table.require(dict(zip(columns, flags)))
+        return columns
+    found = table.columns
     for columns in reversed(_TEXT_COLUMNS):
-        if all(column in row for column in columns):
+        if all(column in found for column in columns):
             return columns
     raise ValueError(
-        f"{path}: no text field; found {sorted(row)}. Name it `text` (or "
-        "`text_a` and `text_b` for sentence pairs)."
+        f"{table.path}: no text column; columns found: {found}. Set "
+        "--text_column (`text_column=`) to the column of the texts (e.g. "
+        "--text_column=sentence for GLUE's SST-2), or name it `text` "
+        "(`text_a` and `text_b` for sentence pairs; --text_b_column)."
+        + header_hint(found)
     )
 
 
-def _label(row, multi_label, is_jsonl, path, line):
+def _label_column(table, multi_label, label_column):
+    """The label column every row must have; `None`: decided per row."""
+    if label_column:
+        table.require({label_column: "--label_column"})
+        return label_column
+    if table.format != "jsonl":
+        names = ("labels", "label") if multi_label else ("label",)
+        for name in names:
+            if name in table.columns:
+                return name
+        hint = (
+            " This file has `labels` (several per text): pass --multi_label "
+            "(`multi_label=True`)."
+            if "labels" in table.columns
+            else ""
+        )
+        raise ValueError(
+            f"{table.path}: no `{names[0]}` column; columns found: "
+            f"{table.columns}. Set --label_column (`label_column=`) to the "
+            f"column of the labels, or name it `{names[0]}`.{hint}"
+            + header_hint(table.columns)
+        )
+    return None
+
+
+def _row_label_key(row, multi_label):
+    if multi_label:
+        return "labels" if "labels" in row else "label"
+    return "label"
+
+
+def _is_one_plain_name(value):
+    if isinstance(value, (list, dict)) or value is None:
+        return False
+    return bool(str(value).strip()) and "," not in str(value)
+
+
+def _label(row, key, multi_label, is_jsonl, path, line):
     where = f"{path}, line {line}"
     if not multi_label:
-        if "label" not in row:
+        if key not in row:
             hint = (
                 " This file has `labels` (several per text): pass "
                 "--multi_label (`multi_label=True`)."
@@ -169,28 +216,28 @@ def _label(row, multi_label, is_jsonl, path, line):
                 else ""
             )
             raise ValueError(
-                f"{where}: no `label` field (found {sorted(row)}). Every "
-                f"example needs one.{hint}"
+                f"{where}: no `{key}` field (found {sorted(row)}). Every "
+                f"example needs one; set --label_column to the field that "
+                f"holds it.{hint}"
             )
-        label = row["label"]
+        label = row[key]
         if isinstance(label, list):
             raise ValueError(
-                f"{where}: `label` is a list ({label!r}). For several "
+                f"{where}: `{key}` is a list ({label!r}). For several "
                 "labels per text pass --multi_label (`multi_label=True`) "
                 "and write them as `labels`."
             )
         if label is None or (isinstance(label, str) and not label.strip()):
             raise ValueError(
-                f"{where}: an empty `label`. Every example of a "
+                f"{where}: an empty `{key}`. Every example of a "
                 "single-label file has one; for texts with no label use "
                 "--multi_label."
             )
         return str(label)
-    key = "labels" if "labels" in row else "label" if "label" in row else None
-    if key is None:
+    if key not in row:
         raise ValueError(
             f"{where}: no `labels` field (found {sorted(row)}). Write a "
-            "list of names per text (`[]` for none)."
+            "list of names per text (`[]` for none), or set --label_column."
         )
     value = row[key]
     if value is None:

@@ -7,6 +7,8 @@ import numpy as np
 from absl import logging
 
 from keras_bert import files
+from keras_bert.data.holdout import holdout_note
+from keras_bert.data.holdout import holdout_split
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
 from keras_bert.data.window_batches import pack_windows
@@ -28,8 +30,13 @@ EVAL_SPLIT = "validation"
 class ClassificationFineTuning(FineTuningJob):
     """Fine-tuning a classifier on a train file, scored on an eval file.
 
-    Reads both files (`read_classification_examples`: JSONL or TSV, one
-    label per text or, with `multi_label`, a list), names the classes
+    Reads both files (`read_classification_examples`: JSONL, TSV or CSV,
+    one label per text or, with `multi_label`, a list; a multi-label read
+    of a file whose every row has one plain label is refused), or, with
+    no eval file, holds out a seeded `holdout_fraction` of the train
+    file's rows to score (`keras_bert.data.holdout.holdout_split`; a
+    single-label row whose label has no other example stays in
+    training), names the classes
     after the train file's labels (sorted), and trains the model
     `model_fn` builds. After every epoch it predicts the whole eval file
     and scores it: `accuracy` for a single-label classifier; `micro_f1`
@@ -56,7 +63,8 @@ class ClassificationFineTuning(FineTuningJob):
 
     Args:
         train_file: str. The training examples.
-        eval_file: str. The examples scored every epoch.
+        eval_file: str or `None`. The examples scored every epoch;
+            `None`: rows held out of `train_file`.
         model_fn: callable `(job) -> (model, preprocessor)`: a
             `keras_bert.BertClassifier` with `len(job.label_names)`
             classes, `label_names=job.label_names` and
@@ -71,6 +79,12 @@ class ClassificationFineTuning(FineTuningJob):
             (each cut to its longest row; documents read in windows: of
             like token counts, cut to their most windows). Defaults to
             `True`.
+        columns: dict or `None`. `text_column`, `text_b_column`,
+            `label_column` for `read_classification_examples` (both
+            files). Defaults to the standard names.
+        holdout_fraction: float in `(0, 1)`. Without `eval_file`, the
+            share of the train file's rows held out. Defaults to `0.1`.
+        seed: int. The seed of the held-out draw. Defaults to `0`.
 
     Example:
     ```python
@@ -100,9 +114,16 @@ class ClassificationFineTuning(FineTuningJob):
         tune_thresholds=True,
         eval_batch_size=64,
         group_by_length=True,
+        columns=None,
+        holdout_fraction=0.1,
+        seed=0,
     ):
         self.train_file = train_file
         self.eval_file = eval_file
+        self.columns = dict(columns or {})
+        self.holdout_fraction = holdout_fraction
+        self.seed = seed
+        self.holdout = None
         self.model_fn = model_fn
         self.multi_label = bool(multi_label)
         self.tune_thresholds = bool(tune_thresholds)
@@ -124,14 +145,26 @@ class ClassificationFineTuning(FineTuningJob):
         return len(self.train.texts) == 2
 
     def load_data(self):
+        if self.label_names is not None:
+            return  # read already (a recipe reads first, then the runner)
         self.train = read_classification_examples(
-            self.train_file, self.multi_label
+            self.train_file, self.multi_label, **self.columns
         )
-        self.eval_sets = {
-            EVAL_SPLIT: read_classification_examples(
-                self.eval_file, self.multi_label
+        if self.multi_label and self.train.one_plain_label_each:
+            raise ValueError(
+                f"{self.train_file}: multi_label is set, but every row has "
+                "exactly one label, a plain name: a single-label file. Drop "
+                "--multi_label (one softmax over the labels); or, if a text "
+                "can have several labels, write them in a `labels` column "
+                '(JSONL: a list, ["PER", "LOC"]; TSV/CSV: comma-separated).'
             )
-        }
+        if self.eval_file:
+            evaluation = read_classification_examples(
+                self.eval_file, self.multi_label, **self.columns
+            )
+        else:
+            evaluation = self._hold_out()
+        self.eval_sets = {EVAL_SPLIT: evaluation}
         self.label_names = self.train.label_set
         for split, examples in self.eval_sets.items():
             if len(examples.texts) != len(self.train.texts):
@@ -170,6 +203,37 @@ class ClassificationFineTuning(FineTuningJob):
             " (multi-label)" if self.multi_label else "",
             self.label_names,
         )
+
+    def _hold_out(self):
+        """Held-out training rows to score (no eval file), seeded."""
+        total = len(self.train)
+        train, held_out = holdout_split(total, self.holdout_fraction, self.seed)
+        if not self.multi_label:
+            # A label with no other example cannot be learned: it trains.
+            kept = {self.train.labels[i] for i in train}
+            moved = [i for i in held_out if self.train.labels[i] not in kept]
+            train = np.sort(np.concatenate([train, moved]).astype(int))
+            held_out = np.array([i for i in held_out if i not in moved], int)
+            if not len(held_out):
+                raise ValueError(
+                    f"{self.train_file}: no held-out row has a label that "
+                    "other rows have, so nothing is left to score. Pass an "
+                    "eval file (--eval_file), or raise --holdout_fraction."
+                )
+        note = holdout_note(len(held_out), total, self.train_file)
+        logging.info(note)
+        self.holdout = {
+            "fraction": self.holdout_fraction,
+            "seed": self.seed,
+            "num_train": len(train),
+            "num_held_out": len(held_out),
+            "note": note,
+        }
+        evaluation = self.train.take(
+            held_out, f"{self.train_file} (held-out rows)"
+        )
+        self.train = self.train.take(train, self.train_file)
+        return evaluation
 
     def build_model(self):
         model, self.preprocessor = self.model_fn(self)
@@ -230,7 +294,7 @@ class ClassificationFineTuning(FineTuningJob):
             }
             logging.info(
                 "Thresholds tuned on %s: %s -> %s",
-                self.eval_file,
+                self.eval_sets[EVAL_SPLIT].path,
                 dict(zip(self.label_names, model.thresholds)),
                 outputs["tuned_metrics"],
             )
@@ -251,6 +315,7 @@ class ClassificationFineTuning(FineTuningJob):
         return {
             "label_names": self.label_names,
             "multi_label": self.multi_label,
+            "holdout": self.holdout,
             "num_eval_examples": {
                 split: len(examples)
                 for split, examples in self.eval_sets.items()

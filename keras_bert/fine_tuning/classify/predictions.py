@@ -25,16 +25,20 @@ RESULTS_FILE = "results.json"
 WEIGHTS_FILE = "best.weights.h5"
 
 
-def read_texts(path):
+def read_texts(path, text_column=None, text_b_column=None, **unused):
     """The texts of a file to predict: `(texts,)` or `(texts_a, texts_b)`.
 
     A `.txt` file holds one text per line (blank lines skipped); any
     other file is read as training files are
-    (`read_classification_examples`: JSONL, TSV, ...), its labels, if
+    (`read_classification_examples`: JSONL, TSV, CSV), its labels, if
     any, ignored.
 
     Args:
         path: str. Any path `tf.io.gfile` reads.
+        text_column: str or `None`. The column of the texts (as for
+            training files; `None`: `text`, or `text_a` and `text_b`).
+        text_b_column: str or `None`. The column of pairs' second texts.
+        **unused: other column arguments (`label_column`), ignored.
 
     Returns:
         A tuple of one or two str arrays `(n,)`.
@@ -47,7 +51,12 @@ def read_texts(path):
         if not texts:
             raise ValueError(f"{path} has no texts (one per line).")
         return (np.array(texts, dtype=object).astype(str),)
-    return read_classification_examples(path, labels=False).texts
+    return read_classification_examples(
+        path,
+        text_column=text_column,
+        text_b_column=text_b_column,
+        labels=False,
+    ).texts
 
 
 def class_probabilities(model, preprocessor, texts, batch_size=64):
@@ -100,7 +109,7 @@ def predicted_names(model, probabilities):
 
 
 def write_predictions(
-    model, preprocessor, predict_file, output_file, batch_size=64
+    model, preprocessor, predict_file, output_file, batch_size=64, texts=None
 ):
     """Predicts every text of `predict_file` and writes `output_file`.
 
@@ -116,6 +125,8 @@ def write_predictions(
             training formats (labels optional, ignored).
         output_file: str. The JSONL to write (any `tf.io.gfile` path).
         batch_size: int. Texts per predict batch.
+        texts: `read_texts(predict_file)`, if read already (a recipe reads
+            it before training, so that a bad file stops the run early).
 
     Returns:
         The number of predictions written.
@@ -128,7 +139,8 @@ def write_predictions(
     )
     ```
     """
-    texts = read_texts(predict_file)
+    if texts is None:
+        texts = read_texts(predict_file)
     pair = len(texts) == 2
     if model.pair is not None and pair != bool(model.pair):
         layouts = {True: "sentence pairs", False: "single texts"}

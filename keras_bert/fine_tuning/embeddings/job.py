@@ -9,6 +9,7 @@ from keras_bert.data.packed_batches import predict_packed
 from keras_bert.data.trim_batch import trim_batch
 from keras_bert.fine_tuning.embeddings.metrics import retrieval_metrics
 from keras_bert.fine_tuning.embeddings.metrics import sts_spearman
+from keras_bert.fine_tuning.embeddings.pairs import PAIR_COLUMNS
 from keras_bert.fine_tuning.embeddings.pairs import read_pairs
 from keras_bert.fine_tuning.embeddings.pairs import read_sts
 from keras_bert.fine_tuning.job import FineTuningJob
@@ -67,6 +68,9 @@ class EmbeddingFineTuning(FineTuningJob):
         retrieval_file: str or `None`. Retrieval eval pairs.
         sts_file: str or `None`. STS-B style eval TSV.
         eval_batch_size: int. Texts per forward pass when evaluating.
+        columns: tuple of two str. The anchor and positive columns of the
+            training and retrieval files. Defaults to `("anchor",
+            "positive")`.
 
     Example:
     ```python
@@ -86,6 +90,7 @@ class EmbeddingFineTuning(FineTuningJob):
         retrieval_file=None,
         sts_file=None,
         eval_batch_size=64,
+        columns=PAIR_COLUMNS,
     ):
         if not retrieval_file and not sts_file:
             raise ValueError(
@@ -97,15 +102,19 @@ class EmbeddingFineTuning(FineTuningJob):
         self.model_fn = model_fn
         self.retrieval_file = retrieval_file
         self.sts_file = sts_file
+        self.columns = tuple(columns)
+        self.train = None
         self.eval_batch_size = eval_batch_size
         self.preprocessor = None
         self.monitor = "retrieval/mrr@10" if retrieval_file else "sts/spearman"
 
     def load_data(self):
-        self.train = read_pairs(self.train_file)
+        if self.train is not None:
+            return  # read already (a recipe reads first, then the runner)
+        self.train = read_pairs(self.train_file, self.columns)
         self.retrieval = None
         if self.retrieval_file:
-            pairs = read_pairs(self.retrieval_file)
+            pairs = read_pairs(self.retrieval_file, self.columns)
             corpus = list(dict.fromkeys(positive for _, positive in pairs))
             row = {text: index for index, text in enumerate(corpus)}
             self.retrieval = {

@@ -1,25 +1,28 @@
 """Reading the files of embedding training: text pairs and STS scores."""
 
-import csv
-import json
-
-import tensorflow as tf
+from keras_bert.data.text_tables import read_text_table
 
 # The columns of a pairs file, as sentence-transformers names them.
 PAIR_COLUMNS = ("anchor", "positive")
 
 
-def read_pairs(path, columns=PAIR_COLUMNS):
-    """`(anchor, positive)` text pairs from a JSONL or TSV file.
+def read_pairs(path, columns=PAIR_COLUMNS, flags=("--text_column",
+               "--text_b_column")):  # fmt: skip
+    """`(anchor, positive)` text pairs from a JSONL, TSV or CSV file.
 
-    A `.jsonl` / `.json` file holds one JSON object a line with (at least)
-    the `columns` as string fields; any other file is a TSV whose header
-    row names the columns (others are ignored). Empty lines are skipped.
+    Read by `keras_bert.data.text_tables.read_text_table`: a `.jsonl` /
+    `.json` file holds one JSON object a line with (at least) the
+    `columns` as string fields; a `.tsv` or `.csv` file has a header row
+    naming the columns (others are ignored); other names are sniffed.
+    UTF-8, with or without a byte-order mark. Empty lines are skipped.
 
     Args:
         path: str. The file (any path `tf.io.gfile` accepts).
         columns: tuple of str. The fields to read, in order. Defaults to
             `("anchor", "positive")`.
+        flags: tuple of str. The flag that names each column, for the
+            message when one is missing. Defaults to `("--text_column",
+            "--text_b_column")`.
 
     Returns:
         A list of tuples of str, one per example.
@@ -31,53 +34,19 @@ def read_pairs(path, columns=PAIR_COLUMNS):
     read_pairs("pairs.jsonl")  # [("a question", "its answer")]
     ```
     """
-    with tf.io.gfile.GFile(path) as f:
-        text = f.read()
-    if path.endswith((".jsonl", ".json")):
-        rows = [
-            (number, json.loads(line))
-            for number, line in enumerate(text.splitlines(), 1)
-            if line.strip()
-        ]
-        for number, row in rows:
-            missing = [c for c in columns if c not in row]
-            if missing:
-                _raise_missing(path, missing, list(row), columns, number)
-        pairs = [tuple(row[c] for c in columns) for _, row in rows]
-    else:
-        reader = csv.reader(
-            text.splitlines(), delimiter="\t", quoting=csv.QUOTE_NONE
-        )
-        header = next(reader, [])
-        missing = [c for c in columns if c not in header]
-        if missing:
-            _raise_missing(path, missing, header, columns, 1)
-        positions = [header.index(c) for c in columns]
-        pairs = [
-            tuple(row[p] for p in positions)
-            for row in reader
-            if any(cell.strip() for cell in row)
-        ]
-    for index, pair in enumerate(pairs):
+    table = read_text_table(path)
+    table.require(dict(zip(columns, flags)))
+    pairs = [tuple(row[c] for c in columns) for _, row in table.rows]
+    for (line, _), pair in zip(table.rows, pairs):
         if not all(isinstance(t, str) and t.strip() for t in pair):
             raise ValueError(
-                f"{path}: example {index} has an empty or non-string text: "
+                f"{path}, line {line}: an empty or non-string text: "
                 f"{pair!r}. Every {' and '.join(columns)} must be a "
                 "non-empty string; drop or fix that row."
             )
     if not pairs:
         raise ValueError(f"{path} holds no pairs. Expected rows of {columns}.")
     return pairs
-
-
-def _raise_missing(path, missing, found, columns, line):
-    raise ValueError(
-        f"{path} (line {line}) has no column {missing}; columns found: "
-        f"{found}. A pairs file needs the columns {list(columns)}: a JSONL "
-        f"file with those fields on every line, or a TSV whose header row "
-        f"names them. Rename the columns (e.g. query -> anchor, passage -> "
-        "positive)."
-    )
 
 
 def read_sts(path):
@@ -98,7 +67,11 @@ def read_sts(path):
     a, b, scores = read_sts("glue/STS-B/dev.tsv")
     ```
     """
-    rows = read_pairs(path, columns=("sentence1", "sentence2", "score"))
+    rows = read_pairs(
+        path,
+        columns=("sentence1", "sentence2", "score"),
+        flags=(None, None, None),
+    )
     try:
         scores = [float(score) for _, _, score in rows]
     except ValueError as error:

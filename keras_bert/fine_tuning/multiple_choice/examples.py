@@ -1,5 +1,9 @@
 """Multiple-choice examples from SWAG's CSV layout or JSONL, and back.
 
+Files are read by `keras_bert.data.text_tables.read_text_table` (format
+from the extension `.jsonl`/`.json`, `.csv`, `.tsv`, else sniffed; UTF-8
+with or without a byte-order mark; CSV with RFC 4180 quoting).
+
 SWAG's CSV (Zellers et al., 2018; what `transformers`' `run_swag.py`
 reads) has a row per example with columns `sent1`, `sent2`, `ending0` …
 `endingN` and `label`; the context is `sent1` and choice `i` is `sent2 +
@@ -18,6 +22,7 @@ import re
 import numpy as np
 
 from keras_bert import files
+from keras_bert.data.text_tables import read_text_table
 
 _ENDING = re.compile(r"^ending(\d+)$")
 # What a file must give each example.
@@ -28,7 +33,8 @@ def read_multiple_choice(path, require_labels=True):
     """Reads a SWAG-layout CSV or a JSONL file of multiple-choice examples.
 
     The format comes from the file name: `.jsonl` or `.json` is JSONL,
-    anything else SWAG's CSV.
+    `.csv` SWAG's CSV (`.tsv`: the same columns tab-separated); any other
+    name is sniffed (`keras_bert.data.text_tables`).
 
     Args:
         path: str. Any path `tf.io.gfile` reads.
@@ -51,11 +57,11 @@ def read_multiple_choice(path, require_labels=True):
     examples["choices"].shape  # (20006, 4)
     ```
     """
-    text = files.read_text(path)
-    if str(path).endswith((".jsonl", ".json")):
-        rows = _jsonl_rows(path, text)
+    table = read_text_table(path)
+    if table.format == "jsonl":
+        rows = _jsonl_rows(path, table.rows)
     else:
-        rows = _swag_rows(path, text)
+        rows = _swag_rows(path, table)
     contexts, choices, labels = [], [], []
     for line, (context, row_choices, label) in rows:
         where = f"{path}, line {line}"
@@ -106,9 +112,8 @@ def write_swag_csv(path, contexts, choices, labels, headers=None):
     files.write_text(path, output.getvalue())
 
 
-def _swag_rows(path, text):
-    reader = csv.DictReader(io.StringIO(text))
-    columns = reader.fieldnames or []
+def _swag_rows(path, table):
+    columns = table.columns
     endings = sorted(
         (int(match.group(1)), name)
         for name in columns
@@ -128,7 +133,7 @@ def _swag_rows(path, text):
             f"{path}: no column {missing}; SWAG's layout has `sent1` (the "
             "context) and `sent2` (the start each ending continues)."
         )
-    for line, row in enumerate(reader, start=2):
+    for line, row in table.rows:
         header = row["sent2"] or ""
         choices = [
             f"{header} {row[name] or ''}" if header else (row[name] or "")
@@ -137,14 +142,9 @@ def _swag_rows(path, text):
         yield line, (row["sent1"] or "", choices, row.get("label"))
 
 
-def _jsonl_rows(path, text):
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {line}: not JSON ({error}).")
+def _jsonl_rows(path, rows):
+    for line, record in rows:
+        raw = json.dumps(record)
         if not isinstance(record, dict) or not isinstance(
             record.get("context"), str
         ):

@@ -8,6 +8,8 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
+from keras_bert.data.holdout import holdout_note
+from keras_bert.data.holdout import holdout_split
 from keras_bert.data.shuffled_epochs import shuffled_epochs
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.fine_tuning.multiple_choice.examples import read_multiple_choice
@@ -24,8 +26,11 @@ class MultipleChoiceFineTuning(FineTuningJob):
     different numbers of choices), packs every `(context, choice)` pair
     once, trains on batches shuffled per epoch from the run's seed (each
     cut to its longest row) and scores the accuracy over the whole eval
-    file after every epoch (`validation/accuracy` picks the best epoch;
-    without an eval file, the training file's accuracy does). Writes
+    file after every epoch (`validation/accuracy` picks the best epoch).
+    Without an eval file a seeded `holdout_fraction` of the training
+    file's rows is held out of training and scored instead
+    (`keras_bert.data.holdout.holdout_split`): never the rows trained
+    on. Writes
     `predictions_validation.jsonl`: per eval example the chosen index, the
     label and the probabilities.
 
@@ -34,8 +39,12 @@ class MultipleChoiceFineTuning(FineTuningJob):
         model_fn: callable. Returns `(model, preprocessor)`: a
             `keras_bert.BertMultipleChoice` and the
             `keras_bert.BertPreprocessor` that packs its pairs.
-        eval_file: str or `None`. Evaluation examples.
+        eval_file: str or `None`. Evaluation examples; `None`: rows held
+            out of `train_file`.
         eval_batch_size: int. Examples per batch to predict.
+        holdout_fraction: float in `(0, 1)`. Without `eval_file`, the
+            share of the training rows held out. Defaults to `0.1`.
+        seed: int. The seed of the held-out draw. Defaults to `0`.
 
     Example:
     ```python
@@ -54,9 +63,19 @@ class MultipleChoiceFineTuning(FineTuningJob):
     name = "multiple_choice"
 
     def __init__(
-        self, train_file, model_fn, eval_file=None, eval_batch_size=64
+        self,
+        train_file,
+        model_fn,
+        eval_file=None,
+        eval_batch_size=64,
+        holdout_fraction=0.1,
+        seed=0,
     ):
         self.train_file = train_file
+        self.holdout_fraction = holdout_fraction
+        self.seed = seed
+        self.holdout = None
+        self.train = None
         self.model_fn = model_fn
         self.eval_file = eval_file
         self.eval_batch_size = eval_batch_size
@@ -64,15 +83,31 @@ class MultipleChoiceFineTuning(FineTuningJob):
         self._features = None
         self._last_probabilities = None
 
-    @property
-    def monitor(self):
-        return "validation/accuracy" if self.eval_file else "train/accuracy"
+    monitor = "validation/accuracy"
 
     def load_data(self):
+        if self.train is not None:
+            return  # read already (a recipe reads first, then the runner)
         self.train = read_multiple_choice(self.train_file)
-        self.eval_sets = {"train": self.train} if not self.eval_file else {}
         if self.eval_file:
-            self.eval_sets["validation"] = read_multiple_choice(self.eval_file)
+            evaluation = read_multiple_choice(self.eval_file)
+        else:
+            total = len(self.train["labels"])
+            train, held_out = holdout_split(
+                total, self.holdout_fraction, self.seed
+            )
+            note = holdout_note(len(held_out), total, self.train_file)
+            logging.info(note)
+            self.holdout = {
+                "fraction": self.holdout_fraction,
+                "seed": self.seed,
+                "num_train": len(train),
+                "num_held_out": len(held_out),
+                "note": note,
+            }
+            evaluation = {k: v[held_out] for k, v in self.train.items()}
+            self.train = {k: v[train] for k, v in self.train.items()}
+        self.eval_sets = {"validation": evaluation}
         logging.info(
             "multiple choice: %d training examples of %d choices; eval %s",
             len(self.train["labels"]),
@@ -153,6 +188,7 @@ class MultipleChoiceFineTuning(FineTuningJob):
     def results_extras(self):
         return {
             "num_choices": int(self.train["choices"].shape[1]),
+            "holdout": self.holdout,
             "num_eval_examples": {
                 split: int(len(examples["labels"]))
                 for split, examples in self.eval_sets.items()

@@ -67,7 +67,9 @@ def test_tsv_single_multi_and_pairs(tmp_path):
          False, "line 2: no text in `text`"),
         ("x.jsonl", '{"text": "a", "label": "X"}\nnot json\n', False,
          "line 2: not JSON"),
-        ("c.tsv", "sentence\tlabel\na\tX\n", False, "no text field"),
+        ("c.tsv", "sentence\tlabel\na\tX\n", False,
+         r"no text column; columns found: \[.sentence., .label.\]\. Set "
+         "--text_column"),
         ("b.tsv", "text\tlabel\na\t\n", False, "line 2: an empty `label`"),
     ],
 )  # fmt: skip

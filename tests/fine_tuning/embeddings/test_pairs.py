@@ -31,24 +31,28 @@ def test_a_jsonl_file_without_positive(tmp_path):
     with pytest.raises(ValueError) as error:
         read_pairs(str(path))
     message = str(error.value)
-    for part in (str(path), "line 2", "['anchor', 'positive']"):
+    for part in (str(path), "line 2", "no columns `anchor`, `positive`"):
         assert part in message
     assert "['query', 'passage']" in message
-    assert "Rename the columns" in message
+    assert (
+        "Set --text_column to the column of `anchor` and --text_b_column"
+        " to the column of `positive` (e.g. --text_column=query)" in message
+    )
 
 
 def test_a_tsv_file_without_anchor(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text("question\tpositive\nq\tp\n")
-    with pytest.raises(ValueError, match=r"pairs.tsv.*\['anchor'\].*"
-                       r"\['question', 'positive'\].*header row"):  # fmt: skip
+    with pytest.raises(ValueError, match=r"pairs.tsv, line 1: no column "
+                       r"`anchor`; columns found: \['question', 'positive'\]"
+                       r".*--text_column"):  # fmt: skip
         read_pairs(str(path))
 
 
 def test_an_empty_text_is_an_error(tmp_path):
     path = tmp_path / "pairs.jsonl"
     path.write_text(json.dumps({"anchor": " ", "positive": "p"}) + "\n")
-    with pytest.raises(ValueError, match=r"example 0 has an empty"):
+    with pytest.raises(ValueError, match=r"line 1: an empty"):
         read_pairs(str(path))
 
 

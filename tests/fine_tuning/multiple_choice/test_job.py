@@ -67,3 +67,24 @@ def test_the_job_trains_on_shuffled_batches_and_scores_each_file(tmp_path):
     assert len(prediction["probabilities"]) == 2
     assert results["validation"]["accuracy"] == float(prediction["choice"] == 1)
     assert job.results_extras()["num_choices"] == 2
+
+
+def test_without_an_eval_file_held_out_rows_are_scored_not_train_rows(
+    tmp_path,
+):
+    train = str(tmp_path / "train.csv")
+    contexts = [f"context {i}" for i in range(20)]
+    write_swag_csv(train, contexts, [["mat", "moon"]] * 20, [i % 2 for i in
+                   range(20)])  # fmt: skip
+    job = MultipleChoiceFineTuning(train, None, holdout_fraction=0.25, seed=1)
+    job.load_data()
+    assert job.monitor == "validation/accuracy"
+    assert list(job.eval_sets) == ["validation"]
+    held_out = set(job.eval_sets["validation"]["contexts"])
+    trained = set(job.train["contexts"])
+    assert len(held_out) == 5 and len(trained) == 15
+    assert not held_out & trained
+    assert job.results_extras()["holdout"]["num_held_out"] == 5
+    again = MultipleChoiceFineTuning(train, None, holdout_fraction=0.25, seed=1)
+    again.load_data()
+    assert set(again.eval_sets["validation"]["contexts"]) == held_out
