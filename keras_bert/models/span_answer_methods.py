@@ -17,9 +17,6 @@ import keras
 import numpy as np
 
 from keras_bert.data.shuffled_epochs import shuffled_epochs
-from keras_bert.fine_tuning.squad.metrics import squad_v1_metrics
-from keras_bert.fine_tuning.squad.metrics import squad_v2_metrics
-from keras_bert.fine_tuning.squad.postprocess import compute_predictions
 from keras_bert.models.span_answers import is_question_and_context
 from keras_bert.models.span_answers import span_examples
 from keras_bert.models.span_answers import span_windows
@@ -193,6 +190,10 @@ class SpanAnswerMethods:
         if not is_question_and_context(x):
             _check_no_window_options("evaluate", doc_stride, max_query_length)
             return super().evaluate(x, y, *args, **kwargs)
+        # Here, not at the top: keras_bert.fine_tuning imports the models.
+        from keras_bert.fine_tuning.squad import metrics
+        from keras_bert.fine_tuning.squad import postprocess
+
         arguments = _bind(keras.Model.evaluate, self, x, y, *args, **kwargs)
         examples, windows = self._span_windows(
             "evaluate", x, y, doc_stride, max_query_length
@@ -209,7 +210,7 @@ class SpanAnswerMethods:
         )
         if version_2_with_negative is None:
             version_2_with_negative = min(examples["answer_start"]) < 0
-        predictions, _, null_odds = compute_predictions(
+        predictions, _, null_odds = postprocess.compute_predictions(
             examples,
             windows,
             outputs["start_logits"],
@@ -220,10 +221,10 @@ class SpanAnswerMethods:
             null_score_diff_threshold=null_score_diff_threshold,
         )
         if version_2_with_negative:
-            squad = squad_v2_metrics(examples, predictions, null_odds)
+            squad = metrics.squad_v2_metrics(examples, predictions, null_odds)
             squad["exact_match"] = squad["exact"]
         else:
-            squad = squad_v1_metrics(examples, predictions)
+            squad = metrics.squad_v1_metrics(examples, predictions)
         return {**scores, **squad}
 
     def _span_windows(

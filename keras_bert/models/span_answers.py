@@ -14,9 +14,8 @@ from collections.abc import Mapping
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.fine_tuning.squad.features import INPUT_NAMES
-from keras_bert.fine_tuning.squad.features import squad_features
 from keras_bert.models.text_inputs import is_text
+from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
 
 _X_HINT = (
     'Pass `x={"question": [...], "context": [...]}` (or a tuple '
@@ -113,6 +112,9 @@ def span_windows(examples, preprocessor, doc_stride, max_query_length):
     """Every window of every example, with labels when `examples` has
     answers: `squad_features` with the preprocessor's tokenizer and
     `sequence_length` (numpy arrays, one row per window)."""
+    # Here, not at the top: keras_bert.fine_tuning imports the models.
+    from keras_bert.fine_tuning.squad.features import squad_features
+
     return squad_features(
         examples,
         preprocessor.tokenizer,
@@ -124,7 +126,7 @@ def span_windows(examples, preprocessor, doc_stride, max_query_length):
 
 def window_inputs(features):
     """The model's inputs among the window fields."""
-    return {name: features[name] for name in INPUT_NAMES}
+    return {name: features[name] for name in BACKBONE_INPUTS}
 
 
 def window_dataset(features):
