@@ -17,11 +17,13 @@ import keras
 import numpy as np
 
 from keras_bert.data.shuffled_epochs import shuffled_epochs
+from keras_bert.decoding import span_predictions
 from keras_bert.models.span_answers import is_question_and_context
 from keras_bert.models.span_answers import span_examples
 from keras_bert.models.span_answers import span_windows
 from keras_bert.models.span_answers import window_dataset
 from keras_bert.models.span_answers import window_inputs
+from keras_bert.training import squad_metrics
 
 # The windows of `predict` on raw text (`answer_text_function`'s defaults).
 DOC_STRIDE = 128
@@ -190,10 +192,6 @@ class SpanAnswerMethods:
         if not is_question_and_context(x):
             _check_no_window_options("evaluate", doc_stride, max_query_length)
             return super().evaluate(x, y, *args, **kwargs)
-        # Here, not at the top: keras_bert.fine_tuning imports the models.
-        from keras_bert.fine_tuning.squad import metrics
-        from keras_bert.fine_tuning.squad import postprocess
-
         arguments = _bind(keras.Model.evaluate, self, x, y, *args, **kwargs)
         examples, windows = self._span_windows(
             "evaluate", x, y, doc_stride, max_query_length
@@ -210,7 +208,7 @@ class SpanAnswerMethods:
         )
         if version_2_with_negative is None:
             version_2_with_negative = min(examples["answer_start"]) < 0
-        predictions, _, null_odds = postprocess.compute_predictions(
+        predictions, _, null_odds = span_predictions.compute_predictions(
             examples,
             windows,
             outputs["start_logits"],
@@ -221,10 +219,12 @@ class SpanAnswerMethods:
             null_score_diff_threshold=null_score_diff_threshold,
         )
         if version_2_with_negative:
-            squad = metrics.squad_v2_metrics(examples, predictions, null_odds)
+            squad = squad_metrics.squad_v2_metrics(
+                examples, predictions, null_odds
+            )
             squad["exact_match"] = squad["exact"]
         else:
-            squad = metrics.squad_v1_metrics(examples, predictions)
+            squad = squad_metrics.squad_v1_metrics(examples, predictions)
         return {**scores, **squad}
 
     def _span_windows(

@@ -5,7 +5,8 @@ dict of `question` and `context` strings (or a tuple `(questions,
 contexts)`), and answers as SQuAD names them: a dict of `text` and
 `answer_start` lists, or a list of SQuAD `answers` entries. This module
 checks them (before anything is traced) and turns them into the examples
-dict of `keras_bert.fine_tuning.squad`, whose `squad_features` cuts them
+dict of `keras_bert.fine_tuning.squad`, whose `squad_features`
+(`keras_bert.text.squad_features`) cuts them
 into the windows `recipes/squad.py` trains on and scores.
 """
 
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from keras_bert.models.text_inputs import is_text
 from keras_bert.text.bert_preprocessor import BACKBONE_INPUTS
+from keras_bert.text.squad_features import squad_features
 
 _X_HINT = (
     'Pass `x={"question": [...], "context": [...]}` (or a tuple '
@@ -112,9 +114,6 @@ def span_windows(examples, preprocessor, doc_stride, max_query_length):
     """Every window of every example, with labels when `examples` has
     answers: `squad_features` with the preprocessor's tokenizer and
     `sequence_length` (numpy arrays, one row per window)."""
-    # Here, not at the top: keras_bert.fine_tuning imports the models.
-    from keras_bert.fine_tuning.squad.features import squad_features
-
     return squad_features(
         examples,
         preprocessor.tokenizer,
