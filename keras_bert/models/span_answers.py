@@ -152,7 +152,10 @@ def _answers(y, count, argument):
             )
         texts = _strings(y["text"], argument, "text")
         if "answer_start" in y:
-            starts = [int(s) for s in np.asarray(y["answer_start"]).ravel()]
+            starts = [
+                -1 if s is None else int(s)
+                for s in np.asarray(y["answer_start"], dtype=object).ravel()
+            ]
         elif any(texts):
             raise ValueError(
                 f"Received an invalid value for argument `{argument}`: "

@@ -120,11 +120,14 @@ def test_answers_as_squad_answers_entries_train_the_same_windows():
 
 def test_unanswerable_questions_are_labelled_at_cls():
     model = question_answerer()
-    y = {"text": ["", "", ""]}  # no answer_start: none answerable
-    examples, windows = model._span_windows("fit", X, y, 4, 4)
-    assert examples["answer_start"] == [-1, -1, -1]
-    assert not windows["start_positions"].any()
-    assert not windows["end_positions"].any()
+    for y in (
+        {"text": ["", "", ""]},  # no answer_start: none answerable
+        {"text": ["", "", ""], "answer_start": [None, -1, 5]},
+    ):
+        examples, windows = model._span_windows("fit", X, y, 4, 4)
+        assert examples["answer_start"] == [-1, -1, -1]
+        assert not windows["start_positions"].any()
+        assert not windows["end_positions"].any()
 
 
 @pytest.mark.parametrize(
