@@ -10,7 +10,10 @@
 - torch_masked: the same with `BertQuestionAnswerer`'s mask on the logits
   (question, `[SEP]` and padding at -10000) before the loss and the
   predictions: the one design difference removed;
-- keras_bert: `python recipes/squad.py` with the same settings.
+- keras_bert: `python recipes/squad.py` with the same settings;
+- keras_bert_fit: `BertQuestionAnswerer.fit` from Python on the same raw
+  questions, contexts and answers, then its `evaluate` on dev (every gold
+  answer of the JSON): the Python API against the recipe.
 
 A run trains, then scores; `--evaluate` scores a finished run again (its
 run directory: `<runs_dir>/<contestant>_seed<N>`), so that a long run is
@@ -41,11 +44,11 @@ SETTINGS = dict(
     max_answer_length=30,
 )  # fmt: skip
 WINDOWS = ("max_seq_length", "doc_stride", "max_query_length")
-CONTESTANTS = ("torch", "torch_masked", "keras_bert")
+CONTESTANTS = ("torch", "torch_masked", "keras_bert", "keras_bert_fit")
 RECORDS = "squad"
 PAIRS = (
     ("keras_bert", "torch"), ("keras_bert", "torch_masked"),
-    ("torch_masked", "torch"),
+    ("torch_masked", "torch"), ("keras_bert_fit", "keras_bert"),
 )  # fmt: skip
 
 
@@ -234,6 +237,63 @@ def train_keras_bert(contestant, directory):
     )  # fmt: skip
 
 
+def train_keras_bert_fit(contestant, directory):
+    """`fit` and `evaluate` of `BertQuestionAnswerer` from Python, with the
+    recipe's settings and optimizer, on the examples it trains on."""
+    import dataclasses
+
+    import keras
+
+    import keras_bert
+    from keras_bert.fine_tuning.squad.features import trainable_examples
+    from keras_bert.training import TRAINING_DEFAULTS
+    from keras_bert.training import FitWarmupLinearDecay
+
+    s, windows = settings(), {k: settings()[k] for k in WINDOWS[1:]}
+    keras.utils.set_random_seed(s["seed"])
+    train, _ = trainable_examples(
+        examples(squad_file("train"), FLAGS.limit_train)
+    )
+    with open(squad_file("dev"), encoding="utf-8") as file:
+        dev = [
+            (paragraph["context"], qa)
+            for article in json.load(file)["data"]
+            for paragraph in article["paragraphs"] for qa in paragraph["qas"]
+        ][: FLAGS.limit_eval]  # fmt: skip
+    model = keras_bert.BertQuestionAnswerer.from_checkpoint(
+        common.minilm_dir(), preprocessor=None
+    )
+    model.preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer.from_checkpoint(common.minilm_dir()),
+        sequence_length=s["max_seq_length"],
+    )
+    defaults = dataclasses.replace(
+        TRAINING_DEFAULTS["question_answering"], epsilon=s["adam_epsilon"]
+    )
+    schedule = FitWarmupLinearDecay(s["learning_rate"], s["warmup_fraction"])
+    model.compile(defaults.create_optimizer(schedule, epsilon_hat=False))
+    start = time.perf_counter()
+    model.fit(
+        {"question": train["question"], "context": train["context"]},
+        {"text": train["answer_text"], "answer_start": train["answer_start"]},
+        batch_size=s["batch_size"], epochs=s["epochs"], seed=s["seed"],
+        verbose=2, **windows,
+    )  # fmt: skip
+    train_seconds = time.perf_counter() - start
+    scores = model.evaluate(
+        {"question": [qa["question"] for _, qa in dev],
+         "context": [context for context, _ in dev]},
+        [qa["answers"] for _, qa in dev], batch_size=64, verbose=0,
+        n_best_size=s["n_best_size"],
+        max_answer_length=s["max_answer_length"], **windows,
+    )  # fmt: skip
+    return dict(
+        {k: float(v) for k, v in scores.items()}, train_seconds=train_seconds,
+        eval_seconds=time.perf_counter() - start - train_seconds,
+        machine=common.machine_description(), commit=common.git_commit(),
+    )  # fmt: skip
+
+
 def evaluate(contestant, directory):
     """Scores a finished run with the package's post-processing and
     metrics; returns the record."""
@@ -244,7 +304,9 @@ def evaluate(contestant, directory):
     run = common.read_record(os.path.join(directory, "run.json"))
     dev = examples(squad_file("dev"), FLAGS.limit_eval)
     result = {"run_dir": directory}
-    if contestant.startswith("torch"):
+    if contestant == "keras_bert_fit":
+        result.update(run, wall_seconds=run["train_seconds"])
+    elif contestant.startswith("torch"):
         saved = np.load(os.path.join(directory, "dev_logits.npz"))
         # The run may hold only the first questions (--limit_eval).
         position = {qid: k for k, qid in enumerate(dev["id"])}
@@ -297,7 +359,10 @@ def evaluate(contestant, directory):
 def run(contestant):
     directory = run_dir(record_name(contestant))
     if not FLAGS.evaluate:
-        train = train_keras_bert if contestant == "keras_bert" else train_torch
+        train = {
+            "keras_bert": train_keras_bert,
+            "keras_bert_fit": train_keras_bert_fit,
+        }.get(contestant, train_torch)
         os.makedirs(directory, exist_ok=True)
         done = train(contestant, directory)
         common.write_record(os.path.join(directory, "run.json"), done)

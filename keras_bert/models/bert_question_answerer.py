@@ -1,13 +1,13 @@
 """BERT for extractive question answering: start and end logits per token."""
 
-from collections.abc import Mapping
-
 import keras
 from keras import ops
 
 from keras_bert.decoding.answers import answer_text_function
 from keras_bert.decoding.run_text import run_text_function
 from keras_bert.models.bert_backbone import keras_inputs
+from keras_bert.models.span_answer_methods import SpanAnswerMethods
+from keras_bert.models.span_answers import is_question_and_context
 from keras_bert.models.task import Task
 from keras_bert.models.task import logits_dense
 from keras_bert.validation import check_text_only_options
@@ -18,7 +18,7 @@ MASKED_LOGIT = -10000.0
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertQuestionAnswerer(Task):
+class BertQuestionAnswerer(SpanAnswerMethods, Task):
     """BERT for span question answering (SQuAD), as in the BERT paper.
 
     One dense layer on every token of the backbone's `sequence_output`
@@ -34,9 +34,13 @@ class BertQuestionAnswerer(Task):
     start and end cross-entropies (`0.5 * start + 0.5 * end`), metrics
     `accuracy` of each, AdamW with learning rate 5e-5. Call `compile()` to
     change it. Fit it on `(features, {"start_logits": start_positions,
-    "end_logits": end_positions})`. The backbone's pooler is not used and
-    is frozen; checkpoints are written without it, as `transformers`
-    writes a `BertForQuestionAnswering`.
+    "end_logits": end_positions})`, or, with a `preprocessor`, on raw
+    SQuAD-style data: `fit(x={"question": [...], "context": [...]},
+    y={"text": [...], "answer_start": [...]})`, cut into windows as
+    `recipes/squad.py` cuts them (`keras_bert.models.span_answer_methods`;
+    `evaluate` on the same adds SQuAD's exact match and F1). The
+    backbone's pooler is not used and is frozen; checkpoints are written
+    without it, as `transformers` writes a `BertForQuestionAnswering`.
 
     Args:
         backbone: `keras_bert.BertBackbone`.
@@ -129,7 +133,7 @@ class BertQuestionAnswerer(Task):
         Args:
             x: the ids dict (`token_ids`, `segment_ids`, `padding_mask`),
                 or a dict of `question` and `context`: lists, arrays or
-                tensors of strings, of one length.
+                tensors of strings, of one length (or a tuple of the two).
             batch_size: int or `None`. Examples per batch (on text:
                 questions, however many windows their contexts make).
                 Defaults to 32.
@@ -175,7 +179,7 @@ class BertQuestionAnswerer(Task):
         answers["answer"].shape  # (2,)
         ```
         """
-        if not _is_question_and_context(x):
+        if not is_question_and_context(x):
             check_text_only_options(f"{type(self).__name__}.predict", options)
             return super().predict(
                 x,
@@ -184,6 +188,8 @@ class BertQuestionAnswerer(Task):
                 steps=steps,
                 callbacks=callbacks,
             )
+        if isinstance(x, tuple):
+            x = {"question": x[0], "context": x[1]}
         return run_text_function(
             self,
             answer_text_function,
@@ -229,12 +235,6 @@ class BertQuestionAnswerer(Task):
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
-
-
-def _is_question_and_context(x):
-    """Whether `predict`'s `x` is raw text: a dict naming `question` or
-    `context` (and then checked to hold both)."""
-    return isinstance(x, Mapping) and ("question" in x or "context" in x)
 
 
 def answer_positions(segment_ids, padding_mask):
