@@ -135,7 +135,7 @@ def train_torch(directory):
     """Fine-tunes with transformers on the shared batches; scores each epoch."""
     from keras_bert.data.length_grouped_epochs import length_grouped_order
     from keras_bert.fine_tuning.ner import entity_scores
-    from keras_bert.fine_tuning.ner.features import word_predictions
+    from keras_bert.training.ner_features import word_predictions
 
     _, train, validation, labels = conll(directory)
     start = time.perf_counter()

@@ -17,8 +17,8 @@ probabilities.
 
 The numpy twin, for a Keras model in Python, is
 `keras_bert.fine_tuning.ner.entities.find_entities` (each word's prediction by
-`keras_bert.fine_tuning.ner.features.word_predictions`, the chunks by
-`keras_bert.fine_tuning.ner.metrics.get_entities`); both give the same entities.
+`keras_bert.training.ner_features.word_predictions`, the chunks by
+`keras_bert.training.ner_metrics.get_entities`); both give the same entities.
 """
 
 import numpy as np
@@ -179,8 +179,8 @@ def entities_from_windows(
 ):
     """The entities of each text from its windows' logits (graph ops).
 
-    The graph twin of `keras_bert.fine_tuning.ner.features.word_predictions`
-    followed by `keras_bert.fine_tuning.ner.metrics.get_entities`.
+    The graph twin of `keras_bert.training.ner_features.word_predictions`
+    followed by `keras_bert.training.ner_metrics.get_entities`.
 
     Args:
         windows: `window_tokens`' dict for the texts' tokens.

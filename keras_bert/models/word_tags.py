@@ -3,16 +3,14 @@
 A `BertTokenClassifier` with a `preprocessor` takes pre-split sentences
 (a list of word lists) and a tag name per word, as `recipes/ner.py` reads
 them from CoNLL files, and treats them as the recipe does
-(`keras_bert.fine_tuning.ner.features`, the same code): each word is
+(`keras_bert.training.ner_features`, the same code): each word is
 tokenized on its own, a sentence longer than the preprocessor's
 `sequence_length` is cut into overlapping windows (stride: half a window),
 each word's tag goes on its first sub-token in every window and its other
 sub-tokens are left out of the loss (`-100`); windows of like length are
 batched together, each epoch in an order set by `(seed, epoch)`. Each
 word is predicted once, from the window where it has the most context.
-Everything is checked before any window is made or any step traced. (The
-NER modules are imported on first use: `keras_bert.fine_tuning` imports
-the models.)
+Everything is checked before any window is made or any step traced.
 """
 
 import inspect
@@ -21,6 +19,10 @@ import math
 import keras
 import numpy as np
 import tensorflow as tf
+
+from keras_bert.text.tag_schemes import label_list
+from keras_bert.training import ner_features
+from keras_bert.training.ner_metrics import entity_scores
 
 
 def is_word_lists(x):
@@ -66,7 +68,7 @@ def infer_labels(tags):
     tag; else the distinct tags sorted, `"O"` first."""
     distinct = {tag for sentence in tags for tag in sentence}
     try:
-        labels = _ner().conll.label_list(tags)
+        labels = label_list(tags)
     except ValueError:
         labels = []
     if distinct <= set(labels):
@@ -180,7 +182,7 @@ class WordTagMethods:
             seed = int(np.random.randint(2**31 - 1))
         epochs, first = arguments["epochs"], arguments["initial_epoch"]
         if arguments["shuffle"]:
-            batches = _ner().features.training_batches(
+            batches = ner_features.training_batches(
                 features, batch_size, seed, first, epochs
             )
         else:
@@ -230,9 +232,7 @@ class WordTagMethods:
         return_dict = arguments.pop("return_dict")
         arguments.update(x=dataset, y=None, return_dict=True)
         results = super().evaluate(**arguments)
-        scores = _ner().metrics.entity_scores(
-            y, self.predict(x, batch_size=batch_size)
-        )
+        scores = entity_scores(y, self.predict(x, batch_size=batch_size))
         for name in ("precision", "recall", "f1"):
             results[f"entity_{name}"] = scores[name]
         return results if return_dict else list(results.values())
@@ -240,10 +240,10 @@ class WordTagMethods:
     def _predict_word_tags(self, words, batch_size=None):
         """The tag name of every word of every sentence of `words`."""
         features = self._word_features(words, None)
-        logits = _ner().features.window_logits(self, features, batch_size or 32)
+        logits = ner_features.window_logits(self, features, batch_size or 32)
         labels = self.label_names
         outside = labels.index("O") if "O" in labels else 0
-        ids, _ = _ner().features.word_predictions(
+        ids, _ = ner_features.word_predictions(
             features, logits, [len(s) for s in words], outside
         )
         return [[labels[i] for i in sentence] for sentence in ids]
@@ -266,7 +266,7 @@ class WordTagMethods:
                 "has no preprocessor to tokenize them. Build it with one "
                 "(`preprocessor=keras_bert.BertPreprocessor(tokenizer)`)."
             )
-        return _ner().features.ner_features(
+        return ner_features.ner_features(
             self.preprocessor.tokenizer,
             [list(sentence) for sentence in words],
             label_ids,
@@ -276,11 +276,11 @@ class WordTagMethods:
     def _in_order(self, features, batch_size):
         """Labelled windows in order, each batch cut to its longest."""
         rows = (
-            {name: features[name] for name in _ner().features.INPUT_NAMES},
+            {name: features[name] for name in ner_features.INPUT_NAMES},
             features["labels"],
         )
         dataset = tf.data.Dataset.from_tensor_slices(rows).batch(batch_size)
-        return dataset.map(_ner().features.trim_labelled)
+        return dataset.map(ner_features.trim_labelled)
 
 
 def _bind(method, model, *args, **kwargs):
@@ -291,10 +291,3 @@ def _bind(method, model, *args, **kwargs):
     del arguments["self"]
     arguments.update(arguments.pop("kwargs", {}))
     return arguments
-
-
-def _ner():
-    """`keras_bert.fine_tuning.ner`, imported on first use (see above)."""
-    from keras_bert.fine_tuning import ner
-
-    return ner

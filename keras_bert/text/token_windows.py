@@ -3,7 +3,7 @@
 A sequence longer than the window is cut into windows starting every
 `stride` tokens, and each token is read from the window where it has the
 most context (`keras_bert.text.windows`). Token classification windows its
-sentences so (`keras_bert.fine_tuning.ner.features` for training, with labels;
+sentences so (`keras_bert.training.ner_features` for training, with labels;
 `keras_bert.decoding.entities` in `predict` and inside the SavedModel
 that tags raw text).
 

@@ -22,15 +22,15 @@ from keras_bert.decoding.entities import entities_from_windows
 from keras_bert.decoding.entities import label_codes
 from keras_bert.decoding.entities import word_numbers
 from keras_bert.fine_tuning.ner.entities import find_entities
-from keras_bert.fine_tuning.ner.features import INPUT_NAMES
-from keras_bert.fine_tuning.ner.features import word_predictions
-from keras_bert.fine_tuning.ner.metrics import get_entities
 from keras_bert.serving import TF_SERVING_TEXT_OPS
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
 from keras_bert.serving import serving_endpoints
 from keras_bert.serving.ops import PYTHON_OPS
 from keras_bert.text.token_windows import window_tokens
+from keras_bert.training.ner_features import INPUT_NAMES
+from keras_bert.training.ner_features import word_predictions
+from keras_bert.training.ner_metrics import get_entities
 from tests.helpers import non_core_ops
 from tests.helpers import tiny_backbone_config
 

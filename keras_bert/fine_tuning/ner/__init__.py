@@ -18,11 +18,11 @@ from keras_bert.fine_tuning.ner.conll import label_list
 from keras_bert.fine_tuning.ner.conll import read_conll
 from keras_bert.fine_tuning.ner.conll import write_conll_predictions
 from keras_bert.fine_tuning.ner.entities import find_entities
-from keras_bert.fine_tuning.ner.features import make_windows
-from keras_bert.fine_tuning.ner.features import ner_features
 from keras_bert.fine_tuning.ner.job import NerFineTuning
-from keras_bert.fine_tuning.ner.metrics import entity_scores
-from keras_bert.fine_tuning.ner.metrics import get_entities
+from keras_bert.training.ner_features import make_windows
+from keras_bert.training.ner_features import ner_features
+from keras_bert.training.ner_metrics import entity_scores
+from keras_bert.training.ner_metrics import get_entities
 
 __all__ = [
     "NerFineTuning",

@@ -19,10 +19,14 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
-from keras_bert.fine_tuning.ner.metrics import get_entities
+from keras_bert.text.tag_schemes import SCHEMES  # noqa: F401 (its name here)
+from keras_bert.text.tag_schemes import bad_tag_message
+from keras_bert.text.tag_schemes import check_scheme
+from keras_bert.text.tag_schemes import entity_types  # noqa: F401
+from keras_bert.text.tag_schemes import is_valid_tag
+from keras_bert.text.tag_schemes import label_list  # noqa: F401
+from keras_bert.training.ner_metrics import get_entities
 
-SCHEMES = ("iob1", "iob2", "iobes")
-_PREFIXES = {"iob1": "BI", "iob2": "BI", "iobes": "BIES"}
 _DOCSTART = "-DOCSTART-"
 # ASCII whitespace only: a no-break space inside a token stays in the token.
 _ASCII_WHITESPACE = " \t\n\r\f\v"
@@ -33,7 +37,7 @@ def convert_tags(tags, source, target="iob2"):
     """Converts one sentence's tags from one scheme to another.
 
     Entities are read with `conlleval`'s rules (see
-    `keras_bert.fine_tuning.ner.metrics.get_entities`) and written out in
+    `keras_bert.training.ner_metrics.get_entities`) and written out in
     `target`. Reading is lenient: an `I-X` after `O` or after another type
     starts an entity, so IOB1 -> IOB2 is the identity on valid IOB2 and
     repairs an IOB2 sequence that starts an entity with `I-`. Converting a
@@ -56,12 +60,12 @@ def convert_tags(tags, source, target="iob2"):
     >>> convert_tags(["B-PER", "I-PER", "B-PER", "O"], "iob2", "iobes")
     ['B-PER', 'E-PER', 'S-PER', 'O']
     """
-    _check_scheme(source, "source")
-    _check_scheme(target, "target")
+    check_scheme(source, "source")
+    check_scheme(target, "target")
     tags = list(tags)
     for tag in tags:
-        if not _is_valid_tag(tag, source):
-            raise ValueError(_bad_tag_message(tag, source))
+        if not is_valid_tag(tag, source):
+            raise ValueError(bad_tag_message(tag, source))
     converted = ["O"] * len(tags)
     previous_end, previous_type = -2, None
     for entity_type, start, end in get_entities(tags):
@@ -123,8 +127,8 @@ def read_conll(
     ```
     """
     if scheme != "auto":
-        _check_scheme(scheme, "scheme", extra=' or "auto"')
-    _check_scheme(target_scheme, "target_scheme")
+        check_scheme(scheme, "scheme", extra=' or "auto"')
+    check_scheme(target_scheme, "target_scheme")
     if tag_column is not None and (
         isinstance(tag_column, bool) or not isinstance(tag_column, int)
     ):
@@ -196,13 +200,13 @@ def read_conll(
             source = "iobes"
     for sentence, first_line in zip(tags, line_numbers):
         for offset, tag in enumerate(sentence):
-            if not _is_valid_tag(tag, source):
+            if not is_valid_tag(tag, source):
                 line_number = first_line + offset
                 how = ", detected by scheme='auto'" if scheme == "auto" else ""
                 raise ValueError(
                     f"{path}, line {line_number}: "
                     f"{lines[line_number - 1]!r}: "
-                    f"{_bad_tag_message(tag, source, how)} Check that "
+                    f"{bad_tag_message(tag, source, how)} Check that "
                     f"tag_column={tag_column} is the tag column and that "
                     "`scheme` is the file's, or fix the tag."
                 )
@@ -295,53 +299,6 @@ def write_conll_predictions(path, words, gold_tags, predicted_tags):
     files.write_text(path, "".join(pieces))
 
 
-def entity_types(tag_sequences):
-    """The entity types of some tag sequences, sorted.
-
-    Args:
-        tag_sequences: list of sentences, each a list of tags in any scheme.
-
-    Returns:
-        A sorted list of str.
-
-    Example:
-    >>> entity_types([["B-PER", "I-PER", "O"], ["S-LOC", "B-MISC"]])
-    ['LOC', 'MISC', 'PER']
-    """
-    types = set()
-    for sentence in tag_sequences:
-        for tag in sentence:
-            if tag == "O":
-                continue
-            if not _is_valid_tag(tag, "iobes"):
-                raise ValueError(_bad_tag_message(tag, "iobes"))
-            types.add(tag[2:])
-    return sorted(types)
-
-
-def label_list(tag_sequences):
-    """The IOB2 label set of a classifier: `"O"`, then `B-`, `I-` per type.
-
-    Build it from the training file, so that the class indices do not
-    depend on which types a smaller file happens to hold.
-
-    Args:
-        tag_sequences: list of sentences, each a list of tags in any scheme.
-
-    Returns:
-        A list of str: `"O"`, then `B-<type>` and `I-<type>` for each type
-        in sorted order.
-
-    Example:
-    >>> label_list([["I-PER", "O", "I-LOC"]])
-    ['O', 'B-LOC', 'I-LOC', 'B-PER', 'I-PER']
-    """
-    labels = ["O"]
-    for entity_type in entity_types(tag_sequences):
-        labels += [f"B-{entity_type}", f"I-{entity_type}"]
-    return labels
-
-
 def _read_lines(path):
     """The lines of `path`, decoded as UTF-8 (invalid bytes -> U+FFFD)."""
     try:
@@ -394,29 +351,3 @@ def _check_tag_column(tag_column, path, line_number, line, columns):
             "of the tag column (e.g. -1, the last), or tag_column=None to "
             "read an unlabelled file."
         )
-
-
-def _check_scheme(value, name, extra=""):
-    if value not in SCHEMES:
-        raise ValueError(
-            f'`{name}` must be "iob1", "iob2" or "iobes"{extra}. Received: '
-            f"{name}={value!r}"
-        )
-
-
-def _is_valid_tag(tag, scheme):
-    return tag == "O" or (
-        isinstance(tag, str)
-        and len(tag) > 2
-        and tag[1] == "-"
-        and tag[0] in _PREFIXES[scheme]
-    )
-
-
-def _bad_tag_message(tag, scheme, how=""):
-    prefixes = ", ".join(f"{p}-" for p in _PREFIXES[scheme])
-    return (
-        f"Invalid {scheme.upper()} tag {tag!r} (scheme {scheme!r}{how}): "
-        f"expected 'O' or a prefix "
-        f"{prefixes} followed by an entity type, e.g. 'B-PER'."
-    )

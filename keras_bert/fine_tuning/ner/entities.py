@@ -12,11 +12,11 @@ exporting, and to check an export.
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.fine_tuning.ner.features import INPUT_NAMES
-from keras_bert.fine_tuning.ner.features import default_stride
-from keras_bert.fine_tuning.ner.features import window_tokens
-from keras_bert.fine_tuning.ner.features import word_predictions
-from keras_bert.fine_tuning.ner.metrics import get_entities
+from keras_bert.training.ner_features import INPUT_NAMES
+from keras_bert.training.ner_features import default_stride
+from keras_bert.training.ner_features import window_tokens
+from keras_bert.training.ner_features import word_predictions
+from keras_bert.training.ner_metrics import get_entities
 
 
 def find_entities(model, preprocessor, texts, stride=None, batch_size=64):

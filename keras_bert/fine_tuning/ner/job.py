@@ -9,13 +9,13 @@ from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.fine_tuning.ner.conll import label_list
 from keras_bert.fine_tuning.ner.conll import read_conll
 from keras_bert.fine_tuning.ner.conll import write_conll_predictions
-from keras_bert.fine_tuning.ner.features import default_stride
-from keras_bert.fine_tuning.ner.features import ner_features
-from keras_bert.fine_tuning.ner.features import training_batches
-from keras_bert.fine_tuning.ner.features import window_logits
-from keras_bert.fine_tuning.ner.features import word_predictions
-from keras_bert.fine_tuning.ner.metrics import entity_scores
 from keras_bert.text.bert_preprocessor import BertPreprocessor
+from keras_bert.training.ner_features import default_stride
+from keras_bert.training.ner_features import ner_features
+from keras_bert.training.ner_features import training_batches
+from keras_bert.training.ner_features import window_logits
+from keras_bert.training.ner_features import word_predictions
+from keras_bert.training.ner_metrics import entity_scores
 
 
 class NerFineTuning(FineTuningJob):

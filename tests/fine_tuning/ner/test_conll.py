@@ -10,7 +10,7 @@ from keras_bert.fine_tuning.ner.conll import entity_types
 from keras_bert.fine_tuning.ner.conll import label_list
 from keras_bert.fine_tuning.ner.conll import read_conll
 from keras_bert.fine_tuning.ner.conll import write_conll_predictions
-from keras_bert.fine_tuning.ner.metrics import get_entities
+from keras_bert.training.ner_metrics import get_entities
 from tests.fine_tuning.ner.data import shared_path
 
 # (directory, file, sentences, tokens, entity types), from the READMEs.

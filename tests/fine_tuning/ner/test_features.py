@@ -19,12 +19,12 @@ import tensorflow as tf
 import keras_bert
 from keras_bert.fine_tuning.ner.conll import label_list
 from keras_bert.fine_tuning.ner.conll import read_conll
-from keras_bert.fine_tuning.ner.features import check_window_arguments
-from keras_bert.fine_tuning.ner.features import default_stride
-from keras_bert.fine_tuning.ner.features import make_windows
-from keras_bert.fine_tuning.ner.features import ner_features
-from keras_bert.fine_tuning.ner.features import word_predictions
 from keras_bert.training.losses import IGNORED_LABEL
+from keras_bert.training.ner_features import check_window_arguments
+from keras_bert.training.ner_features import default_stride
+from keras_bert.training.ner_features import make_windows
+from keras_bert.training.ner_features import ner_features
+from keras_bert.training.ner_features import word_predictions
 from tests.fine_tuning.ner.data import shared_path
 from tests.text import references
 

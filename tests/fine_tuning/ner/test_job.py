@@ -18,7 +18,7 @@ from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.ner import NerFineTuning
 from keras_bert.fine_tuning.ner import entity_scores
 from keras_bert.fine_tuning.ner import read_conll
-from keras_bert.fine_tuning.ner.features import ner_features
+from keras_bert.training.ner_features import ner_features
 from tests.helpers import tiny_backbone_config
 
 # (word, tag) per sentence, IOB1: an entity starts with I- unless it

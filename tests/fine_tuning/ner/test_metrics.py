@@ -12,8 +12,8 @@ from seqeval.metrics.sequence_labeling import get_entities as seqeval_entities
 
 from keras_bert.fine_tuning.ner.conll import convert_tags
 from keras_bert.fine_tuning.ner.conll import read_conll
-from keras_bert.fine_tuning.ner.metrics import entity_scores
-from keras_bert.fine_tuning.ner.metrics import get_entities
+from keras_bert.training.ner_metrics import entity_scores
+from keras_bert.training.ner_metrics import get_entities
 from tests.fine_tuning.ner.data import shared_path
 
 # Same counts, same float operations: parity is exact up to this.
