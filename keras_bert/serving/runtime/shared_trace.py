@@ -49,15 +49,17 @@ def shared_trace(function, block, call, serving):
     if key not in traces:
 
         def run(inputs, padding_mask, query_positions):
-            return function(
-                block,
-                call._replace(
-                    inputs=inputs,
-                    padding_mask=padding_mask,
-                    query_positions=query_positions,
-                ),
-                serving,
-            )
+            # Its nodes named under the block's name, as when inline.
+            with tf.name_scope(block.name):
+                return function(
+                    block,
+                    call._replace(
+                        inputs=inputs,
+                        padding_mask=padding_mask,
+                        query_positions=query_positions,
+                    ),
+                    serving,
+                )
 
         traces[key] = tf.function(run, reduce_retracing=True)
     return traces[key](call.inputs, call.padding_mask, call.query_positions)
