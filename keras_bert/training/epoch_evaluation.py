@@ -202,8 +202,11 @@ def save_weights_only(model, path):
     save_weights_only(classifier, "run/best.weights.h5")
     ```
     """
-    skip = [model.optimizer] if model.optimizer is not None else None
-    keras.saving.save_weights(model, path, objects_to_skip=skip)
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:  # nothing to leave out
+        model.save_weights(path)
+    else:
+        keras.saving.save_weights(model, path, objects_to_skip=[optimizer])
 
 
 def load_weights_only(model, path):
@@ -219,7 +222,8 @@ def load_weights_only(model, path):
     load_weights_only(classifier, "run/best.weights.h5")
     ```
     """
-    skip = [model.optimizer] if model.optimizer is not None else None
+    optimizer = getattr(model, "optimizer", None)
+    skip = None if optimizer is None else [optimizer]
     model.load_weights(path, objects_to_skip=skip)
 
 
