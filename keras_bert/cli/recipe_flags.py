@@ -25,6 +25,7 @@ def main(argv):
 from absl import app
 from absl import flags
 
+from keras_bert.fine_tuning.run_files import check_finished_run
 from keras_bert.layers.window_aggregation import AGGREGATIONS
 from keras_bert.models.document_windowing import check_document_windows
 from keras_bert.models.presets import BACKBONE_PRESETS
@@ -76,6 +77,18 @@ def define_training_flags(task_name, batch_unit="examples"):
     """
     defaults = training_defaults(task_name)
     flags.DEFINE_string("model_dir", None, "Output directory; resumes from it.")
+    flags.DEFINE_bool(
+        "overwrite",
+        False,
+        "Retrain a --model_dir whose run finished from scratch, removing "
+        "its files (without it such a --model_dir is refused).",
+    )
+    flags.DEFINE_integer(
+        "early_stopping_patience",
+        None,
+        "Stop once the metric that picks the best epoch has not improved "
+        "for this many epochs (the best epoch's weights are kept).",
+    )
     flags.DEFINE_integer(
         "batch_size",
         defaults.batch_size,
@@ -283,6 +296,17 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             raise app.UsageError(
                 f"--{name} must be positive. Received: {get(name)}"
             )
+    patience = get("early_stopping_patience")
+    if patience is not None and patience <= 0:
+        raise app.UsageError(
+            "--early_stopping_patience must be positive (epochs). "
+            f"Received: {patience}"
+        )
+    if get("model_dir") and not get("overwrite"):
+        try:
+            check_finished_run(get("model_dir"))
+        except ValueError as error:
+            raise app.UsageError(str(error)) from None
     if (get("lora_rank") or 0) < 0:
         raise app.UsageError(
             "--lora_rank must be 0 (off) or a positive LoRA rank. Received: "
@@ -338,6 +362,8 @@ def training_arguments(values):
             "adam_epsilon_hat",
             "lora_rank",
             "gradient_accumulation_steps",
+            "early_stopping_patience",
+            "overwrite",
         )
     }
 

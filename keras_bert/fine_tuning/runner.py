@@ -13,6 +13,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
+from keras_bert.fine_tuning import run_files
 from keras_bert.keras_workarounds import global_random_state_restored
 from keras_bert.serving import export_saved_model
 from keras_bert.serving.plan import check_options
@@ -20,11 +21,13 @@ from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
 from keras_bert.training.distribution import write_directory
 from keras_bert.training.epoch_evaluation import EpochEvaluation
+from keras_bert.training.epoch_evaluation import load_weights_only
 from keras_bert.training.gradient_accumulation import (
     check_gradient_accumulation_steps,
 )
 from keras_bert.training.optimizers import TRAINING_DEFAULTS
 from keras_bert.training.optimizers import training_defaults
+from keras_bert.training.pretraining import summary_frequency
 from keras_bert.training.progress_logger import ProgressLogger
 from keras_bert.training.static_shapes import trace_per_shape
 from keras_bert.training.strategies import check_fit_support
@@ -44,6 +47,8 @@ SHARED_RESULTS = (
     "num_train_examples",
     "trainable_parameters",
     "resumed_from_epoch",
+    "stopped_early",
+    "stopped_at_epoch",
     "export_dir",
     "config",
     "wall_time_seconds",
@@ -106,6 +111,8 @@ def run_fine_tuning(
     adam_epsilon_hat=True,
     lora_rank=0,
     gradient_accumulation_steps=1,
+    early_stopping_patience=None,
+    overwrite=False,
 ):
     """Fine-tunes a task's model, keeps its best epoch, writes its results.
 
@@ -126,9 +133,14 @@ def run_fine_tuning(
         results.json        the task, metrics per eval split (best epoch),
                             every epoch's metrics, config, wall time,
                             versions, and the task's extras
-        best.weights.h5     the best epoch's weights
+        best.weights.h5     the best epoch's weights (the model's only,
+                            no optimizer state: the size of the model)
         eval_history.json   per-epoch metrics, updated as training goes
-        backup/             the last finished epoch (removed at the end)
+        logs/               TensorBoard: training loss (per epoch and
+                            every few steps), learning rate and the eval
+                            metrics per epoch
+        backup/             the last finished epoch, with the optimizer
+                            state (removed at the end)
 
     A run that stopped (crash, preemption) resumes from its last finished
     epoch when started again with the same `model_dir`: the weights,
@@ -140,7 +152,10 @@ def run_fine_tuning(
     the chief writes into `model_dir` and `export_dir`; the others write
     to a temporary directory, seeded with the chief's backup so that a
     restarted job resumes everywhere from the same epoch, and removed at
-    the end. `model_dir` must then be on storage all workers share.
+    the end. `model_dir` must then be on storage all workers share. A
+    `model_dir` whose run finished (`results.json`, no `backup/`) is
+    refused with a `ValueError` naming its best epoch, unless
+    `overwrite=True`, which removes its files and trains from scratch.
 
     Args:
         task: a `keras_bert.fine_tuning.FineTuningJob`.
@@ -194,6 +209,16 @@ def run_fine_tuning(
             and span head's) in the activation memory of `batch_size`.
             Steps, epochs, warmup and checkpoints count updates. Defaults
             to `1`.
+        early_stopping_patience: int or `None`. Stop once `task.monitor`
+            has not improved for this many epochs (a resumed run counts
+            the epochs before the interruption too); the best epoch's
+            weights are restored as always, and `results.json`'s
+            `stopped_early` and `stopped_at_epoch` say so. The schedule
+            still decays over `epochs`. Defaults to `None`: every epoch.
+        overwrite: bool. Retrain a `model_dir` whose run finished (or
+            was interrupted) from scratch, removing its files. Defaults
+            to `False`: a finished run is refused, an interrupted one
+            resumes.
 
     Returns:
         A `FineTuningResult`.
@@ -230,7 +255,12 @@ def run_fine_tuning(
             "adam_epsilon_hat": adam_epsilon_hat,
             "lora_rank": lora_rank,
             "gradient_accumulation_steps": gradient_accumulation_steps,
+            "early_stopping_patience": early_stopping_patience,
+            "overwrite": overwrite,
         }
+    chief = is_chief(strategy)
+    if chief or not overwrite:  # only the chief removes files
+        run_files.check_finished_run(model_dir, overwrite)
     tf.io.gfile.makedirs(model_dir)
     # One line (results.json keeps it too): a log reads as one per event.
     logging.info("Resolved configuration: %s", json.dumps(config, default=str))
@@ -243,10 +273,9 @@ def run_fine_tuning(
     # Data first: a missing file fails before any model is built.
     task.load_data()
 
-    chief = is_chief(strategy)
     run_dir = write_directory(model_dir, strategy)
     if not chief:
-        _copy_resume_state(model_dir, run_dir)
+        run_files.copy_resume_state(model_dir, run_dir)
     with strategy.scope():
         model, preprocessor = task.build_model()
         if lora_rank:
@@ -296,12 +325,8 @@ def run_fine_tuning(
     # Keras 3 workarounds so that fit under a strategy equals one device.
     support_distributed_fit(model)
 
-    paths = {
-        "best_weights": os.path.join(run_dir, "best.weights.h5"),
-        "history": os.path.join(run_dir, "eval_history.json"),
-        "backup": os.path.join(run_dir, "backup"),
-    }
-    history = _resumable_history(paths)
+    paths = run_files.run_paths(run_dir)
+    history = run_files.resumable_history(paths)
     evaluation = EpochEvaluation(
         task.evaluate,
         task.monitor,
@@ -309,31 +334,40 @@ def run_fine_tuning(
         best_weights_path=paths["best_weights"],
         history_path=paths["history"],
         history=history,
+        patience=early_stopping_patience,
     )
     # BackupAndRestore saves weights, optimizer state and epoch after the
     # evaluation has recorded that epoch, and restores them on a restart.
     backup = keras.callbacks.BackupAndRestore(paths["backup"])
-    first_epoch = min(_backed_up_epochs(paths["backup"]), epochs - 1)
-    model.fit(
-        task.train_dataset(update_batch_size, seed, first_epoch, epochs),
-        steps_per_epoch=steps_per_epoch,
-        epochs=epochs,
-        callbacks=[
-            evaluation,
-            backup,
-            # A line every 100 steps (or quarter of an epoch): an epoch
-            # can take hours, and verbose=2 prints only at its end.
-            ProgressLogger(
-                steps_per_epoch,
-                every_steps=min(100, max(1, steps_per_epoch // 4)),
-            ),
-        ],
-        shuffle=False,  # the task's dataset orders each epoch itself
-        verbose=2,
+    first_epoch = min(run_files.backed_up_epochs(paths["backup"]), epochs - 1)
+    # After `evaluation`, which adds each epoch's eval metrics to the logs.
+    tensorboard = keras.callbacks.TensorBoard(
+        paths["logs"], update_freq=summary_frequency(steps_per_epoch)
     )
+    # A resumed run whose last epoch had stopped it early trains no more.
+    if evaluation.stopped_at_epoch is None:
+        model.fit(
+            task.train_dataset(update_batch_size, seed, first_epoch, epochs),
+            steps_per_epoch=steps_per_epoch,
+            epochs=epochs,
+            callbacks=[
+                evaluation,
+                tensorboard,
+                backup,
+                # A line every 100 steps (or quarter of an epoch): an epoch
+                # can take hours, and verbose=2 prints only at its end.
+                ProgressLogger(
+                    steps_per_epoch,
+                    every_steps=min(100, max(1, steps_per_epoch // 4)),
+                ),
+            ],
+            shuffle=False,  # the task's dataset orders each epoch itself
+            verbose=2,
+        )
 
+    run_files.remove_backup(paths)
     best = evaluation.best
-    model.load_weights(paths["best_weights"])
+    load_weights_only(model, paths["best_weights"])
     # Writing outputs and exporting can involve every worker (collective
     # ops), so all go on; the others' files land in their run_dir.
     outputs = task.write_outputs(model, run_dir)
@@ -360,6 +394,8 @@ def run_fine_tuning(
         "num_train_examples": num_train_examples,
         "trainable_parameters": trainable_parameters,
         "resumed_from_epoch": (history or {}).get("last_epoch"),
+        "stopped_early": evaluation.stopped_at_epoch is not None,
+        "stopped_at_epoch": evaluation.stopped_at_epoch,
     }
     for extras in (task.results_extras(), outputs):
         _add_extras(results, extras, task)
@@ -408,64 +444,6 @@ def _add_extras(results, extras, task):
             "run_fine_tuning writes itself; give them other names."
         )
     results.update(extras)
-
-
-def _copy_resume_state(model_dir, run_dir):
-    """Copies the chief's backup, eval history and best weights so far into
-    a worker's run_dir (the best epoch may be one before the interruption:
-    the worker then restores those weights, as the chief does)."""
-    backup = os.path.join(model_dir, "backup")
-    if not (tf.io.gfile.isdir(backup) and tf.io.gfile.listdir(backup)):
-        return
-    for directory, _, names in tf.io.gfile.walk(backup):
-        target = os.path.join(
-            run_dir, "backup", os.path.relpath(directory, backup)
-        )
-        tf.io.gfile.makedirs(target)
-        for name in names:
-            tf.io.gfile.copy(
-                os.path.join(directory, name),
-                os.path.join(target, name),
-                overwrite=True,
-            )
-    for name in ("eval_history.json", "best.weights.h5"):
-        if tf.io.gfile.exists(os.path.join(model_dir, name)):
-            tf.io.gfile.copy(
-                os.path.join(model_dir, name),
-                os.path.join(run_dir, name),
-                overwrite=True,
-            )
-    logging.info("Worker: copied the chief's backup from %s", backup)
-
-
-def _backed_up_epochs(backup_dir):
-    """Epochs finished according to BackupAndRestore's backup (0 if none)."""
-    path = os.path.join(backup_dir, "training_metadata.json")
-    if not tf.io.gfile.exists(path):
-        return 0
-    with tf.io.gfile.GFile(path) as f:
-        return int(json.load(f)["epoch"])
-
-
-def _resumable_history(paths):
-    """The eval history of an interrupted run, or `None` for a fresh start."""
-    resuming = tf.io.gfile.isdir(paths["backup"]) and tf.io.gfile.listdir(
-        paths["backup"]
-    )
-    if not resuming:
-        for path in (paths["history"], paths["best_weights"]):
-            if tf.io.gfile.exists(path):
-                tf.io.gfile.remove(path)
-        return None
-    with tf.io.gfile.GFile(paths["history"]) as f:
-        history = json.load(f)
-    history["last_epoch"] = max(e["epoch"] for e in history["epochs"])
-    logging.info(
-        "Resuming from %s after epoch %d",
-        paths["backup"],
-        history["last_epoch"],
-    )
-    return history
 
 
 def _json_ready(value):

@@ -8,6 +8,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
+from keras_bert.validation import check_positive_int
 
 MONITOR_MODES = ("max", "min")
 
@@ -22,7 +23,12 @@ class EpochEvaluation(keras.callbacks.Callback):
     epoch, whose weights go to `best_weights_path`. Each epoch's scores
     are added to the Keras logs (`<split>_<metric>`) and written, with
     the best epoch, to `history_path`, which a resumed run passes back in
-    as `history`.
+    as `history`. With `patience`, training stops once the `monitor`
+    metric has not improved for `patience` epochs (counted from the epoch
+    numbers, so a resumed run counts the epochs of its history); the best
+    weights stay in `best_weights_path`, and `stopped_at_epoch` says where
+    it stopped. The best weights are saved without the optimizer's state
+    (`save_weights_only`): a file the size of the model.
 
     Args:
         evaluate: callable. Takes the model, returns a dict split name →
@@ -37,6 +43,8 @@ class EpochEvaluation(keras.callbacks.Callback):
             `tf.io.gfile` accepts).
         history: dict or `None`. A history read back from `history_path`
             to continue after a restart.
+        patience: int or `None`. Stop training after this many epochs
+            without a better `monitor`; `None` (the default) never stops.
 
     Example:
     ```python
@@ -62,8 +70,11 @@ class EpochEvaluation(keras.callbacks.Callback):
         best_weights_path=None,
         history_path=None,
         history=None,
+        patience=None,
     ):
         super().__init__()
+        if patience is not None:
+            check_positive_int("patience", patience)
         split, _, metric = monitor.partition("/")
         if not split or not metric:
             raise ValueError(
@@ -85,6 +96,8 @@ class EpochEvaluation(keras.callbacks.Callback):
         history = history or {}
         self.epochs = list(history.get("epochs", []))
         self.best = history.get("best")
+        self.patience = patience
+        self.stopped_at_epoch = history.get("stopped_at_epoch")
         self._epoch_start = time.time()
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -99,7 +112,8 @@ class EpochEvaluation(keras.callbacks.Callback):
         if logs is not None:
             for split, metrics in results.items():
                 for name, value in metrics.items():
-                    logs[f"{split}_{name}"] = value
+                    if value is not None:  # TensorBoard takes numbers
+                        logs[f"{split}_{name}"] = value
         entry = {
             "epoch": epoch + 1,
             "loss": None if logs is None else _number(logs.get("loss")),
@@ -125,7 +139,22 @@ class EpochEvaluation(keras.callbacks.Callback):
         if self.best is None or score > self._score(self.best):
             self.best = entry
             if self.best_weights_path:
-                self.model.save_weights(self.best_weights_path)
+                save_weights_only(self.model, self.best_weights_path)
+        if (
+            self.patience
+            and epoch + 1 - self.best["epoch"] >= self.patience
+            and epoch + 1 < (self.params or {}).get("epochs", math.inf)
+        ):
+            logging.info(
+                "Epoch %d: no better %s for %d epochs (best: epoch %d); "
+                "stopping early.",
+                epoch + 1,
+                self.monitor,
+                self.patience,
+                self.best["epoch"],
+            )
+            self.stopped_at_epoch = epoch + 1
+            self.model.stop_training = True
         if self.history_path:
             # Written whole, then renamed: a crash never leaves half a file.
             files.write_json(self.history_path + ".tmp", self.history())
@@ -139,6 +168,7 @@ class EpochEvaluation(keras.callbacks.Callback):
             "monitor": self.monitor,
             "epochs": self.epochs,
             "best": self.best,
+            "stopped_at_epoch": self.stopped_at_epoch,
         }
 
     def _score(self, entry):
@@ -156,6 +186,45 @@ class EpochEvaluation(keras.callbacks.Callback):
         if value is None or math.isnan(value):
             return -math.inf
         return value if self.mode == "max" else -value
+
+
+def save_weights_only(model, path):
+    """Saves `model`'s weights to `path` (`.weights.h5`), not its
+    optimizer's: Keras' `model.save_weights` saves a compiled model's
+    optimizer variables too (AdamW's two moments: twice the weights).
+
+    Args:
+        model: a built `keras.Model`.
+        path: str. A `.weights.h5` path (any path `tf.io.gfile` accepts).
+
+    Example:
+    ```python
+    save_weights_only(classifier, "run/best.weights.h5")
+    ```
+    """
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None:  # nothing to leave out
+        model.save_weights(path)
+    else:
+        keras.saving.save_weights(model, path, objects_to_skip=[optimizer])
+
+
+def load_weights_only(model, path):
+    """Loads weights `save_weights_only` saved, leaving the optimizer's
+    state as it is (Keras would warn that the file has none).
+
+    Args:
+        model: a built `keras.Model`.
+        path: str. A `.weights.h5` path.
+
+    Example:
+    ```python
+    load_weights_only(classifier, "run/best.weights.h5")
+    ```
+    """
+    optimizer = getattr(model, "optimizer", None)
+    skip = None if optimizer is None else [optimizer]
+    model.load_weights(path, objects_to_skip=skip)
 
 
 def _monitored(entry, split, metric):

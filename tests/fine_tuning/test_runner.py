@@ -14,6 +14,7 @@ import keras_bert
 from keras_bert.data import shuffled_epochs
 from keras_bert.fine_tuning import FineTuningJob
 from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning import run_files
 from keras_bert.fine_tuning import runner
 from tests.helpers import on_cpu
 
@@ -179,6 +180,7 @@ def test_evaluates_each_epoch_keeps_the_best_and_writes_results(tmp_path):
     assert sorted(os.listdir(tmp_path / "run")) == [
         "best.weights.h5",
         "eval_history.json",
+        "logs",
         "predictions.txt",
         "results.json",
     ]  # the backup is gone once training has finished
@@ -296,6 +298,7 @@ def test_every_file_goes_through_gfile():
     assert sorted(tf.io.gfile.listdir(model_dir)) == [
         "best.weights.h5",
         "eval_history.json",
+        "logs",
         "predictions.txt",
         "results.json",
     ]
@@ -351,7 +354,7 @@ def test_a_resuming_worker_gets_the_chiefs_best_weights_so_far(tmp_path):
     (model_dir / "eval_history.json").write_text("[]")
     (model_dir / "best.weights.h5").write_bytes(b"weights")
     run_dir.mkdir()
-    runner._copy_resume_state(str(model_dir), str(run_dir))
+    run_files.copy_resume_state(str(model_dir), str(run_dir))
     assert (run_dir / "best.weights.h5").read_bytes() == b"weights"
     assert (run_dir / "eval_history.json").read_text() == "[]"
     assert (run_dir / "backup" / "chief" / "state").read_text() == "step"

@@ -145,3 +145,38 @@ def test_bad_monitor_and_mode_say_what_was_received():
     )
     with pytest.raises(ValueError, match="dev/f1"):
         run_epochs(evaluation, ScriptedModel([]), 1)
+
+
+def test_patience_stops_training_and_a_resumed_history_remembers_it():
+    labels = np.array([1, 0, 1, 1, 0, 0])
+    best, worse = logits([1, 0, 1, 1, 0, 0]), logits([1, 1, 0, 0, 1, 1])
+    model = ScriptedModel([worse, best, worse, worse, worse])
+    evaluation = EpochEvaluation(
+        cola_evaluation(labels), "validation/matthews_corrcoef", patience=2
+    )
+    evaluation.set_params({"epochs": 5})
+    evaluation.set_model(model)
+    for epoch in range(3):
+        evaluation.on_epoch_end(epoch, {"loss": 1.0})
+        assert not getattr(model, "stop_training", False)
+    assert evaluation.stopped_at_epoch is None
+    evaluation.on_epoch_end(3, {"loss": 1.0})  # epoch 4: 2 after the best
+    assert model.stop_training and evaluation.stopped_at_epoch == 4
+    # A run resumed from this history knows it had stopped.
+    resumed = EpochEvaluation(
+        cola_evaluation(labels),
+        "validation/matthews_corrcoef",
+        patience=2,
+        history=json.loads(json.dumps(evaluation.history())),
+    )
+    assert resumed.stopped_at_epoch == 4
+    # The last epoch ends training anyway: not an early stop.
+    last = EpochEvaluation(
+        cola_evaluation(labels), "validation/matthews_corrcoef", patience=1
+    )
+    last.set_params({"epochs": 2})
+    last.set_model(ScriptedModel([best, worse]))
+    run_epochs(last, last.model, 2)
+    assert last.stopped_at_epoch is None
+    with pytest.raises(ValueError, match="patience"):
+        EpochEvaluation(cola_evaluation(labels), "a/b", patience=0)

@@ -38,6 +38,8 @@ from keras_bert.layers.block_implementations import dense_layers
 from keras_bert.layers.int8_matmul import int8_matmul
 from keras_bert.serving.runtime import remapper_forms as forms
 from keras_bert.serving.runtime.int8_fused_matmul import int8_fused_matmul
+from keras_bert.serving.runtime.shared_trace import in_graph
+from keras_bert.serving.runtime.shared_trace import shared_trace
 from keras_bert.serving.runtime.stream_layout import stream_layout
 from keras_bert.serving.runtime.stream_layout import stream_slices
 
@@ -57,6 +59,8 @@ class BlockServing:
     recorded_ranges: `None` or a dict, `(block name, dense layer name)` →
         `(low, high)`, widened by every eager call to hold each dense
         layer's inputs: the calibration (`int8_calibration`).
+    traces: dict, filled by `shared_trace`: the block traced once for
+        all the endpoints of an export.
 
     (A dataclass, not a tuple: Keras tracks a layer's tuple attributes and
     would copy the dicts in it.)
@@ -67,9 +71,18 @@ class BlockServing:
     streams: object = None
     int8_ranges: object = None
     recorded_ranges: object = None
+    # The frozen graphs traced of each block (`shared_trace`): one per
+    # block whichever endpoints call it.
+    traces: dict = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __call__(self, block, call):
-        return IMPLEMENTATIONS[self.implementation](block, call, self)
+        function = IMPLEMENTATIONS[self.implementation]
+        if self.frozen and self.recorded_ranges is None and in_graph():
+            # Traced once for all the endpoints: its constants stored once.
+            return shared_trace(function, block, call, self)
+        return function(block, call, self)
 
 
 # ----------------------------------------------------------------------------

@@ -98,7 +98,13 @@ def _session_run(block, implementation="serving_graph"):
         for each in blocks:
             each.served_call = None
     graph_def = concrete.graph.as_graph_def()
-    stored = {node.op for node in graph_def.node}
+    # The blocks' own functions (each block is one, shared by every
+    # endpoint of an export: `shared_trace`) are in the graph's library.
+    stored = {node.op for node in graph_def.node} | {
+        node.op
+        for function in graph_def.library.function
+        for node in function.node_def
+    }
     graph = tf.Graph()
     with graph.as_default():
         tf.graph_util.import_graph_def(graph_def, name="")
