@@ -5,6 +5,7 @@ What `recipes/classify.py` and `recipes/multiple_choice.py` score when no
 """
 
 import numpy as np
+from absl import logging
 
 
 def holdout_split(num_examples, fraction, seed):
@@ -47,10 +48,30 @@ def holdout_split(num_examples, fraction, seed):
     return np.sort(order[count:]), np.sort(order[:count])
 
 
-def holdout_note(num_held_out, num_examples, path):
-    """The sentence a recipe logs about a split (and `results.json` keeps)."""
-    return (
-        f"No eval file: held out {num_held_out} of {num_examples} examples "
-        f"of {path} for evaluation (trained on the other "
-        f"{num_examples - num_held_out})."
+def holdout_record(num_train, num_held_out, fraction, seed, path):
+    """What a job logs and `results.json` keeps about its held-out split.
+
+    Args:
+        num_train: int. Rows left to train on.
+        num_held_out: int. Rows held out for evaluation.
+        fraction: float. The `holdout_fraction` asked for.
+        seed: int. The split's seed.
+        path: str. The training file, for the note.
+
+    Returns:
+        A dict `fraction`, `seed`, `num_train`, `num_held_out` and `note`
+        (the sentence logged).
+    """
+    note = (
+        f"No eval file: held out {num_held_out} of "
+        f"{num_train + num_held_out} examples of {path} for evaluation "
+        f"(trained on the other {num_train})."
     )
+    logging.info(note)
+    return {
+        "fraction": fraction,
+        "seed": seed,
+        "num_train": int(num_train),
+        "num_held_out": int(num_held_out),
+        "note": note,
+    }

@@ -13,8 +13,8 @@ import tensorflow as tf
 import keras_bert
 from keras_bert.data import shuffled_epochs
 from keras_bert.fine_tuning import FineTuningJob
-from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning import run_files
+from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning import runner
 from tests.helpers import on_cpu
 

@@ -7,7 +7,7 @@ import numpy as np
 from absl import logging
 
 from keras_bert import files
-from keras_bert.data.holdout import holdout_note
+from keras_bert.data.holdout import holdout_record
 from keras_bert.data.holdout import holdout_split
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
@@ -220,15 +220,13 @@ class ClassificationFineTuning(FineTuningJob):
                     "other rows have, so nothing is left to score. Pass an "
                     "eval file (--eval_file), or raise --holdout_fraction."
                 )
-        note = holdout_note(len(held_out), total, self.train_file)
-        logging.info(note)
-        self.holdout = {
-            "fraction": self.holdout_fraction,
-            "seed": self.seed,
-            "num_train": len(train),
-            "num_held_out": len(held_out),
-            "note": note,
-        }
+        self.holdout = holdout_record(
+            len(train),
+            len(held_out),
+            self.holdout_fraction,
+            self.seed,
+            self.train_file,
+        )
         evaluation = self.train.take(
             held_out, f"{self.train_file} (held-out rows)"
         )

@@ -8,7 +8,7 @@ import tensorflow as tf
 from absl import logging
 
 from keras_bert import files
-from keras_bert.data.holdout import holdout_note
+from keras_bert.data.holdout import holdout_record
 from keras_bert.data.holdout import holdout_split
 from keras_bert.data.shuffled_epochs import shuffled_epochs
 from keras_bert.fine_tuning.job import FineTuningJob
@@ -96,15 +96,13 @@ class MultipleChoiceFineTuning(FineTuningJob):
             train, held_out = holdout_split(
                 total, self.holdout_fraction, self.seed
             )
-            note = holdout_note(len(held_out), total, self.train_file)
-            logging.info(note)
-            self.holdout = {
-                "fraction": self.holdout_fraction,
-                "seed": self.seed,
-                "num_train": len(train),
-                "num_held_out": len(held_out),
-                "note": note,
-            }
+            self.holdout = holdout_record(
+                len(train),
+                len(held_out),
+                self.holdout_fraction,
+                self.seed,
+                self.train_file,
+            )
             evaluation = {k: v[held_out] for k, v in self.train.items()}
             self.train = {k: v[train] for k, v in self.train.items()}
         self.eval_sets = {"validation": evaluation}
