@@ -142,9 +142,11 @@ MESSAGE = (
 QUIET = LOG_VARIABLE not in os.environ
 LOG_MESSAGE = None
 if QUIET:
-    LOG_MESSAGE = quiet_tensorflow(
-        os.environ, any(os.path.exists(path) for path in GPU_DRIVER_FILES)
+    has_gpu_driver = any(
+        os.path.exists(path)  # gfile-exempt: device files, before TensorFlow
+        for path in GPU_DRIVER_FILES
     )
+    LOG_MESSAGE = quiet_tensorflow(os.environ, has_gpu_driver)
     import_tensorflow_quietly()
 
 
