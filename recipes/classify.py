@@ -3,7 +3,8 @@ r"""Fine-tunes BERT to classify your own texts: one label each, or several.
     python recipes/classify.py --train_file=train.jsonl --eval_file=dev.jsonl \
         --init_checkpoint=/ckpt/bert-base-uncased --model_dir=runs/topics \
         [--multi_label] [--doc_stride=63 [--max_windows=8]] \
-        [--export_dir=saved_models/topics]
+        [--export_dir=saved_models/topics] [--predict_file=new.txt]
+    python recipes/classify.py --model_dir=runs/topics --predict_file=new.txt
 
 Data (`keras_bert.fine_tuning.classify.read_classification_examples`):
 JSONL, one `{"text": ..., "label": ...}` per line, or with `--multi_label`
@@ -39,6 +40,11 @@ Single texts only (no `text_a`/`text_b`), none empty. Writes, under
     best.weights.h5             the best epoch's weights
     eval_history.json           per-epoch metrics, updated as training goes
     predictions_validation.jsonl  text, gold, predicted, probabilities
+    predictions_<name>.jsonl    with --predict_file=<name>.txt (or
+                                --predictions_file): text, `label` (or
+                                `labels`), probabilities; without
+                                --train_file, only this, from the
+                                finished run's best epoch
 
 and, with `--export_dir`, a SavedModel taking raw strings (`text`, or
 `text_a` and `text_b`): single-label → `probabilities`, `label_id`,
@@ -49,8 +55,11 @@ finished epoch when started again with the same `--model_dir`.
 """
 
 import functools
+import os
+import types
 
 import cpu_backend  # before TensorFlow: chooses its CPU backend
+from absl import app
 from absl import flags
 from absl import logging
 
@@ -59,6 +68,8 @@ from keras_bert.cli import recipe_flags
 from keras_bert.fine_tuning import load_task_model
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.classify import ClassificationFineTuning
+from keras_bert.fine_tuning.classify.predictions import load_finished_run
+from keras_bert.fine_tuning.classify.predictions import write_predictions
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -79,6 +90,20 @@ flags.DEFINE_bool(
     "With --multi_label: tune each label's threshold on --eval_file after "
     "training (saved with the export); else 0.5 each.",
 )
+flags.DEFINE_string(
+    "predict_file",
+    None,
+    "Texts to predict: after training, or, without --train_file, with the "
+    "best epoch of the finished run in --model_dir. A .txt file (one text "
+    "per line) or a file in the training formats (labels ignored).",
+)
+flags.DEFINE_string(
+    "predictions_file",
+    None,
+    "Where --predict_file's predictions go (JSONL: the text, `label` or "
+    "`labels`, and every label's probability). Defaults to "
+    "<model_dir>/predictions_<predict_file's name>.jsonl.",
+)
 recipe_flags.define_model_source_flags()
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per text (or pair).")
 flags.DEFINE_alias("sequence_length", "max_seq_length")
@@ -90,7 +115,7 @@ flags.DEFINE_bool(
 )
 # Defaults: keras_bert.training.TRAINING_DEFAULTS["classifier"].
 recipe_flags.define_training_flags("classifier")
-flags.mark_flags_as_required(["train_file", "eval_file", "model_dir"])
+flags.mark_flags_as_required(["model_dir"])
 FLAGS = flags.FLAGS
 # The recipe's flags, in definition order: logged and saved as the config.
 RECIPE_FLAGS = [
@@ -102,6 +127,19 @@ RECIPE_FLAGS = [
 
 def main(argv):
     del argv
+    if not FLAGS.train_file:
+        if not FLAGS.predict_file:
+            raise app.UsageError(
+                "Pass --train_file to train, or --predict_file to predict "
+                "with the finished run in --model_dir."
+            )
+        model, preprocessor, _ = load_finished_run(
+            FLAGS.model_dir, _model_of_run
+        )
+        _predict(model, preprocessor)
+        return
+    if not FLAGS.eval_file:
+        raise app.UsageError("Pass --eval_file: the examples scored.")
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     recipe_flags.check_flags(
         config,
@@ -127,24 +165,58 @@ def main(argv):
     )
     if result.is_chief:
         _print_metrics(result.results)
+        if FLAGS.predict_file:
+            _predict(result.model, result.preprocessor)
 
 
 def _build_model(job, windows):
     """The classifier for the job's labels (reading `windows`: its
     `doc_stride`, `max_windows`, `aggregation`), and its preprocessor."""
+    return _classifier(
+        FLAGS, FLAGS.max_seq_length, job.label_names, job.multi_label, windows
+    )
+
+
+def _model_of_run(results):
+    """The classifier a finished run trained, from its `results.json`."""
+    config = results["config"]
+    windows = recipe_flags.document_window_arguments(
+        config, config["max_seq_length"]
+    )
+    return _classifier(
+        types.SimpleNamespace(**config),
+        config["max_seq_length"],
+        results["label_names"],
+        results["multi_label"],
+        windows,
+    )
+
+
+def _classifier(source, max_seq_length, label_names, multi_label, windows):
     model, tokenizer = load_task_model(
         keras_bert.BertClassifier,
-        sequence_length=FLAGS.max_seq_length,
-        num_classes=len(job.label_names),
-        label_names=job.label_names,
-        multi_label=job.multi_label,
+        sequence_length=max_seq_length,
+        num_classes=len(label_names),
+        label_names=label_names,
+        multi_label=multi_label,
         **windows,
-        **recipe_flags.model_source_arguments(FLAGS),
+        **recipe_flags.model_source_arguments(source),
     )
     preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=FLAGS.max_seq_length
+        tokenizer, sequence_length=max_seq_length
     )
     return model, preprocessor
+
+
+def _predict(model, preprocessor):
+    name = os.path.splitext(os.path.basename(FLAGS.predict_file))[0]
+    output = FLAGS.predictions_file or os.path.join(
+        FLAGS.model_dir, f"predictions_{name}.jsonl"
+    )
+    count = write_predictions(
+        model, preprocessor, FLAGS.predict_file, output, FLAGS.eval_batch_size
+    )
+    print(f"classify: wrote {count} predictions to {output}")
 
 
 def _print_metrics(results):

@@ -66,9 +66,7 @@ def test_multi_label_jsonl_trains_tunes_and_exports(tmp_path):
     assert run["config"]["max_seq_length"] == 16
     assert len(run["epochs"]) == 2
     assert list(run["thresholds"]) == ["LOC", "ORG", "PER"]
-    serve = tf.saved_model.load(run["export_dir"]).signatures[
-        "serving_default"
-    ]
+    serve = tf.saved_model.load(run["export_dir"]).signatures["serving_default"]
     outputs = serve(text=tf.constant(["john went to rome"]))
     assert outputs["labels"].shape == (1, 3)
     assert outputs["probabilities"].shape == (1, 3)
@@ -133,9 +131,7 @@ def test_long_documents_train_in_windows_and_export_them(tmp_path):
     model.load_weights(str(tmp_path / "run" / "best.weights.h5"))
     text = " ".join(text for text, _ in TRAIN + DEV)
     assert model._text_packer()([text])["token_ids"].shape[1] == 5
-    serve = tf.saved_model.load(run["export_dir"]).signatures[
-        "serving_default"
-    ]
+    serve = tf.saved_model.load(run["export_dir"]).signatures["serving_default"]
     outputs = serve(text=tf.constant([text, DEV[0][0]]))
     logits = model.predict([text, DEV[0][0]], verbose=0)
     np.testing.assert_allclose(
@@ -198,3 +194,48 @@ def test_window_flags_give_the_classifier_arguments(values, expected):
 def test_bad_window_flags_are_named(values, message):
     with pytest.raises(app.UsageError, match=message):
         document_window_arguments(window_flags(**values), 16)
+
+
+@pytest.mark.slow
+def test_predict_file_after_training_and_from_the_finished_run(tmp_path):
+    train = write_jsonl(tmp_path / "train.jsonl", single_label(TRAIN), "label")
+    dev = write_jsonl(tmp_path / "dev.jsonl", single_label(DEV), "label")
+    texts = tmp_path / "new.txt"
+    texts.write_text("mary went to paris\nacme and fifa\n")
+    process = run_recipe(
+        tmp_path, f"--train_file={train}", f"--eval_file={dev}",
+        f"--predict_file={texts}",
+    )  # fmt: skip
+    assert process.returncode == 0, process.stderr[-4000:]
+    after_training = tmp_path / "run" / "predictions_new.jsonl"
+    assert "wrote 2 predictions" in process.stdout
+    # Later, without --train_file: the finished run's best epoch predicts.
+    again = tmp_path / "again.jsonl"
+    process = run_recipe(
+        tmp_path, f"--predict_file={texts}", f"--predictions_file={again}"
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    rows = [json.loads(line) for line in again.read_text().splitlines()]
+    assert [row["text"] for row in rows] == [
+        "mary went to paris",
+        "acme and fifa",
+    ]
+    assert set(rows[0]["probabilities"]) == set(
+        results(tmp_path)["label_names"]
+    )
+    first = [
+        json.loads(line) for line in after_training.read_text().splitlines()
+    ]
+    for row, before in zip(rows, first):
+        assert row["label"] == before["label"]
+        np.testing.assert_allclose(
+            list(row["probabilities"].values()),
+            list(before["probabilities"].values()),
+            atol=1e-5,
+        )
+    process = run_recipe(
+        tmp_path, f"--predict_file={texts}",
+        f"--model_dir={tmp_path / 'never_trained'}",
+    )  # fmt: skip
+    assert process.returncode != 0
+    assert "No finished run in" in process.stderr

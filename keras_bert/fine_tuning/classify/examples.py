@@ -55,7 +55,7 @@ class ClassificationExamples:
         return sorted(names)
 
 
-def read_classification_examples(path, multi_label=False):
+def read_classification_examples(path, multi_label=False, labels=True):
     """Reads a JSONL or TSV file of texts and labels (module docstring).
 
     Args:
@@ -63,6 +63,8 @@ def read_classification_examples(path, multi_label=False):
         multi_label: bool. Read a list of labels per text (`labels`, or
             a comma-separated `label`/`labels` cell); else one name each
             (`label`).
+        labels: bool. `False` reads the texts only (a file to predict):
+            its labels, if any, are ignored and `labels` holds `None`s.
 
     Returns:
         `ClassificationExamples`.
@@ -94,7 +96,7 @@ def read_classification_examples(path, multi_label=False):
         )
     columns = _text_columns(rows[0][1], path)
     texts = tuple([] for _ in columns)
-    labels = []
+    names = []
     for line, row in rows:
         for side, column in zip(texts, columns):
             value = row.get(column)
@@ -104,10 +106,12 @@ def read_classification_examples(path, multi_label=False):
                     f"{value!r}). Every example needs a string `{column}`."
                 )
             side.append(value)
-        labels.append(_label(row, multi_label, is_jsonl, path, line))
+        names.append(
+            _label(row, multi_label, is_jsonl, path, line) if labels else None
+        )
     return ClassificationExamples(
         tuple(np.array(side, dtype=object).astype(str) for side in texts),
-        labels,
+        names,
         path,
     )
 

@@ -1,0 +1,201 @@
+"""Predictions for a file of texts, from a trained classifier or its run.
+
+`recipes/classify.py --predict_file=F` writes one JSON line per input
+text (`write_predictions`), with the model it just trained or, without
+`--train_file`, with the best epoch of a finished `--model_dir`
+(`load_finished_run`).
+"""
+
+import json
+import os
+
+import numpy as np
+from absl import logging
+
+from keras_bert import files
+from keras_bert.data.packed_batches import pack_texts
+from keras_bert.data.packed_batches import packed_batches
+from keras_bert.data.window_batches import pack_windows
+from keras_bert.data.window_batches import window_batches
+from keras_bert.fine_tuning.classify.examples import (
+    read_classification_examples,
+)
+
+RESULTS_FILE = "results.json"
+WEIGHTS_FILE = "best.weights.h5"
+
+
+def read_texts(path):
+    """The texts of a file to predict: `(texts,)` or `(texts_a, texts_b)`.
+
+    A `.txt` file holds one text per line (blank lines skipped); any
+    other file is read as training files are
+    (`read_classification_examples`: JSONL, TSV, ...), its labels, if
+    any, ignored.
+
+    Args:
+        path: str. Any path `tf.io.gfile` reads.
+
+    Returns:
+        A tuple of one or two str arrays `(n,)`.
+    """
+    if not files.exists(path):
+        raise ValueError(f"No such file: {path}. Pass an existing file.")
+    if path.endswith(".txt"):
+        lines = [line for line in files.read_text(path).splitlines()]
+        texts = [line for line in lines if line.strip()]
+        if not texts:
+            raise ValueError(f"{path} has no texts (one per line).")
+        return (np.array(texts, dtype=object).astype(str),)
+    return read_classification_examples(path, labels=False).texts
+
+
+def class_probabilities(model, preprocessor, texts, batch_size=64):
+    """Probabilities `(n, num_classes)` of a classifier on packed texts.
+
+    Softmax of a single-label model's logits, a multi-label model's
+    sigmoids; one row per document for a model that reads windows
+    (`doc_stride`).
+
+    Args:
+        model: a `keras_bert.BertClassifier` (a preprocessor attached or
+            not).
+        preprocessor: the `keras_bert.BertPreprocessor` it reads with.
+        texts: `(texts,)` or `(texts_a, texts_b)`, str arrays.
+        batch_size: int. Examples (documents) per predict batch.
+    """
+    windows = (
+        model.document_windows(preprocessor)
+        if getattr(model, "doc_stride", None) is not None
+        else None
+    )
+    if windows is None:
+        batches = packed_batches(
+            pack_texts(texts, preprocessor), None, batch_size
+        )
+    else:
+        cut = windows.flat_function()
+        batches = window_batches(pack_windows(texts[0], cut), None, batch_size)
+    outputs = model.predict(batches, verbose=0)
+    return probabilities_of(outputs, model.label_mode.multi_label)
+
+
+def probabilities_of(outputs, multi_label):
+    """`predict`'s outputs as probabilities: a multi-label model's are
+    already sigmoids; single-label logits get a float64 softmax."""
+    if multi_label:
+        return np.asarray(outputs, "float32")
+    logits = np.asarray(outputs, "float64")
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (exp / exp.sum(axis=-1, keepdims=True)).astype("float32")
+
+
+def predicted_names(model, probabilities):
+    """Per example, the predicted label name (single-label: the most
+    probable) or the list of names over threshold (multi-label)."""
+    names = model.class_names()
+    if model.label_mode.multi_label:
+        return model.predicted_labels(probabilities)
+    return [names[i] for i in np.argmax(probabilities, axis=-1)]
+
+
+def write_predictions(
+    model, preprocessor, predict_file, output_file, batch_size=64
+):
+    """Predicts every text of `predict_file` and writes `output_file`.
+
+    One JSON line per input text, in input order: the text (`text`, or
+    `text_a` and `text_b`), the prediction (`label`; multi-label:
+    `labels`, the names over threshold) and every label's probability.
+
+    Args:
+        model: the trained `keras_bert.BertClassifier`.
+        preprocessor: the `keras_bert.BertPreprocessor` it was trained
+            with.
+        predict_file: str. `.txt` (one text per line), or a file in the
+            training formats (labels optional, ignored).
+        output_file: str. The JSONL to write (any `tf.io.gfile` path).
+        batch_size: int. Texts per predict batch.
+
+    Returns:
+        The number of predictions written.
+
+    Example:
+    ```python
+    result = keras_bert.fine_tuning.run_fine_tuning(job, "runs/topics")
+    write_predictions(
+        result.model, result.preprocessor, "new.txt", "new.predictions.jsonl"
+    )
+    ```
+    """
+    texts = read_texts(predict_file)
+    pair = len(texts) == 2
+    if model.pair is not None and pair != bool(model.pair):
+        layouts = {True: "sentence pairs", False: "single texts"}
+        raise ValueError(
+            f"{predict_file} holds {layouts[pair]} but the model was "
+            f"trained on {layouts[bool(model.pair)]}. Give it the same "
+            "text fields as the training file."
+        )
+    probabilities = class_probabilities(model, preprocessor, texts, batch_size)
+    predicted = predicted_names(model, probabilities)
+    names = model.class_names()
+    key = "labels" if model.label_mode.multi_label else "label"
+    lines = []
+    for i in range(len(texts[0])):
+        if pair:
+            row = {"text_a": texts[0][i], "text_b": texts[1][i]}
+        else:
+            row = {"text": texts[0][i]}
+        row[key] = predicted[i]
+        row["probabilities"] = {
+            name: round(float(p), 6) for name, p in zip(names, probabilities[i])
+        }
+        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+    files.write_text(output_file, "".join(lines))
+    logging.info("Wrote %d predictions to %s", len(lines), output_file)
+    return len(lines)
+
+
+def finished_run(model_dir):
+    """The `results.json` of a finished run in `model_dir`, or an error
+    that says what is missing."""
+    path = os.path.join(model_dir, RESULTS_FILE)
+    weights = os.path.join(model_dir, WEIGHTS_FILE)
+    for required in (path, weights):
+        if not files.exists(required):
+            raise ValueError(
+                f"No finished run in {model_dir}: {required} does not "
+                "exist. Predict with the --model_dir of a finished "
+                "training run, or pass --train_file to train one first."
+            )
+    return files.read_json(path)
+
+
+def load_finished_run(model_dir, build_model):
+    """The best model of a finished run, ready to predict.
+
+    Args:
+        model_dir: str. A finished `recipes/classify.py` run (its
+            `results.json` and `best.weights.h5`).
+        build_model: callable `(results) -> (model, preprocessor)`:
+            builds the classifier the run trained, from its results
+            (`config`, `label_names`, `multi_label`).
+
+    Returns:
+        `(model, preprocessor, results)`, the model with the best
+        epoch's weights (and a multi-label model's tuned thresholds).
+    """
+    results = finished_run(model_dir)
+    model, preprocessor = build_model(results)
+    if results["config"].get("lora_rank"):
+        model.backbone.enable_lora(results["config"]["lora_rank"])
+    model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
+    if results.get("multi_label") and results.get("thresholds"):
+        model.thresholds = [
+            results["thresholds"][name] for name in results["label_names"]
+        ]
+    logging.info(
+        "Loaded the best epoch (%s) of %s", results.get("best_epoch"), model_dir
+    )
+    return model, preprocessor, results
