@@ -14,6 +14,7 @@ from keras_bert.data.window_batches import window_batches
 from keras_bert.fine_tuning.classify.examples import (
     read_classification_examples,
 )
+from keras_bert.fine_tuning.classify.predictions import probabilities_of
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.models.labels import class_labels
 from keras_bert.models.multi_hot_labels import multi_hot_labels
@@ -213,11 +214,7 @@ class ClassificationFineTuning(FineTuningJob):
             ),
             verbose=0,
         )
-        if self.multi_label:
-            return np.asarray(outputs, "float32")  # predict gives sigmoids
-        logits = np.asarray(outputs, "float64")
-        exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return (exp / exp.sum(axis=-1, keepdims=True)).astype("float32")
+        return probabilities_of(outputs, self.multi_label)
 
     def write_outputs(self, model, directory):
         outputs = {}
