@@ -172,3 +172,52 @@ def test_the_trained_student_saves_loads_and_exports_without_the_distiller(
         atol=1e-4,
     )
     assert os.path.isdir(export_dir)
+
+
+def test_an_embedder_student_learns_the_teachers_vectors_from_text():
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(EXPORT_VOCABULARY),
+        num_layers=3,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    teacher = keras_bert.BertTextEmbedder(
+        backbone, preprocessor=export_preprocessor()
+    )
+    teacher.set_weights(
+        [
+            np.random.default_rng(0).normal(0, 0.3, w.shape)
+            for w in teacher.get_weights()
+        ]
+    )
+    student = student_of(teacher, layers=(0,))
+    distiller = BertDistiller(teacher, student, student_loss_weight=0.0)
+    assert isinstance(
+        distiller.distillation_losses[0], keras.distillation.FeatureDistillation
+    )
+    distiller.compile(optimizer=keras.optimizers.Adam(3e-3))
+    logs = _distill_logs(distiller, TEXTS, epochs=5)
+    # Cosine similarity, negated: it falls as the vectors align.
+    assert logs["distillation_loss"][-1] < logs["distillation_loss"][0]
+    with pytest.raises(ValueError, match="no loss on labels"):
+        BertDistiller(teacher, student).compile()
+
+
+def test_a_token_classifier_distils_on_ids_without_labels():
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(EXPORT_VOCABULARY),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    teacher = keras_bert.BertTokenClassifier(backbone, 4)
+    student = student_of(teacher, layers=(1,))
+    distiller = BertDistiller(teacher, student, student_loss_weight=0.0)
+    distiller.compile(optimizer=keras.optimizers.Adam(3e-3))
+    ids = export_preprocessor()(TEXTS)
+    history = distiller.fit(dict(ids), batch_size=4, epochs=2, verbose=0)
+    assert np.isfinite(history.history["distillation_loss"]).all()
