@@ -54,8 +54,7 @@ def _results(path):
         return json.load(f)
 
 
-def main(argv):
-    del argv
+def main(_):
     os.makedirs(FLAGS.out, exist_ok=True)
     train, dev = _jsonl("train", FLAGS.train_examples), _jsonl("dev")
     teacher = os.path.join(FLAGS.out, "teacher")
@@ -79,9 +78,8 @@ def main(argv):
             )  # fmt: skip
     if "table" not in FLAGS.steps:
         return
-    runs = sorted(os.listdir(FLAGS.out))
     for name in STUDENTS:
-        found = [f"{FLAGS.out}/{r}" for r in runs if r[0] == name]
+        found = [f"{FLAGS.out}/{r}" for r in sorted(os.listdir(FLAGS.out)) if r[0] == name]  # fmt: skip
         found = [p for p in found if os.path.exists(f"{p}/results.json")]
         if not found:
             continue
@@ -91,9 +89,10 @@ def main(argv):
               f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}")  # fmt: skip
         if name == "A":  # seed 0's run first: the timed one
             run = _results(found[0])
+            teacher_s = _results(teacher)["wall_time_seconds"]
             print(f"teacher: dev accuracy {100 * run['teacher_metrics']['accuracy']:.2f}; "
-                  f"examples/s {run.get('examples_per_second')}; A distilled "
-                  f"in {run['distillation_seconds']:.0f} s")  # fmt: skip
+                  f"examples/s {run.get('examples_per_second')}; fine-tuned in {teacher_s:.0f} s "
+                  f"({run['config']['epochs']} epoch(s) of A: {run['distillation_seconds']:.0f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":
