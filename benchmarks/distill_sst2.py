@@ -23,6 +23,7 @@ GLUE = os.path.join(ROOT, "..", "shared", "glue", "SST-2")
 flags.DEFINE_string("out", "/tmp/distill_sst2", "Where runs and data go.")
 flags.DEFINE_integer("train_examples", 0, "First N train sentences; 0: all.")
 flags.DEFINE_list("seeds", ["0", "1", "2"], "Student seeds.")
+flags.DEFINE_list("students", ["A", "B", "C"], "Which students to train.")
 flags.DEFINE_list("steps", ["teacher", "students", "table"], "What to run.")
 flags.DEFINE_integer("student_epochs", 3, "Epochs of every student.")
 flags.DEFINE_float("student_learning_rate", 5e-5, "Every student's peak.")
@@ -66,7 +67,7 @@ def main(_):
             f"--model_dir={teacher}",
         )  # fmt: skip
     for seed in FLAGS.seeds if "students" in FLAGS.steps else ():
-        for name, options in STUDENTS.items():
+        for name, options in [(n, STUDENTS[n]) for n in FLAGS.students]:
             timed = name == "A" and seed == "0"
             _run(
                 "distill.py", f"--teacher={teacher}", f"--train_file={train}",

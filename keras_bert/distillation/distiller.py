@@ -95,7 +95,12 @@ def distillation_loss_for(student, temperature=2.0):
         return keras.distillation.FeatureDistillation(loss="mse")
     if kind == "MultiLabel":
         return SigmoidLogitsDistillation(temperature)
-    return keras.distillation.LogitsDistillation(temperature=temperature)
+    # A `KLDivergence` instance: Keras 3.15 resolves its default
+    # `loss="kl_divergence"` to the bare function, which its softmax
+    # branch does not recognise: the KL would then run on raw logits.
+    return keras.distillation.LogitsDistillation(
+        temperature=temperature, loss=keras.losses.KLDivergence()
+    )
 
 
 class BertDistiller(RawTextMethods, keras.distillation.Distiller):

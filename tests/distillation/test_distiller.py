@@ -221,3 +221,22 @@ def test_a_token_classifier_distils_on_ids_without_labels():
     ids = export_preprocessor()(TEXTS)
     history = distiller.fit(dict(ids), batch_size=4, epochs=2, verbose=0)
     assert np.isfinite(history.history["distillation_loss"]).all()
+
+
+def test_logits_distillation_is_the_kl_of_the_softened_softmax():
+    """T² KL(softmax(t / T) || softmax(s / T)), not a KL of raw logits
+    (what Keras 3.15's `LogitsDistillation()` default computes)."""
+    loss = distillation_loss_for(_teacher(), temperature=2.0)
+    teacher = np.array([[3.0, -2.0], [0.5, 1.0]], "float32")
+    student = np.array([[1.0, 0.0], [-1.0, 2.0]], "float32")
+
+    def softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    p, q = softmax(teacher / 2), softmax(student / 2)
+    expected = 4 * np.mean(np.sum(p * np.log(p / q), axis=-1))
+    np.testing.assert_allclose(
+        float(loss.compute_loss(teacher, student)), expected, rtol=1e-4
+    )
+    assert abs(float(loss.compute_loss(teacher, teacher))) < 1e-6
