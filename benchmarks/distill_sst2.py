@@ -2,10 +2,9 @@
 
     python benchmarks/distill_sst2.py --out=/tmp/distill_sst2 [--seeds=0,1,2]
 
-teacher: recipes/classify.py, defaults, from all-MiniLM-L6-v2. Per seed,
-recipes/distill.py at one budget: A = blocks 0,2,4 distilled (weight 0.5,
-T 2), B = the same on labels only, C = blocks 0,3 distilled; seed 0's A is
-timed against the teacher. table: mean ± sd of the runs --out holds.
+Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py
+at one budget: A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on
+labels only, C = blocks 0,3 distilled; table: mean ± sd of --out's runs.
 """
 
 import json
