@@ -33,6 +33,7 @@ from keras_bert import checkpoints  # noqa: E402
 from keras_bert import data  # noqa: E402
 from keras_bert import decoding  # noqa: E402
 from keras_bert import deprecations  # noqa: E402
+from keras_bert import distillation  # noqa: E402
 from keras_bert import files  # noqa: E402
 from keras_bert import fine_tuning  # noqa: E402
 from keras_bert import layers  # noqa: E402
@@ -67,6 +68,7 @@ __all__ = [
     "checkpoints",
     "data",
     "decoding",
+    "distillation",
     "files",
     "fine_tuning",
     "layers",

@@ -15,7 +15,8 @@ the floors below it, never from a floor above:
    `predict` and its SavedModel import them downward and answer alike.
 3. Models: the backbone and the task models built from layers (`models`).
 4. What is done with a model: reading and writing checkpoint formats
-   (`checkpoints`) and exporting it for serving (`serving`).
+   (`checkpoints`), exporting it for serving (`serving`), and distilling
+   it into a smaller student (`distillation`).
 5. Fine-tuning jobs: a job's data, metrics, outputs and the shared
    runner (`fine_tuning`).
 6. What the command-line recipes share (`cli`), and the deprecated names
@@ -66,6 +67,7 @@ FLOORS = {
     "models": 3,
     "checkpoints": 4,
     "serving": 4,
+    "distillation": 4,
     "fine_tuning": 5,
     "cli": 6,
     "deprecations": 6,

@@ -37,6 +37,8 @@ class RawTextMethods:
 
     TEXT_METHODS = ()
     _inputs_from_text = None
+    # Whether `fit` on texts refuses `y=None` (a distiller does not).
+    _FIT_NEEDS_LABELS = True
 
     def fit(self, x=None, y=None, *args, seed=None, **kwargs):
         """Trains the model; with a preprocessor, on raw text too.
@@ -133,6 +135,7 @@ class RawTextMethods:
             seed,
             self._text_packer(),
             self._inputs_from_text,
+            needs_labels=self._FIT_NEEDS_LABELS,
         )
         return super().fit(**arguments)
 

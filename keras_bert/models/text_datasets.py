@@ -38,6 +38,7 @@ def fit_dataset(
     seed=None,
     initial_epoch=0,
     epochs=1,
+    needs_labels=True,
 ):
     """The training batches `fit` builds from texts in lists or arrays.
 
@@ -67,12 +68,14 @@ def fit_dataset(
             `keras.utils.set_random_seed` seeds).
         initial_epoch: int. The first epoch of the run (0-based).
         epochs: int. The run's number of epochs.
+        needs_labels: bool. Whether `y=None` is refused (a distiller
+            trains on unlabelled texts too).
 
     Returns:
         `(dataset, steps_per_epoch)`: all of the run's epochs, one after
         the other, and the steps of one.
     """
-    if y is None:
+    if y is None and needs_labels:
         raise ValueError(
             "`fit` on raw text needs labels: pass `y` (one per text), or a "
             "`tf.data.Dataset` of `(texts, labels)` batches."

@@ -17,7 +17,9 @@ from keras_bert.models.text_datasets import validation_dataset
 from keras_bert.models.text_inputs import split_last
 
 
-def text_fit_arguments(arguments, x, y, validation, seed, packer, to_inputs):
+def text_fit_arguments(
+    arguments, x, y, validation, seed, packer, to_inputs, needs_labels=True
+):
     """`keras.Model.fit`'s arguments for raw text `x`.
 
     Args:
@@ -31,6 +33,7 @@ def text_fit_arguments(arguments, x, y, validation, seed, packer, to_inputs):
         packer: what turns a batch of raw text into the model's features
             (the preprocessor, or the document windows over it).
         to_inputs: the model's `_inputs_from_text`, or `None`.
+        needs_labels: bool. Whether texts in lists or arrays need `y`.
 
     Returns:
         `arguments`, with `x` and `validation_data` datasets and `y`,
@@ -77,6 +80,7 @@ def text_fit_arguments(arguments, x, y, validation, seed, packer, to_inputs):
             seed=seed,
             initial_epoch=arguments["initial_epoch"],
             epochs=arguments["epochs"],
+            needs_labels=needs_labels,
         )
         arguments["shuffle"] = False  # each epoch is shuffled already
     arguments.update(y=None, batch_size=None, sample_weight=None)

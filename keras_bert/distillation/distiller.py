@@ -1,0 +1,245 @@
+"""`BertDistiller`: Keras' `Distiller` that reads raw text, as task models.
+
+`keras.distillation.Distiller` trains a student on a weighted sum of its
+own loss on the labels (`student_loss_weight`) and of distillation losses
+against a frozen teacher (`1 - student_loss_weight`). `BertDistiller` adds
+what a keras_bert task model has: raw text in `fit` through the student's
+preprocessor (`keras_bert.models.raw_text`), unlabelled texts (the teacher
+is then the only signal), the student's own labels (names mapped to ids)
+and its `compile("auto")` optimizer (AdamW warmed up and decayed over each
+`fit`). It picks the distillation loss that fits the student's outputs
+(`distillation_loss_for`). Nothing of it stays in the student.
+"""
+
+import inspect
+
+import keras
+
+from keras_bert.keras_workarounds import learning_rate_schedule
+from keras_bert.models.backbone_of import backbone_of
+from keras_bert.models.raw_text import RawTextMethods
+from keras_bert.training.warmup_linear_decay import FitWarmupLinearDecay
+
+
+class SigmoidLogitsDistillation(keras.distillation.DistillationLoss):
+    """Logits distillation for multi-label heads (a sigmoid per label).
+
+    Binary cross-entropy between the teacher's `sigmoid(logits / T)` and
+    the student's `logits / T`, times `T ** 2` (as Keras'
+    `LogitsDistillation` scales its KL divergence).
+
+    Args:
+        temperature: float > 0. Defaults to `2.0`.
+
+    Example:
+    ```python
+    loss = SigmoidLogitsDistillation(temperature=2.0)
+    ```
+    """
+
+    def __init__(self, temperature=2.0):
+        _check_temperature(temperature)
+        self.temperature = temperature
+
+    def compute_loss(self, teacher_outputs, student_outputs, **kwargs):
+        t = self.temperature
+        targets = keras.ops.sigmoid(teacher_outputs / t)
+        loss = keras.losses.binary_crossentropy(
+            targets, student_outputs / t, from_logits=True
+        )
+        return keras.ops.mean(loss) * (t**2)
+
+    def get_config(self):
+        return {"temperature": self.temperature}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _check_temperature(temperature):
+    if isinstance(temperature, bool) or not (
+        isinstance(temperature, (int, float)) and temperature > 0
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `temperature`: "
+            f"expected a number > 0 (e.g. 2.0). Received: {temperature!r}"
+        )
+
+
+def distillation_loss_for(student, temperature=2.0):
+    """The distillation loss that fits `student`'s outputs.
+
+    - softmax logits (`BertClassifier` single-label,
+      `BertTokenClassifier`, ...): `keras.distillation.LogitsDistillation`
+      (KL divergence at `temperature`, times its square);
+    - multi-label logits: `SigmoidLogitsDistillation(temperature)`;
+    - a regression score: mean squared error to the teacher's score;
+    - `BertTextEmbedder`: cosine similarity to the teacher's embeddings.
+
+    Args:
+        student: a keras_bert task model.
+        temperature: float > 0. Softens logits. Defaults to `2.0`.
+
+    Example:
+    ```python
+    loss = distillation_loss_for(student, temperature=2.0)
+    ```
+    """
+    _check_temperature(temperature)
+    if getattr(student, "TASK_NAME", None) == "text_embedder":
+        return keras.distillation.FeatureDistillation(loss="cosine_similarity")
+    label_mode = getattr(student, "label_mode", None)
+    kind = type(label_mode).__name__
+    if kind == "Regression":
+        return keras.distillation.FeatureDistillation(loss="mse")
+    if kind == "MultiLabel":
+        return SigmoidLogitsDistillation(temperature)
+    # A `KLDivergence` instance: Keras 3.15 resolves its default
+    # `loss="kl_divergence"` to the bare function, which its softmax
+    # branch does not recognise: the KL would then run on raw logits.
+    return keras.distillation.LogitsDistillation(
+        temperature=temperature, loss=keras.losses.KLDivergence()
+    )
+
+
+class BertDistiller(RawTextMethods, keras.distillation.Distiller):
+    """Distils a keras_bert teacher into a student, on raw text too.
+
+    `keras.distillation.Distiller` with `fit` on raw text (texts, pairs
+    `(texts_a, texts_b)` or a `tf.data.Dataset` of text batches), labelled
+    or not, tokenized by the student's preprocessor, which the teacher
+    must read as well (`keras_bert.distillation.student_of` shares it).
+    Without labels only the teacher teaches (the distillation loss,
+    scaled by `1 - student_loss_weight`). The trained model is
+    `distiller.student`, an ordinary task model. The teacher is frozen
+    (`teacher.trainable = False`, as Keras' `Distiller` does).
+
+    Args:
+        teacher: a trained keras_bert task model.
+        student: a task model of the same outputs (e.g. `student_of`).
+        distillation_losses: as Keras' (`LogitsDistillation`,
+            `FeatureDistillation`, ...), or `None` (the default):
+            `distillation_loss_for(student, temperature)`.
+        distillation_loss_weights: as Keras'.
+        student_loss_weight: float in [0, 1]. Weight of the student's own
+            loss on the labels: `1.0` labels only, `0.0` teacher only.
+            Defaults to `0.5`.
+        temperature: float > 0. For the default distillation loss.
+            Defaults to `2.0`.
+        **kwargs: `name`.
+
+    Example:
+    ```python
+    student = keras_bert.distillation.student_of(teacher, num_layers=3)
+    distiller = keras_bert.distillation.BertDistiller(teacher, student)
+    distiller.compile()  # the student's AdamW and loss
+    distiller.fit(["a good film", "a dull book"], [1, 0], epochs=3)
+    distiller.fit(["unlabelled text", "more of it"])  # teacher only
+    distiller.student.save("student.keras")
+    ```
+    """
+
+    TEXT_METHODS = ("fit",)
+    _FIT_NEEDS_LABELS = False
+
+    def __init__(
+        self,
+        teacher,
+        student,
+        distillation_losses=None,
+        distillation_loss_weights=None,
+        student_loss_weight=0.5,
+        temperature=2.0,
+        **kwargs,
+    ):
+        vocabularies = [
+            backbone_of(model).vocabulary_size for model in (teacher, student)
+        ]
+        if vocabularies[0] != vocabularies[1]:
+            raise ValueError(
+                f"The teacher reads {vocabularies[0]} token ids, the "
+                f"student {vocabularies[1]}: both must read the ids of one "
+                "preprocessor. Build the student with "
+                "keras_bert.distillation.student_of(teacher, ...)."
+            )
+        if distillation_losses is None:
+            distillation_losses = distillation_loss_for(student, temperature)
+        super().__init__(
+            teacher=teacher,
+            student=student,
+            distillation_losses=distillation_losses,
+            distillation_loss_weights=distillation_loss_weights,
+            student_loss_weight=student_loss_weight,
+            **kwargs,
+        )
+        self.temperature = temperature
+
+    @property
+    def preprocessor(self):
+        """The student's preprocessor: what `fit` tokenizes with."""
+        return self.student.preprocessor
+
+    @property
+    def _inputs_from_text(self):
+        return self.student._inputs_from_text
+
+    def _text_packer(self):
+        return self.student._text_packer()
+
+    def _head_labels(self, labels, argument):
+        return self.student._head_labels(labels, argument)
+
+    def _note_text_layout(self, x):
+        self.student._note_text_layout(x)
+
+    def _check_text_layout(self, x):
+        self.student._check_text_layout(x)
+
+    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
+        """Configures distillation.
+
+        Args:
+            optimizer: `"auto"`: the student's `auto_optimizer()` (AdamW
+                with its task's learning rate, warmed up and decayed over
+                each `fit`).
+            loss: the student's loss on the labels; `"auto"`: the one the
+                student is compiled with (its class's default).
+            metrics: as Keras' `Distiller.compile` (on labelled data only).
+            **kwargs: passed to `keras.Model.compile`.
+        """
+        if optimizer == "auto":
+            optimizer = self.student.auto_optimizer()
+        if loss == "auto":
+            loss = self.student.loss
+            if loss is None:
+                if self.student_loss_weight > 0:
+                    raise ValueError(
+                        f"The student ({type(self.student).__name__}) has "
+                        "no loss on labels: pass `loss=` to compile, or "
+                        "distil with student_loss_weight=0.0."
+                    )
+                loss = "mse"  # weighted 0: never computed
+        super().compile(
+            optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
+        )
+
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit` on ids or raw text (`RawTextMethods.fit`),
+        labels optional. A `FitWarmupLinearDecay` (the `"auto"`
+        optimizer's) is laid over the updates of each call."""
+        schedule = learning_rate_schedule(getattr(self, "optimizer", None))
+        if isinstance(schedule, FitWarmupLinearDecay):
+            arguments = inspect.signature(RawTextMethods.fit).bind(
+                self, *args, **kwargs
+            )
+            arguments = dict(arguments.arguments)
+            del arguments["self"]
+            extra = arguments.pop("kwargs", {})
+            callbacks = list(extra.pop("callbacks", None) or [])
+            extra["callbacks"] = [*callbacks, schedule.callback()]
+            return super().fit(*arguments.pop("args", ()), **arguments, **extra)
+        return super().fit(*args, **kwargs)
+
+    def get_config(self):
+        return {**super().get_config(), "temperature": self.temperature}

@@ -1,0 +1,183 @@
+"""Students: a task model with fewer blocks, from the teacher or a preset.
+
+`student_of(teacher, layers=(0, 2, 4))` builds the teacher's own task
+class on a backbone of those blocks: the embeddings, the chosen blocks,
+the pooler and the head are copied from the teacher (DistilBERT
+initialises its student so), the preprocessor is the teacher's own
+object. `student_of(teacher, preset="bert_mini")` builds the same head on
+a preset architecture with fresh weights instead.
+"""
+
+import keras
+
+from keras_bert.models.backbone_of import backbone_of
+from keras_bert.models.presets import PRESETS
+
+
+def every_other_layer(teacher_layers, num_layers):
+    """`num_layers` block indices spread evenly over `teacher_layers`.
+
+    The first block and then every `teacher_layers / num_layers`-th,
+    rounded: 6 blocks to 3 gives `(0, 2, 4)`, 12 to 6 gives
+    `(0, 2, 4, 6, 8, 10)` (DistilBERT's choice), 6 to 2 gives `(0, 3)`.
+
+    Example:
+    ```python
+    every_other_layer(6, 3)  # (0, 2, 4)
+    ```
+    """
+    if not isinstance(num_layers, int) or not 0 < num_layers <= teacher_layers:
+        raise ValueError(
+            "Received an invalid value for argument `num_layers`: expected "
+            f"an int from 1 to the teacher's {teacher_layers} blocks. "
+            f"Received: num_layers={num_layers!r}"
+        )
+    return tuple(
+        int(i * teacher_layers / num_layers + 0.5) for i in range(num_layers)
+    )
+
+
+def _checked_layers(teacher_layers, layers, num_layers, preset):
+    chosen = sum(value is not None for value in (layers, num_layers, preset))
+    if chosen != 1:
+        raise ValueError(
+            "Pass exactly one of `layers` (block indices of the teacher, "
+            "e.g. (0, 2, 4)), `num_layers` (evenly spread blocks) or "
+            f"`preset` (a fresh architecture). Received: layers={layers!r}, "
+            f"num_layers={num_layers!r}, preset={preset!r}"
+        )
+    if num_layers is not None:
+        return every_other_layer(teacher_layers, num_layers)
+    if layers is None:
+        return None
+    layers = tuple(layers)
+    if (
+        not layers
+        or not all(isinstance(i, int) for i in layers)
+        or any(not 0 <= i < teacher_layers for i in layers)
+        or list(layers) != sorted(set(layers))
+    ):
+        raise ValueError(
+            "Received an invalid value for argument `layers`: expected "
+            "increasing block indices from 0 to "
+            f"{teacher_layers - 1} (the teacher has {teacher_layers} "
+            f"blocks), e.g. (0, 2, 4). Received: layers={layers!r}"
+        )
+    return layers
+
+
+def _student_backbone_config(teacher_backbone, layers, preset):
+    """The config of the student's backbone."""
+    config = teacher_backbone.get_config()
+    if preset is None:
+        return {**config, "num_layers": len(layers)}
+    if preset not in PRESETS:
+        raise ValueError(
+            f"Unknown preset {preset!r}: expected one of "
+            f"{sorted(PRESETS)} (e.g. 'bert_mini')."
+        )
+    architecture = dict(PRESETS[preset]["config"])
+    if architecture["vocabulary_size"] != config["vocabulary_size"]:
+        raise ValueError(
+            f"The preset {preset!r} has a vocabulary of "
+            f"{architecture['vocabulary_size']} ids, the teacher one of "
+            f"{config['vocabulary_size']}: a student reads the teacher's "
+            "ids. Choose a preset of the same vocabulary."
+        )
+    for name in ("name", "dtype", "optimizations", "max_sequence_length"):
+        architecture[name] = config[name]
+    return architecture
+
+
+def _copy_blocks(teacher_backbone, student_backbone, layers):
+    """Embeddings, the chosen blocks and the pooler, teacher to student."""
+    student_backbone.embedding.set_weights(
+        teacher_backbone.embedding.get_weights()
+    )
+    student_backbone.pooler_dense.set_weights(
+        teacher_backbone.pooler_dense.get_weights()
+    )
+    blocks = teacher_backbone.transformer_layers
+    for block, i in zip(student_backbone.transformer_layers, layers):
+        block.set_weights(blocks[i].get_weights())
+
+
+def student_of(teacher, layers=None, num_layers=None, preset=None):
+    """A smaller model of the teacher's task class, to distil into.
+
+    The same class, head and settings as `teacher` (labels, label mode,
+    pairs, windows, pooling, ...) on a backbone of fewer blocks:
+
+    - `layers` or `num_layers`: the teacher's embeddings, the chosen
+      blocks (in order), its pooler and its head, copied (so the student
+      starts as the teacher with the other blocks removed);
+    - `preset`: a `keras_bert` preset architecture (e.g. `"bert_mini"`)
+      of the teacher's vocabulary, with fresh weights, and a fresh head.
+
+    The student's `preprocessor` is the teacher's object itself: both
+    read the same ids. The student is an ordinary task model (`fit`,
+    `save`, `export_saved_model`), compiled with its class's defaults.
+
+    Args:
+        teacher: a task model built on a `keras_bert.BertBackbone`
+            (`BertClassifier`, `BertTokenClassifier`, `BertTextEmbedder`,
+            ...), without LoRA.
+        layers: sequence of int. Increasing indices of the teacher's
+            blocks to keep, e.g. `(0, 2, 4)`.
+        num_layers: int. Keep this many blocks, spread evenly from the
+            first (`every_other_layer`).
+        preset: str. A preset name of `keras_bert.models.presets.PRESETS`.
+
+    Returns:
+        A model of `type(teacher)`.
+
+    Example:
+    ```python
+    teacher = keras_bert.BertClassifier(
+        keras_bert.BertBackbone.from_preset("bert_mini"), num_classes=2
+    )
+    student = keras_bert.distillation.student_of(teacher, num_layers=2)
+    student.backbone.num_layers  # 2: the teacher's blocks 0 and 2
+    ```
+    """
+    teacher_backbone = backbone_of(teacher)
+    if teacher_backbone is teacher:
+        raise ValueError(
+            "`student_of` takes a task model (e.g. a BertClassifier); "
+            "received a BertBackbone. Distil a model with a head."
+        )
+    if teacher_backbone.lora_rank is not None:
+        raise ValueError(
+            "The teacher's backbone has LoRA weights "
+            f"(lora_rank={teacher_backbone.lora_rank}), which a student's "
+            "copied blocks would not have. Distil a teacher without LoRA."
+        )
+    layers = _checked_layers(
+        teacher_backbone.num_layers, layers, num_layers, preset
+    )
+    config = teacher.get_config()
+    config.update(
+        name=f"{teacher.name}_student",
+        backbone={
+            **keras.layers.serialize(teacher_backbone),
+            "config": _student_backbone_config(
+                teacher_backbone, layers, preset
+            ),
+        },
+        preprocessor=None,
+    )
+    student = type(teacher).from_config(config)
+    student.preprocessor = teacher.preprocessor
+    if preset is None:
+        _copy_blocks(teacher_backbone, backbone_of(student), layers)
+        _copy_head(teacher, student)
+    return student
+
+
+def _copy_head(teacher, student):
+    """The weights of every layer but the backbone, by name."""
+    backbone = backbone_of(teacher)
+    for layer in teacher.layers:
+        if layer is backbone or not layer.weights:
+            continue
+        student.get_layer(layer.name).set_weights(layer.get_weights())

@@ -1,0 +1,142 @@
+"""`recipes/distill.py` end to end: a classify.py run distilled into one
+of its blocks, and a `.keras` teacher distilled on unlabelled texts.
+
+The recipes run in subprocesses (their absl flags would clash), on
+`bert_tiny` with the files of tests/fine_tuning/classify/test_job.py.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+import tensorflow as tf
+
+import keras_bert
+from tests.fine_tuning.classify.test_job import DEV
+from tests.fine_tuning.classify.test_job import TRAIN
+from tests.fine_tuning.classify.test_job import VOCABULARY
+from tests.fine_tuning.classify.test_job import write_jsonl
+from tests.fine_tuning.classify.test_job_windows import single_label
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _run(recipe, *flags):
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "recipes", recipe), *flags],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
+
+
+def _distill(tmp_path, teacher, *flags):
+    dev = write_jsonl(tmp_path / "dev.jsonl", single_label(DEV), "label")
+    return _run(
+        "distill.py",
+        f"--teacher={teacher}",
+        f"--eval_file={dev}",
+        f"--model_dir={tmp_path / 'student'}",
+        "--epochs=2",
+        "--batch_size=4",
+        "--learning_rate=1e-3",
+        "--speed_seconds=0.3",
+        *flags,
+    )
+
+
+def _results(tmp_path):
+    with open(tmp_path / "student" / "results.json") as file:
+        return json.load(file)
+
+
+@pytest.mark.slow
+def test_a_classify_run_distils_into_its_second_block(tmp_path):
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("\n".join(VOCABULARY) + "\n")
+    train = write_jsonl(tmp_path / "train.jsonl", single_label(TRAIN), "label")
+    dev = write_jsonl(tmp_path / "dev.jsonl", single_label(DEV), "label")
+    process = _run(
+        "classify.py",
+        "--preset=bert_tiny",
+        f"--vocabulary={vocabulary}",
+        f"--model_dir={tmp_path / 'teacher'}",
+        f"--train_file={train}",
+        f"--eval_file={dev}",
+        "--epochs=1",
+        "--max_seq_length=16",
+        "--batch_size=4",
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    export_dir = tmp_path / "export"
+    process = _distill(
+        tmp_path,
+        tmp_path / "teacher",
+        f"--train_file={train}",
+        "--student_layers=1",
+        f"--export_dir={export_dir}",
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    assert "student/teacher speed at batch 32:" in process.stdout
+    run = _results(tmp_path)
+    assert run["student_layers"] == [1]
+    for name in ("teacher", "student"):
+        assert 0.0 <= run[f"{name}_metrics"]["accuracy"] <= 1.0
+        assert set(run["examples_per_second"][name]) == {"1", "32"}
+    assert len(run["history"]["distillation_loss"]) == 2
+    student = keras.models.load_model(tmp_path / "student" / "student.keras")
+    assert type(student) is keras_bert.BertClassifier
+    assert student.backbone.num_layers == 1
+    assert student.label_names == ["PER", "none"]
+    assert run["export_dir"].startswith(str(export_dir))
+    serve = tf.saved_model.load(run["export_dir"]).signatures["serving_default"]
+    assert serve(text=tf.constant(["john went to rome"]))["label"].shape == (1,)
+
+
+@pytest.mark.slow
+def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
+    preprocessor = keras_bert.BertPreprocessor(
+        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
+    )
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=len(VOCABULARY),
+        num_layers=3,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+    )
+    teacher = keras_bert.BertClassifier(
+        backbone, 2, preprocessor=preprocessor, label_names=["PER", "none"]
+    )
+    teacher.save(tmp_path / "teacher.keras")
+    unlabelled = tmp_path / "texts.jsonl"
+    unlabelled.write_text(
+        "".join(json.dumps({"text": text}) + "\n" for text, _ in TRAIN)
+    )
+    process = _distill(
+        tmp_path,
+        tmp_path / "teacher.keras",
+        f"--train_file={unlabelled}",
+        "--student_num_layers=2",
+        "--student_loss_weight=0",
+        "--speed_batch_sizes=1",
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    run = _results(tmp_path)
+    assert run["student_layers"] == [0, 2]
+    assert run["history"]["student_loss"] == [0.0, 0.0]
+    assert run["export_dir"].startswith(str(tmp_path / "student" / "student_"))
+    # Labels are needed unless the teacher is the only signal.
+    process = _distill(
+        tmp_path,
+        tmp_path / "teacher.keras",
+        f"--train_file={unlabelled}",
+        "--student_num_layers=2",
+    )
+    assert process.returncode != 0
+    assert "label" in process.stderr
