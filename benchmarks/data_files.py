@@ -26,6 +26,14 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
+# The shared data beside the repository (../shared/glue).
+SHARED_GLUE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "..",
+    "shared",
+    "glue",
+)
+
 
 def sst2_rows(glue_dir, count):
     with open(os.path.join(glue_dir, "SST-2", "train.tsv"), newline="") as f:
@@ -88,7 +96,7 @@ def run(flags, model_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--glue_dir", default="/work/shared/glue")
+    parser.add_argument("--glue_dir", default=SHARED_GLUE)
     parser.add_argument("--rows", type=int, default=300)
     args = parser.parse_args()
     dev = os.path.join(args.glue_dir, "SST-2", "dev.tsv")

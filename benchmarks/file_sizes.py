@@ -20,6 +20,14 @@ import sys
 import tempfile
 import time
 
+# The shared data beside the repository (../shared/glue).
+SHARED_GLUE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "..",
+    "shared",
+    "glue",
+)
+
 
 def du(path):
     """Bytes of the files under `path` (0 if it does not exist)."""
@@ -36,7 +44,7 @@ def du(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--init_checkpoint", required=True)
-    parser.add_argument("--sst2", default="/work/shared/glue/SST-2")
+    parser.add_argument("--sst2", default=os.path.join(SHARED_GLUE, "SST-2"))
     parser.add_argument("--rows", type=int, default=300)
     args = parser.parse_args()
     package = importlib.util.find_spec("keras_bert").origin
