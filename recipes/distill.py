@@ -95,6 +95,8 @@ recipe_flags.define_training_flags("classifier")
 flags.mark_flags_as_required(
     ["teacher", "train_file", "eval_file", "model_dir"]
 )
+# --help lists the shared flags too, as this recipe's own.
+flags.adopt_module_key_flags(recipe_flags)
 FLAGS = flags.FLAGS
 RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
 # Shared training flags this recipe does not implement: refused if set.
