@@ -21,6 +21,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -271,17 +272,24 @@ def test_two_workers_score_and_train_like_one_process(reference_runs):
     assert difference < TOLERANCE
 
 
+def run_files(run_dir):
+    """The files of a run, relative to it; TensorBoard event files (named
+    after their time, host and process) as `events.out.tfevents.*`."""
+    return sorted(
+        re.sub(
+            r"events\.out\.tfevents\..*",
+            "events.out.tfevents.*",
+            os.path.relpath(os.path.join(directory, name), run_dir),
+        )
+        for directory, _, names in os.walk(run_dir)
+        for name in names
+    )
+
+
 def test_only_the_chief_writes_to_model_dir(reference_runs):
-    written = sorted(
-        os.path.relpath(os.path.join(directory, name), reference_runs["two"])
-        for directory, _, names in os.walk(reference_runs["two"])
-        for name in names
-    )
-    expected = sorted(
-        os.path.relpath(os.path.join(directory, name), reference_runs["one"])
-        for directory, _, names in os.walk(reference_runs["one"])
-        for name in names
-    )
+    written = run_files(reference_runs["two"])
+    expected = run_files(reference_runs["one"])
+    assert "logs/train/events.out.tfevents.*" in expected
     assert written == expected
     assert not any(path.startswith("workers") for path in written)
     exported = os.listdir(f"{reference_runs['two']}_export")
