@@ -140,8 +140,8 @@ class AdamW(keras.optimizers.AdamW):
     variable (the `m`, `v` and weight updates) runs as one fused kernel,
     `ResourceApplyAdam`, instead of about a dozen element-wise ops that each
     read and write the whole tensor. This matters on CPUs, where the optimizer
-    update is memory-bound (`python benchmarks/throughput.py --race=ablation`,
-    row `keras_adamw`; RESULTS, "Ablation: what each optimisation is worth").
+    update is memory-bound (row `keras_adamw` of `benchmarks/RESULTS.md`,
+    "Ablation: what each optimisation is worth").
     Other backends, and `amsgrad=True`, use Keras' own update.
 
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
