@@ -159,9 +159,8 @@ class AdamW(keras.optimizers.AdamW):
     gradients are small next to epsilon, as after clipping a BERT's gradient to
     global norm 1: with `epsilon_hat=False`, fine-tuning follows
     `torch.optim.AdamW` step for step, and by default its early losses drift
-    apart (`python benchmarks/task_race.py --task=ner --step_parity`;
-    docs/fine_tuning.md, "The optimizer, and matching PyTorch step for step";
-    the same check on a tiny model in
+    apart (docs/fine_tuning.md, "The optimizer, and matching PyTorch step
+    for step"; the same check on a tiny model in
     `tests/training/test_adamw_torch_parity.py`).
 
     Args: those of `keras.optimizers.AdamW`, and
