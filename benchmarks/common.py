@@ -7,32 +7,22 @@ alternating the contestants (`run_rounds`), one JSON record per job
 average), and a summary printed from the records alone: medians and
 paired ratios over the rounds, the commands and machines the records
 name, and what their load averages say (`load_note`), written into the
-race's section of RESULTS.md (`update_results`). The tables and the
-seeds' summaries are `benchmarks/summaries.py`'s, named here as well.
+race's section of RESULTS.md (`update_results`), built of Markdown
+tables, paired ratios over rounds and what several seeds' records say
+(`seed_rows`: mean ± sd; `paired_difference`).
 """
 
-import glob
-import gzip
 import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
 from importlib import metadata
 
 from absl import flags
-
-from benchmarks.summaries import by_seed  # noqa: F401
-from benchmarks.summaries import listed  # noqa: F401
-from benchmarks.summaries import paired_difference  # noqa: F401
-from benchmarks.summaries import paired_ratio  # noqa: F401
-from benchmarks.summaries import record_seed  # noqa: F401
-from benchmarks.summaries import seed_rows  # noqa: F401
-from benchmarks.summaries import spread  # noqa: F401
-from benchmarks.summaries import table  # noqa: F401
-from benchmarks.summaries import table_row  # noqa: F401
 
 RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,51 +64,6 @@ def read_sst2(split, glue_dir=GLUE):
     with open(os.path.join(glue_dir, "SST-2", f"{split}.tsv")) as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
     return [row[0] for row in rows], [int(row[1]) for row in rows]
-
-
-def corpus_lines(limit=None):
-    """Non-empty lines of the Debian python3.11-doc reST sources."""
-    paths = sorted(
-        glob.glob("/usr/share/doc/python3.11/**/*.rst*", recursive=True)
-    )
-    if not paths:
-        raise FileNotFoundError("`apt-get install python3.11-doc` first.")
-    lines = []
-    for path in paths:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            lines += [line.strip() for line in f if line.strip()]
-        if limit and len(lines) >= limit:
-            return lines[:limit]
-    return lines
-
-
-def cut_batch(features, rows, sequence_length, multiple=8, names=None):
-    """`rows` of the `names` arrays of `features` (default: the inputs and
-    `labels`), cut to the longest row (by `padding_mask`) rounded up to
-    `multiple` (Hugging Face's `pad_to_multiple_of`), at most
-    `sequence_length`: the NER comparisons' batches."""
-    names = names or (*INPUTS, "labels")
-    longest = int(features["padding_mask"][rows].sum(axis=1).max())
-    width = min(-(-longest // multiple) * multiple, sequence_length)
-    return {name: features[name][rows, :width] for name in names}
-
-
-def first_sentences(path, limit, directory):
-    """`path` (a CoNLL file), or with `limit` a copy in `directory` of its
-    lines up to its `limit`-th sentence: a budget or a smoke run."""
-    from keras_bert.fine_tuning.ner import read_conll
-
-    first_lines = read_conll(path)["line"]
-    if not limit or limit >= len(first_lines):
-        return path
-    with open(path, encoding="utf-8") as file:
-        lines = file.readlines()[: first_lines[limit] - 1]
-    os.makedirs(directory, exist_ok=True)
-    copy = os.path.join(directory, os.path.basename(path))
-    with open(copy, "w", encoding="utf-8") as file:
-        file.writelines(lines)
-    return copy
 
 
 # === The machine ===
@@ -188,31 +133,6 @@ def load_note(loads, cores, paired=True):
         f"at most {high - cores:.1f} above the {cores} cores, what a job's "
         "own threads and start-up account for."
     )
-
-
-def peak_rss_mib():
-    """This process's peak resident memory so far (`ru_maxrss`), MiB."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def matmul_peak(dtype, threads):
-    """GFLOP/s of a 2048³ TensorFlow matmul, median of 10."""
-    code = f"""
-import time, tensorflow as tf
-tf.config.threading.set_intra_op_parallelism_threads({threads})
-a = tf.random.normal([2048, 2048], dtype=tf.{dtype})
-b = tf.random.normal([2048, 2048], dtype=tf.{dtype})
-f = tf.function(lambda: tf.matmul(a, b))
-f().numpy()
-times = []
-for _ in range(10):
-    t = time.perf_counter(); f().numpy(); times.append(time.perf_counter() - t)
-print("PEAK", 2 * 2048**3 / sorted(times)[5] / 1e9)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True)
-    return float(out.stdout.decode().split("PEAK")[-1])
 
 
 # === Workers ===
@@ -386,23 +306,6 @@ def paired_values(records, reference, contestants):
     return paired
 
 
-def round_values(directory, contestants):
-    """`(records, values)` of the rounds every contestant completed:
-    `records[(contestant, round)]`, and `values(contestant, key)` the
-    array of that field over those rounds."""
-    import numpy as np
-
-    records = by_round(read_records(directory))
-    rounds = paired_rounds(records, contestants)
-    if not rounds:
-        raise SystemExit(f"No complete round in {directory}.")
-
-    def values(contestant, key):
-        return np.array([records[(contestant, r)][key] for r in rounds])
-
-    return {k: records[k] for k in records if k[1] in rounds}, values
-
-
 # === Summaries ===
 
 
@@ -486,3 +389,110 @@ def update_results(section, markdown, path=None):
         text = text.rstrip() + "\n\n" + block + "\n"
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+# === Tables, ratios, seeds ===
+
+
+def listed(values, form="{}"):
+    """`values` formatted and joined by commas."""
+    return ", ".join(form.format(value) for value in values)
+
+
+def table(header, rows, rule=None):
+    """A Markdown table's lines: the `header` cells, the rule under it
+    (`rule`: its cells, default `---` under each), then `rows` (lists of
+    cells; `table_row`)."""
+    rule = rule or ["---"] * len(header)
+    return [table_row(header), "|" + "|".join(rule) + "|"] + [
+        table_row(row) for row in rows
+    ]
+
+
+def table_row(cells):
+    """`| a | b |`: one Markdown table row (an empty cell: `| |`)."""
+    return (
+        "|"
+        + "|".join(f" {cell} " if cell != "" else " " for cell in cells)
+        + "|"
+    )
+
+
+def paired_ratio(ours, peer):
+    """`(median, per_round)`: the ratios `ours[k] / peer[k]` over the rounds
+    both have, and their median. `ours`, `peer`: dicts round -> value."""
+    rounds = sorted(set(ours) & set(peer))
+    if not rounds:
+        raise ValueError("No round is shared by the two: run them together.")
+    per_round = [ours[r] / peer[r] for r in rounds]
+    return statistics.median(per_round), per_round
+
+
+def record_seed(record):
+    """The seed a record ran with (`seed`, else its settings'; 0 before
+    records named it)."""
+    return record.get("seed", record.get("settings", {}).get("seed", 0))
+
+
+def by_seed(records, key=lambda record: record["contestant"]):
+    """`{key(record): {seed: record}}`, keys in first-seen order. Records
+    come in file-name order, so a record named with its seed
+    (`x_seed0.json`) replaces one of the same key and seed from before
+    records were named so (`x.json`)."""
+    grouped = {}
+    for record in records:
+        grouped.setdefault(key(record), {})[record_seed(record)] = record
+    return grouped
+
+
+def spread(values, form="{:.2f}"):
+    """One value as `form`, or several as `mean ± sd` (over seeds)."""
+    if len(values) < 2:
+        return form.format(values[0])
+    mean, sd = statistics.mean(values), statistics.stdev(values)
+    return f"{form.format(mean)} ± {form.replace('+', '').format(sd)}"
+
+
+def seed_rows(label, seeds, cells):
+    """Markdown rows of one contestant's records `seeds` (`{seed:
+    record}`): one per seed (`label`, then ", seed N" when there are
+    several) of `cells(record)`, `(value, form)` pairs (form None: text),
+    and with two seeds or more a row of each number's mean ± sd."""
+    order = sorted(seeds)
+    several = len(order) > 1
+    rows = [[(v, f) for v, f in cells(seeds[s])] for s in order]
+    lines = [
+        "| "
+        + " | ".join(
+            [label + f", seed {s}" * several]
+            + [str(v) if f is None else f.format(v) for v, f in row]
+        )
+        + " |"
+        for s, row in zip(order, rows)
+    ]
+    if several:
+        numbers = [[(v, f) for v, f in col if f] for col in zip(*rows)]
+        means = [
+            spread([v for v, _ in col], col[0][1]) if col else ""
+            for col in numbers
+        ]
+        lines.append(
+            f"| {label}, mean ± sd over seeds {listed(order)} | "
+            + " | ".join(means)
+            + " |"
+        )
+    return lines
+
+
+def paired_difference(ours, theirs, value, form="{:+.2f}"):
+    """`value(ours[s]) - value(theirs[s])` over the seeds both ran
+    (`{seed: record}` each): one difference, or each seed's and their
+    mean ± sd. None where they share no seed."""
+    seeds = sorted(set(ours) & set(theirs))
+    deltas = [value(ours[s]) - value(theirs[s]) for s in seeds]
+    if not seeds:
+        return None
+    if len(seeds) == 1:
+        return form.format(deltas[0])
+    each = listed(f"{form.format(d)} (seed {s})" for d, s in zip(deltas, seeds))
+    return f"{each}; mean {spread(deltas, form)}"

@@ -42,11 +42,19 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
-from benchmarks.contestants import synthetic  # noqa: E402
 
 CONTESTANTS = ("recipe", "keras_hub", "hf_torch", "keras_hub_xla")
 CORPUS_GLOB = "/usr/share/doc/python3.11/html/_sources/**/*.rst.txt"
 SEQ, PREDICTIONS, BATCH = 128, 20, 32
+# bert_small's architecture (L4/H512/A8/I2048), keras-hub's arguments.
+CONFIG = dict(
+    vocabulary_size=30522,
+    num_layers=4,
+    num_heads=8,
+    hidden_dim=512,
+    intermediate_dim=2048,
+    max_sequence_length=512,
+)
 
 flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant once.")
 flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
@@ -111,7 +119,7 @@ def run_keras_hub(records, jit_compile="auto"):
 
     keras.utils.set_random_seed(0)
     keras.mixed_precision.set_global_policy(FLAGS.precision)
-    backbone = keras_hub.models.BertBackbone(**synthetic.CONFIG)
+    backbone = keras_hub.models.BertBackbone(**CONFIG)
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(
         optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01),
@@ -150,7 +158,16 @@ def run_hf_torch(records):
     from benchmarks.contestants import torch_loop
 
     torch.manual_seed(0)
-    model = transformers.BertForPreTraining(synthetic.hf_config())
+    model = transformers.BertForPreTraining(
+        transformers.BertConfig(
+            vocab_size=CONFIG["vocabulary_size"],
+            hidden_size=CONFIG["hidden_dim"],
+            num_hidden_layers=CONFIG["num_layers"],
+            num_attention_heads=CONFIG["num_heads"],
+            intermediate_size=CONFIG["intermediate_dim"],
+            max_position_embeddings=CONFIG["max_sequence_length"],
+        )
+    )
     torch_batches = []
     for features, labels in batches(records):
         positions = features["masked_positions"].numpy().reshape(-1)

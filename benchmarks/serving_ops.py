@@ -60,14 +60,12 @@ of the serving processes. `--trace` also traces `--calls` batch-1
 requests at each `--trace_at` setting (step stats): op time per op type,
 the matmuls' share, the ops run.
 
-`--matmul`: MiniLM's dense shapes at 128 and 4096 rows: float32, Keras'
-own int8 (`ops.matmul(int8, int8)` on per-row quantized inputs),
-TensorFlow's oneDNN int8 kernel (`keras_bert.layers.int8_matmul`) and
-int8 weights dequantized before a float32 matmul.
+`--matmul` (the int8 matmul choices against float32, section
+`int8_matmul_eigen`) is retired: `git show
+193fb03:benchmarks/serving_ops_modes/matmul.py`.
 
     python benchmarks/serving_ops.py --threads [--trace] [--calls=100] \
         [--trace_at=1,1 --trace_at=1,2] [--onednn=1,0]
-    python benchmarks/serving_ops.py --matmul
 
 `--accuracy --classifier=DIR` (section "serving_precision", record
 `benchmarks/serving_precision/record.json`): accuracy of each serving
@@ -98,7 +96,6 @@ from absl import flags  # noqa: E402
 
 from benchmarks import common  # noqa: E402
 from benchmarks.serving_ops_modes import accuracy  # noqa: E402
-from benchmarks.serving_ops_modes import matmul  # noqa: E402
 from benchmarks.serving_ops_modes import ops  # noqa: E402
 from benchmarks.serving_ops_modes import threads  # noqa: E402
 from benchmarks.serving_ops_modes.exports import EXPORT_OF  # noqa: E402
@@ -123,7 +120,6 @@ flags.DEFINE_list(
     "With --threads: TF_ENABLE_ONEDNN_OPTS of the serving processes, each "
     "setting in turn (`default`: as this process has it).",
 )
-flags.DEFINE_bool("matmul", False, "Time the int8 matmul choices instead.")
 flags.DEFINE_bool("accuracy", False, "Score the serving precisions instead.")
 flags.DEFINE_string(
     "classifier", None, "--accuracy: a recipe's model_dir or best.weights.h5."
@@ -156,8 +152,6 @@ def main(argv):
         return common.publish(
             "serving_precision", accuracy.accuracy_summary(record)
         )
-    if FLAGS.matmul:
-        return matmul.profile_matmul()
     if FLAGS.worker:
         mode, name = FLAGS.worker.split(",", 1)
         with open(os.path.join(FLAGS.work_dir, "paths.json")) as f:

@@ -17,15 +17,13 @@ mean ± sd.
 
 Tasks (their docstrings say what runs):
 
-- `ner`: CoNLL-2003 / WNUT-17 (`--dataset`); also `--step_parity` (every
-  step's loss against PyTorch's) and `--head=copied|normal|truncated`;
-- `squad`: SQuAD v1.1; `--evaluate` scores a finished run again;
 - `multiple_choice`: answer-sentence selection built from SQuAD;
 - `multi_label`: the entity types of a CoNLL-2003 sentence;
-- `long_documents`: windows against truncation on kernel documentation;
-- `embeddings`: contrastive training against sentence-transformers, both
-  at once, one core each (`--round`);
-- `feature_based_ner`: the BERT paper's Table 7, a contestant per row.
+- `long_documents`: windows against truncation on kernel documentation.
+
+Retired tasks (`ner`, `squad`, `embeddings`, `feature_based_ner`): their
+records and documented tables stay, each naming commit 193fb03, the last
+with their modules (`git show 193fb03:benchmarks/tasks/ner.py`).
 
 Records go to `--records_dir`; by default to `benchmarks/<the task's
 folder>`, a smoke run's (`--limit_eval`, `--max_steps`) to its runs
@@ -45,10 +43,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks import tasks  # noqa: E402
 from benchmarks.contestants import recipe  # noqa: E402
 
-TASKS = (
-    "ner", "squad", "multiple_choice", "multi_label", "long_documents",
-    "embeddings", "feature_based_ner",
-)  # fmt: skip
+TASKS = ("multiple_choice", "multi_label", "long_documents")
 
 FLAGS = flags.FLAGS
 # === Every task ===
@@ -66,16 +61,7 @@ flags.DEFINE_float("learning_rate", None, "Peak rate (default: the task's).")
 flags.DEFINE_string("data_dir", None, "Built data (default under runs_dir).")
 flags.DEFINE_string("runs_dir", None, "Runs; default /tmp/task_race/TASK.")
 flags.DEFINE_string("records_dir", None, "Default benchmarks/<task folder>.")
-flags.DEFINE_string("docs_file", None, "A task's section goes here too.")
 # === One task's ===
-flags.DEFINE_enum("dataset", "conll2003", ["conll2003", "wnut17"], "ner.")
-flags.DEFINE_bool("step_parity", False, "ner: every step's loss vs torch.")
-flags.DEFINE_integer("steps", 30, "ner --step_parity: training steps.")
-flags.DEFINE_enum(
-    "head", None, ["copied", "normal", "truncated"], "ner: head init."
-)
-flags.DEFINE_bool("evaluate", False, "squad: score a finished run only.")
-flags.DEFINE_integer("checkpoint_every", 25, "squad torch: checkpoints.")
 flags.DEFINE_integer("train_questions", 1000, "multiple_choice: train.")
 flags.DEFINE_integer("dev_questions", 600, "multiple_choice: dev (0: all).")
 flags.DEFINE_bool(
@@ -87,9 +73,6 @@ flags.DEFINE_integer("max_windows", None, "long_documents: windows a page.")
 flags.DEFINE_integer(
     "window_batch_pages", None, "long_documents: pages a windows batch."
 )
-flags.DEFINE_integer("round", 0, "embeddings: odd rounds swap the cores.")
-flags.DEFINE_integer("core", None, "embeddings worker: its core.")
-flags.DEFINE_integer("max_seq_length", 256, "embeddings: tokens a text.")
 # Not passed on to the workers.
 DRIVER_FLAGS = ("task", "contestant", "contestants", "summarize")
 
@@ -97,9 +80,7 @@ DRIVER_FLAGS = ("task", "contestant", "contestants", "summarize")
 def records_dir(task):
     """`--records_dir`, else the task's folder, or for a smoke run (a
     limit on the scoring or the steps) its runs directory."""
-    smoke = FLAGS.limit_eval or FLAGS.max_steps
-    smoke = smoke or any(FLAGS[n].value for n in getattr(task, "SMOKE", ()))
-    if FLAGS.records_dir or not smoke:
+    if FLAGS.records_dir or not (FLAGS.limit_eval or FLAGS.max_steps):
         return FLAGS.records_dir or os.path.join(
             common.REPO, "benchmarks", task.RECORDS
         )
@@ -139,11 +120,8 @@ def drive(task):
         )  # fmt: skip
         for contestant in FLAGS.contestants or task.CONTESTANTS
     }
-    if hasattr(task, "drive"):
-        task.drive(commands)
-    else:
-        for command in commands.values():
-            recipe.run(command)
+    for command in commands.values():
+        recipe.run(command)
     summarize(task)
 
 
@@ -157,9 +135,6 @@ def summarize(task):
         raise SystemExit(f"No records in {records_dir(task)}.")
     text = task.summarize(records)
     section = FLAGS.results_section or getattr(task, "SECTION", None)
-    docs_file = FLAGS.docs_file or getattr(task, "DOCS", None)
-    if section and docs_file:
-        common.update_results(section, text, path=docs_file)
     common.publish(section, text)
 
 
@@ -168,8 +143,6 @@ def main(argv):
     task = importlib.import_module(f"benchmarks.tasks.{FLAGS.task}")
     if FLAGS.summarize:
         return summarize(task)
-    if hasattr(task, "other_mode") and task.other_mode():
-        return None
     if FLAGS.contestant:
         if FLAGS.contestant not in task.CONTESTANTS:
             raise app.UsageError(

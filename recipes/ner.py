@@ -38,8 +38,7 @@ Feature-based instead of fine-tuning (the BERT paper's Table 7):
 windows, epochs and scores; `--learning_rate` then defaults to the
 tagger's 1e-3. Such a run is not exported (`--export_dir` and
 `--lora_rank` are refused with it).
-`benchmarks/task_race.py --task=feature_based_ner` runs every row next to
-fine-tuning (docs/embeddings.md).
+Every row next to fine-tuning, on CoNLL-2003: docs/embeddings.md.
 """
 
 import cpu_backend  # before TensorFlow: chooses its CPU backend

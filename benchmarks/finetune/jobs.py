@@ -1,5 +1,5 @@
-"""benchmarks/finetune_job.py's races: their settings, records'
-directories and the one-job runner they share."""
+"""benchmarks/finetune_job.py's race: its settings, records' directory
+and the one-job runner."""
 
 import os
 import time
@@ -20,20 +20,12 @@ RACES = {
         "recipe keras_hub hf_trainer hf_trainer_grouped keras_hub_xla "
         "torch_grouped recipe_bf16 torch_grouped_bf16",
     ),
-    "lora": ("lora_finetune", "full lora lora_lr1e-3"),
-    "raw_text": ("raw_text_fit", "recipe raw_text"),
-    "compile_auto": ("compile_auto", "recipe compile_auto"),
-    "profile": ("finetune_profile", "recipe torch_grouped"),
 }
 # The recipe flags of each contestant that runs the recipe.
 RECIPES = {
     "recipe": {},
     "recipe_bf16": {"mixed_precision": "mixed_bfloat16"},
-    "full": {"lora_rank": 0, "learning_rate": 2e-5},
-    "lora": {"lora_rank": 8, "learning_rate": 5e-4},
-    "lora_lr1e-3": {"lora_rank": 8, "learning_rate": 1e-3},
 }
-PRESET = "all_minilm_l6_v2_en"
 # The recipe's SST-2 settings for the PyTorch loop: `recipes/glue.py`'s
 # flags in `run_job` and `keras_bert.training.TRAINING_DEFAULTS[
 # "classifier"]` (a test checks they agree; not imported, so that the
@@ -52,33 +44,12 @@ TORCH_SETTINGS = dict(
     dropout=0.1,
     eval_batch_size=64,
 )
-METRICS = {
-    "sst2": ["accuracy"],
-    "rte": ["accuracy"],
-    "stsb": ["pearson", "spearman"],
-}
-
 FLAGS = flags.FLAGS
 
 
 def output_dir():
     default = os.path.join(BENCHMARKS, RACES[FLAGS.race][0])
     return FLAGS.output_dir or default
-
-
-def hub_environment(directory):
-    """The environment in which `PRESET` loads offline from a Hugging Face
-    cache in `directory` made of the local files (tests/hub_cache.py)."""
-    from keras_bert.models.presets import preset_hub_id
-    from tests import hub_cache
-
-    source = common.minilm_dir()
-    names = [n for n in os.listdir(source) if os.path.isfile(f"{source}/{n}")]
-    files = {name: f"{source}/{name}" for name in names}
-    hub_cache.add_to_hub_cache(
-        directory, preset_hub_id(PRESET), files, "0" * 40
-    )
-    return dict(hub_cache.hub_environment(directory), PYTHONPATH=common.REPO)
 
 
 def peer_record(examples, train_seconds, eval_start, correct):
@@ -100,7 +71,7 @@ def run_job(contestant, k, task="sst2", env=None):
             {"group_by_length": True, "learning_rate": 2e-5},
             **RECIPES[contestant],
         )
-        checkpoint = PRESET if env else common.minilm_dir()
+        checkpoint = common.minilm_dir()
         results, total = recipe.fine_tune(
             "glue", env, task=task, data_dir=FLAGS.glue_dir, init_checkpoint=checkpoint,
             sequence_length=128, batch_size=32, epochs=1, seed=k, **recipe_flags,
@@ -112,17 +83,13 @@ def run_job(contestant, k, task="sst2", env=None):
             "metrics": results["metrics"]["validation"],
             "trainable_parameters": results["trainable_parameters"],
         }
-        if FLAGS.race == "lora":
-            record.update(
-                {f: recipe_flags[f] for f in ("lora_rank", "learning_rate")}
-            )
     else:
         command = common.script_command(
             SCRIPT, f"--worker={contestant}", f"--task={task}", f"--seed={k}",
             *common.flag_values("glue_dir"),
         )  # fmt: skip
         record, total, _ = common.run_worker(command, env=env)
-    if "metrics" in record and FLAGS.race != "raw_text":
+    if "metrics" in record:
         record["dev_accuracy"] = record.pop("metrics")["accuracy"]
     speed = record["num_train_examples"] / record["train_seconds"]
     return dict(

@@ -56,14 +56,13 @@ python recipes/pretrain.py \
   --optimizer=adamw --weight_decay=0.01 --clipnorm=1.0 \
   --save_checkpoints_steps=250 --strategy=one_device --seed=12345 --verbose=2
 
-# 4. Baselines, full held-out evaluation, curves (the run's logs predate
-#    the fix that numbers a resumed run's intervals on: 0,750 places them).
+# 4. Baselines, full held-out evaluation. (curves.png was drawn by
+#    benchmarks/pretraining/plot_curves.py, retired after commit 193fb03:
+#    `git show 193fb03:benchmarks/pretraining/plot_curves.py`.)
 python benchmarks/pretraining/baselines.py $T/data/heldout.tfrecord \
   "$T/data/train.tfrecord-*" > benchmarks/pretraining/baselines.json
 python benchmarks/pretraining/evaluate_heldout.py $T/tiny/export \
   $T/data/heldout.tfrecord > benchmarks/pretraining/heldout_eval.json
-python benchmarks/pretraining/plot_curves.py $T/tiny \
-  benchmarks/pretraining/curves.png 250 benchmarks/pretraining/baselines.json 0,750
 
 # 5. Fine-tune pre-trained vs random bert_tiny, identical settings.
 for task in sst2 stsb mrpc; do

@@ -100,10 +100,8 @@ def packed_batches(
     change (up to float rounding) while short-sentence tasks such as SST-2
     run on a fraction of the positions. Cutting exactly beats padding up
     to a few lengths so that the static-shape fused kernels could run
-    (`python benchmarks/throughput.py --race=recipe_steps --rounds=8
-    --window=10`, rows
-    `bucket_16` and `bucket_32` against `recipe`, in its section of
-    `benchmarks/RESULTS.md`).
+    (rows `bucket_16` and `bucket_32` against `recipe`, section
+    `recipe_steps` of `benchmarks/RESULTS.md`).
 
     Args:
         features: dict of int arrays `(num_examples, sequence_length)`, as

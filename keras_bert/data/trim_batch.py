@@ -13,7 +13,7 @@ def trim_batch(features, multiple=8):
     a training step traced once per shape
     (`keras_bert.training.trace_per_shape`) can run the static-shape fused
     kernels; on short sentences that padding costs more than fusion saves
-    (`benchmarks/throughput.py --race=recipe_steps`), so the GLUE recipe
+    (`benchmarks/RESULTS.md`, section `recipe_steps`), so the GLUE recipe
     cuts exactly (`multiple=1`). Works on a dict of tensors
     (e.g. in `tf.data.Dataset.map`) or of numpy arrays, with a
     `"padding_mask"`; values of another rank than the mask's are kept

@@ -76,8 +76,8 @@ class FineTuningJob:
     # one length): the runner then traces the step once per shape
     # (`keras_bert.training.trace_per_shape`), so the static-shape fused
     # kernels run. Not for batches cut to their longest row: a trace per
-    # length costs more than fusion saves (`benchmarks/throughput.py
-    # --race=recipe_steps`).
+    # length costs more than fusion saves (section
+    # `recipe_steps` of `benchmarks/RESULTS.md`).
     static_batch_shapes = False
 
     def load_data(self):

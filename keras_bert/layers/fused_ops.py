@@ -23,8 +23,8 @@ with unknown shapes (GLUE batches cut to their longest sentence) keeps the
 unfused ops instead of recompiling for every new batch shape. float64 keeps
 the unfused ops too (they compute in float64, as parity checks need). The two
 fused ops after a dense layer also add its bias and sum its gradient, so
-that the bias gradient costs no pass of its own. Measured by `python
-benchmarks/throughput.py --race=ablation` (variant `unfused`).
+that the bias gradient costs no pass of its own. Measured in the
+`ablation_*` sections of `benchmarks/RESULTS.md` (variant `unfused`).
 """
 
 import keras
@@ -215,7 +215,7 @@ def _softmax_backward(upstream, probs, key_mask, keep, threshold, dtype, scale):
     # probs * (upstream - sum(upstream * probs)), with the product formed
     # once, and the row test below instead of a test per element, keep
     # this pass cheap (its worth is in the `unfused` ablation row,
-    # `benchmarks/throughput.py --race=ablation`).
+    # `benchmarks/RESULTS.md`).
     weighted = upstream * probs
     grad = weighted - probs * tf.reduce_sum(weighted, axis=-1, keepdims=True)
     if key_mask is not None:

@@ -17,8 +17,8 @@ class Int8Dense(keras.layers.Dense):
     with one scale per output column (`kernel_scale`), and the layer's dtype
     policy becomes `int8_from_<policy>`, so the layer saved alone in a `.keras`
     file reloads quantized. What differs is inference on TensorFlow: Keras
-    multiplies int8 by int8 with `BatchMatMulV3`, slower than float32 (`python
-    benchmarks/serving_ops.py --matmul` times both); this layer uses
+    multiplies int8 by int8 with `BatchMatMulV3`, slower than float32 (section
+    `int8_matmul_eigen` of `benchmarks/RESULTS.md`); this layer uses
     TensorFlow's oneDNN int8 kernel instead (`keras_bert.layers.int8_matmul`),
     each input row quantized over its own largest magnitude. It keeps
     `kernel_column_sums` (saved with the kernel) for that kernel's input shift.

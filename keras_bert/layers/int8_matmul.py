@@ -3,8 +3,8 @@
 Keras' own int8 `Dense` (`model.quantize("int8")`) quantizes the inputs
 per row and multiplies with `ops.matmul(int8, int8)`, which on TensorFlow
 becomes `BatchMatMulV3` int8 → int32, slower than the float32 matmul
-for BERT's dense shapes (`python benchmarks/serving_ops.py --matmul`
-times the three). TensorFlow's oneDNN kernel
+for BERT's dense shapes (section `int8_matmul_eigen` of
+`benchmarks/RESULTS.md` times the three). TensorFlow's oneDNN kernel
 `QuantizedMatMulWithBiasAndDequantize` (uint8 inputs, int8 weights,
 float32 out) is the fast one, so this is where TensorFlow is the point,
 and the ops are TensorFlow's.

@@ -12,8 +12,7 @@ builds). The default, `ALL`, is every one of them, and what configs saved
 without the argument load with.
 
 What each is worth on a training step is measured by switching it off:
-the ablation sections of `benchmarks/RESULTS.md` (`python
-benchmarks/throughput.py --race=ablation` and `--race=recipe_steps`).
+the `ablation_*` and `recipe_steps` sections of `benchmarks/RESULTS.md`.
 
 Example:
 ```python

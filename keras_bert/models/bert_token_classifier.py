@@ -113,8 +113,8 @@ class BertTokenClassifier(WordTagMethods, Task):
         )
         # Normal, not truncated normal: Google's BERT has no tagging
         # head, and Hugging Face's (normal, std initializer_range) trains
-        # faster (`python benchmarks/task_race.py --task=ner --head=<variant>`;
-        # docs/ner.md, "Why the head starts from a normal distribution").
+        # faster (docs/ner.md, "Why the head starts from a normal
+        # distribution").
         self.output_dense = logits_dense(
             num_classes,
             backbone,

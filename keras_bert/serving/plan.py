@@ -54,8 +54,8 @@ _ONEDNN_FIX = (
 
 # What each option needs of the CPU: option → (does this `Cpu` serve it,
 # what it needs, the alternatives). Measured where a fallback was weighed:
-# without oneDNN, Keras' own int8 matmul is slower than float32's
-# (`python benchmarks/serving_ops.py --matmul`), so int8 is refused
+# without oneDNN, Keras' own int8 matmul is slower than float32's,
+# so int8 is refused
 # there rather than served slower (section `int8_matmul_eigen` of
 # benchmarks/RESULTS.md). Without VNNI or AMX, oneDNN's u8·s8 products
 # add up in saturating 16-bit sums (oneDNN's developer guide, "Nuances of

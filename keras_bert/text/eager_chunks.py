@@ -19,8 +19,8 @@ import tensorflow as tf
 # Strings per call when a big batch is processed eagerly: the ops' scratch
 # memory grows with the number of strings in a call, far beyond their
 # output, so the batch runs in chunks and the scratch stays that of one
-# chunk (`python benchmarks/tokenizer.py --memory` prints the peak memory
-# this leaves, against the output's size).
+# chunk (section `tokenizer_memory` of benchmarks/RESULTS.md has the peak
+# memory this leaves, against the output's size).
 EAGER_CHUNK = 4096
 
 

@@ -140,8 +140,8 @@ class AdamW(keras.optimizers.AdamW):
     variable (the `m`, `v` and weight updates) runs as one fused kernel,
     `ResourceApplyAdam`, instead of about a dozen element-wise ops that each
     read and write the whole tensor. This matters on CPUs, where the optimizer
-    update is memory-bound (`python benchmarks/throughput.py --race=ablation`,
-    row `keras_adamw`; RESULTS, "Ablation: what each optimisation is worth").
+    update is memory-bound (row `keras_adamw` of `benchmarks/RESULTS.md`,
+    "Ablation: what each optimisation is worth").
     Other backends, and `amsgrad=True`, use Keras' own update.
 
     A sparse gradient (an embedding's `IndexedSlices`) is applied as its
@@ -159,9 +159,8 @@ class AdamW(keras.optimizers.AdamW):
     gradients are small next to epsilon, as after clipping a BERT's gradient to
     global norm 1: with `epsilon_hat=False`, fine-tuning follows
     `torch.optim.AdamW` step for step, and by default its early losses drift
-    apart (`python benchmarks/task_race.py --task=ner --step_parity`;
-    docs/fine_tuning.md, "The optimizer, and matching PyTorch step for step";
-    the same check on a tiny model in
+    apart (docs/fine_tuning.md, "The optimizer, and matching PyTorch step
+    for step"; the same check on a tiny model in
     `tests/training/test_adamw_torch_parity.py`).
 
     Args: those of `keras.optimizers.AdamW`, and

@@ -1,11 +1,10 @@
 """benchmarks/common.py, the harness: records, rounds, worker results,
-what the load averages say, the summaries' notes, NER batches."""
+what the load averages say, the summaries' notes."""
 
 import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from benchmarks import common
@@ -36,9 +35,9 @@ def test_rounds_rotate_the_order_and_are_written_and_read_back(tmp_path):
         "b_round0.json",
         "b_round1.json",
     ]
-    records, values = common.round_values(directory, ("a", "b"))
+    records = common.by_round(common.read_records(directory))
     assert records[("b", 1)] == {"x": 108, "contestant": "b", "round": 1}
-    np.testing.assert_array_equal(values("b", "x"), [98, 108])
+    assert [records[("b", k)]["x"] for k in (0, 1)] == [98, 108]
 
 
 def test_paired_rounds_are_those_every_contestant_ran():
@@ -141,26 +140,6 @@ def test_worker_result_is_the_last_printed_one():
     ).stdout
     assert common.worker_result(output) == [2, 3]
     assert common.worker_result("a failed worker's output\n") is None
-
-
-def test_cut_batch_rounds_the_longest_row_up_to_8():
-    padding_mask = np.zeros((3, 32), "int32")
-    for row, length in enumerate([5, 17, 30]):
-        padding_mask[row, :length] = 1
-    features = {
-        "token_ids": np.arange(96).reshape(3, 32),
-        "padding_mask": padding_mask,
-    }
-    names = ("token_ids", "padding_mask")
-    batch = common.cut_batch(features, np.array([1, 0]), 32, names=names)
-    assert batch["token_ids"].shape == (2, 24)
-    np.testing.assert_array_equal(batch["token_ids"][0], np.arange(32, 56))
-    longest = common.cut_batch(features, np.array([2]), 32, names=names)
-    assert longest["padding_mask"].shape == (1, 32)  # 30 -> 32, the limit
-    exact = common.cut_batch(
-        features, np.array([1]), 32, multiple=1, names=names
-    )
-    assert exact["padding_mask"].shape == (1, 17)
 
 
 def test_children_cpu_seconds_count_a_finished_job():

@@ -78,7 +78,7 @@ def test_big_eager_batches_are_made_in_chunks_with_the_same_result(
     monkeypatch, as_list
 ):
     """Many strings in one eager call are tokenized a chunk at a time (so
-    that memory stays bounded, `benchmarks/tokenizer.py --memory`): the result
+    that memory stays bounded, RESULTS.md's `tokenizer_memory`): the result
     is that of one call, for ids, offsets, single texts and pairs, and each
     of the four calls does go through the chunks."""
     from keras_bert.text import eager_chunks
