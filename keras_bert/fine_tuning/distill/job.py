@@ -134,11 +134,7 @@ class DistillationJob(ClassificationFineTuning):
                     self.eval_file, self.multi_label, **self.columns
                 )
             }
-        names = self.teacher_label_names
-        if names is not None:
-            self.label_names = list(names)
-        else:  # a Hugging Face head without names: class ids
-            self.label_names = [str(i) for i in range(self._num_classes())]
+        self.label_names = list(self.teacher_label_names)
         self.train_labels = (
             self._label_array(self.train) if self.uses_labels else None
         )
@@ -146,13 +142,6 @@ class DistillationJob(ClassificationFineTuning):
             split: self._label_array(examples)
             for split, examples in self.eval_sets.items()
         }
-
-    def _num_classes(self):
-        files = [*self.eval_sets.values()]
-        if self.uses_labels:
-            files.append(self.train)
-        labels = {label for examples in files for label in examples.label_set}
-        return max(int(label) for label in labels) + 1
 
     def _build(self, job):
         teacher = load_teacher(self.teacher_path, self.sequence_length)

@@ -49,8 +49,9 @@ def teacher_kind(path):
 
 def teacher_labels(path):
     """`(label_names, multi_label)` of the classifier at `path`, read
-    from its files without building it (`label_names` is `None` for a
-    Hugging Face head with placeholder names).
+    from its files without building it. A Hugging Face head whose
+    `id2label` holds placeholders (`LABEL_0`, ...) is named by its class
+    ids, `"0"`, `"1"`, ...: the data's labels are then those ids.
 
     Example:
     ```python
@@ -71,12 +72,17 @@ def teacher_labels(path):
             )
         mode = config["label_mode"]
         multi_label = (mode or {}).get("class_name") == "MultiLabel"
-        return config.get("label_names"), multi_label
+        names = config.get("label_names")
+        if names is None:  # named by its class ids
+            names = [str(i) for i in range(config["num_classes"])]
+        return names, multi_label
     config = files.read_json(os.path.join(path, HUGGING_FACE_CONFIG))
     multi_label = config.get("problem_type") == "multi_label_classification"
-    num_classes = len(config.get("id2label") or {}) or None
-    names = num_classes and labels_from_config(config, num_classes)
-    return names, multi_label
+    num_classes = len(config.get("id2label") or {}) or config.get(
+        "num_labels", 2
+    )
+    names = labels_from_config(config, num_classes)
+    return names or [str(i) for i in range(num_classes)], multi_label
 
 
 def load_teacher(path, sequence_length=128):

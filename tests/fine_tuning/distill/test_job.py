@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import keras_bert
+from keras_bert.checkpoints import save_huggingface
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.distill import DistillationJob
 from keras_bert.fine_tuning.distill import teacher_labels
@@ -21,6 +22,7 @@ from tests.fine_tuning.classify.test_job import TRAIN
 from tests.fine_tuning.classify.test_job import VOCABULARY
 from tests.fine_tuning.classify.test_job import write_jsonl
 from tests.fine_tuning.classify.test_job_windows import single_label
+from tests.helpers import tiny_backbone_config
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
@@ -78,6 +80,12 @@ def test_teacher_labels_are_read_without_building_the_teacher(tmp_path):
     assert teacher_labels(write_teacher(tmp_path)) == (NAMES, False)
     with pytest.raises(ValueError, match="neither a recipes/classify.py"):
         teacher_labels(str(tmp_path))
+    # A Hugging Face head of placeholder names is named by its class ids.
+    unnamed = keras_bert.BertClassifier(
+        keras_bert.BertBackbone(**tiny_backbone_config()), num_classes=3
+    )
+    save_huggingface(unnamed, None, str(tmp_path / "hf"))
+    assert teacher_labels(str(tmp_path / "hf")) == (["0", "1", "2"], False)
 
 
 def test_the_runner_trains_scores_and_keeps_the_student(tmp_path):
