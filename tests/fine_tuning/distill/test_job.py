@@ -43,9 +43,10 @@ def write_teacher(directory):
         hidden_dim=16,
         intermediate_dim=32,
         max_sequence_length=16,
+        dropout=0.0,  # replicas draw other dropout masks than one device
     )
     teacher = keras_bert.BertClassifier(
-        backbone, 2, preprocessor=preprocessor, label_names=NAMES
+        backbone, 2, preprocessor=preprocessor, label_names=NAMES, dropout=0.0
     )
     path = os.path.join(directory, "teacher.keras")
     teacher.save(path)
