@@ -51,7 +51,12 @@ def _run(recipe, *flags):
 
 def _results(path):
     with open(os.path.join(path, "results.json")) as f:
-        return json.load(f)
+        run = json.load(f)
+    if "student_metrics" not in run:  # a run of the shared runner
+        run["student_metrics"] = run["metrics"]["validation"]
+        run["teacher_metrics"] = run["teacher_metrics"]["validation"]
+        run["distillation_seconds"] = run["wall_time_seconds"]
+    return run
 
 
 def main(_):
@@ -92,7 +97,8 @@ def main(_):
             teacher_s = _results(teacher)["wall_time_seconds"]
             print(f"teacher: dev accuracy {100 * run['teacher_metrics']['accuracy']:.2f}; "
                   f"examples/s {run.get('examples_per_second')}; fine-tuned in {teacher_s:.0f} s "
-                  f"({run['config']['epochs']} epoch(s) of A: {run['distillation_seconds']:.0f} s)")  # fmt: skip
+                  f"({run['config']['epochs']} epoch(s) of A: {run['distillation_seconds']:.0f} s; "
+                  "newer runs: the whole run, with its evaluations)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,39 +18,38 @@ It trains with `keras_bert.distillation.BertDistiller`
 on the train file's labels plus `1 - --student_loss_weight` times the
 logits distillation at `--temperature` (1.0 = labels only, 0.0 = the
 teacher only: the train file's labels are then not read and may be
-absent). Data: the formats of `recipes/classify.py` (JSONL or TSV with
-`text`, or `text_a`/`text_b`, and `label`).
+absent). Data: the formats of `recipes/classify.py` (JSONL, TSV or CSV
+with `text`, or `text_a`/`text_b`, and `label`; other names:
+`--text_column`, `--text_b_column`, `--label_column`).
 
-It reports the teacher's and the student's metrics on `--eval_file`, and
-each one's serving speed (examples/s at each of `--speed_batch_sizes`)
-from their SavedModels, loaded in this process and timed in alternation.
-Writes, under `--model_dir`: `student.keras`, `results.json` (metrics,
-speeds, distillation seconds, config), `teacher_export/` and, unless
-`--export_dir` is given, `student_export/` (the SavedModels timed, each
-in a version folder: `results.json` names them).
+The job is `keras_bert.fine_tuning.distill.DistillationJob`, trained by
+the runner every fine-tuning recipe shares: `--strategy`,
+`--mixed_precision`, `--early_stopping_patience`, resume after an
+interruption and TensorBoard logs (`<model_dir>/logs`) work as in
+`recipes/classify.py`. The student is scored on `--eval_file` (or a
+seeded `--holdout_fraction` of a labelled train file) after every epoch,
+and its best epoch kept. It reports the teacher's and the student's
+metrics, and each one's serving speed (examples/s at each of
+`--speed_batch_sizes`) from their SavedModels, loaded in this process and
+timed in turn (`keras_bert.serving.speed.examples_per_second`).
+Writes, under `--model_dir`: `student.keras`, `best.weights.h5` (the
+student's), `results.json` (metrics, speeds, config), `teacher_export/`
+and, unless `--export_dir` is given, `student_export/` (the SavedModels
+timed, each in a version folder: `results.json` names them).
 """
 
-import dataclasses
-import json
 import os
-import time
 
 import cpu_backend  # before TensorFlow: chooses its CPU backend
-import keras
-import numpy as np
-import tensorflow as tf
 from absl import app
 from absl import flags
-from absl import logging
 
-import keras_bert
+from keras_bert import files
 from keras_bert.cli import recipe_flags
-from keras_bert.distillation import BertDistiller
-from keras_bert.distillation import student_of
-from keras_bert.fine_tuning import load_task_model
-from keras_bert.fine_tuning.classify import read_classification_examples
-from keras_bert.fine_tuning.classify.predictions import load_finished_run
-from keras_bert.training.optimizers import training_defaults
+from keras_bert.fine_tuning import run_fine_tuning
+from keras_bert.fine_tuning.distill import DistillationJob
+from keras_bert.serving import export_saved_model
+from keras_bert.serving.speed import examples_per_second
 
 _FLAGS_BEFORE = set(flags.FLAGS)
 flags.DEFINE_string(
@@ -60,10 +59,10 @@ flags.DEFINE_string(
     "directory of a fine-tuned classifier.",
 )
 flags.DEFINE_string(
-    "train_file", None, "JSONL or TSV texts (labels) to distil on."
+    "train_file", None, "JSONL, TSV or CSV texts (labels) to distil on."
 )
 flags.DEFINE_string(
-    "eval_file", None, "JSONL or TSV texts and labels to score."
+    "eval_file", None, "Texts and labels to score; else held-out rows."
 )
 flags.DEFINE_list(
     "student_layers", None, "Teacher blocks the student keeps, e.g. 0,2,4."
@@ -91,99 +90,67 @@ flags.DEFINE_list(
 flags.DEFINE_float(
     "speed_seconds", 3.0, "Seconds each model is timed per batch size."
 )
+recipe_flags.define_column_flags()
+recipe_flags.define_holdout_flag()
 recipe_flags.define_training_flags("classifier")
-flags.mark_flags_as_required(
-    ["teacher", "train_file", "eval_file", "model_dir"]
-)
+flags.mark_flags_as_required(["teacher", "train_file", "model_dir"])
 # --help lists the shared flags too, as this recipe's own.
 flags.adopt_module_key_flags(recipe_flags)
 FLAGS = flags.FLAGS
 RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
-# Shared training flags this recipe does not implement: refused if set.
-_UNSUPPORTED = {
-    "strategy": "one_device",
-    "tpu": None,
-    "mixed_precision": "none",
-    "gradient_accumulation_steps": 1,
-    "lora_rank": 0,
-    "adam_epsilon_hat": True,
-}
+# Shared training flags a distillation does not take: refused if set.
+_UNSUPPORTED = {"gradient_accumulation_steps": 1, "lora_rank": 0}
 
 
 def main(argv):
     del argv
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     _check_flags(config)
-    keras.utils.set_random_seed(FLAGS.seed)
-    tf.io.gfile.makedirs(FLAGS.model_dir)
-    teacher = load_teacher(FLAGS.teacher, FLAGS.max_seq_length)
-    multi_label = teacher.label_mode.multi_label
-    use_labels = FLAGS.student_loss_weight > 0
-    train = read_classification_examples(
-        FLAGS.train_file, multi_label, labels=use_labels
-    )
-    dev = read_classification_examples(FLAGS.eval_file, multi_label)
-    student = student_of(teacher, **_student_choice())
-    logging.info(
-        "Student: %d blocks, hidden %d",
-        student.backbone.num_layers,
-        student.backbone.hidden_dim,
-    )
-    distiller = BertDistiller(
-        teacher,
-        student,
+    job = DistillationJob(
+        FLAGS.teacher,
+        FLAGS.train_file,
+        FLAGS.eval_file,
+        _student_choice(),
         student_loss_weight=FLAGS.student_loss_weight,
         temperature=FLAGS.temperature,
-    )
-    defaults = dataclasses.replace(
-        training_defaults("classifier"),
-        learning_rate=FLAGS.learning_rate,
-        warmup_fraction=FLAGS.warmup_fraction,
-    )
-    distiller.compile(optimizer=defaults.create_auto_optimizer())
-    start = time.perf_counter()
-    history = distiller.fit(
-        _inputs(train.texts),
-        _labels(teacher, train.labels) if use_labels else None,
-        batch_size=FLAGS.batch_size,
-        epochs=FLAGS.epochs,
+        sequence_length=FLAGS.max_seq_length,
+        eval_batch_size=FLAGS.eval_batch_size,
+        columns=recipe_flags.column_arguments(FLAGS),
+        holdout_fraction=FLAGS.holdout_fraction,
         seed=FLAGS.seed,
-        verbose=2,
     )
-    seconds = time.perf_counter() - start
-    student.save(os.path.join(FLAGS.model_dir, "student.keras"))
-    results = {
-        "student_layers": _student_layers(teacher, student),
-        "distillation_seconds": seconds,
-        "history": history.history,
-        "config": config,
-    }
-    for name, model in (("teacher", teacher), ("student", student)):
-        results[f"{name}_metrics"] = model.evaluate(
-            _inputs(dev.texts),
-            _labels(teacher, dev.labels),
-            batch_size=FLAGS.eval_batch_size,
-            return_dict=True,
-            verbose=0,
+    # The files first: a bad one stops here, before any model is built.
+    recipe_flags.read_data_first(job)
+    config["holdout"] = job.holdout
+    arguments = recipe_flags.training_arguments(FLAGS)
+    sizes = [int(size) for size in FLAGS.speed_batch_sizes]
+    if sizes and not FLAGS.export_dir:  # the student's export is timed
+        arguments["export_dir"] = os.path.join(
+            FLAGS.model_dir, "student_export"
         )
-    if FLAGS.export_dir or FLAGS.speed_batch_sizes:
-        results["export_dir"] = _export(
-            student, "student_export", FLAGS.export_dir
+    result = run_fine_tuning(job, FLAGS.model_dir, config=config, **arguments)
+    if not result.is_chief:
+        return
+    results = result.results
+    if sizes:
+        results["teacher_export_dir"] = str(
+            export_saved_model(
+                job.teacher,
+                export_dir=os.path.join(FLAGS.model_dir, "teacher_export"),
+                precision=FLAGS.export_precision,
+                check_cpu=FLAGS.export_check_cpu,
+            )
         )
-    if FLAGS.speed_batch_sizes:
-        results["teacher_export_dir"] = _export(teacher, "teacher_export")
-        results["examples_per_second"] = serving_speeds(
+        results["examples_per_second"] = examples_per_second(
             {
                 "teacher": results["teacher_export_dir"],
                 "student": results["export_dir"],
             },
-            dev.texts,
-            [int(size) for size in FLAGS.speed_batch_sizes],
+            job.eval_sets["validation"].texts,
+            sizes,
             FLAGS.speed_seconds,
         )
-    path = os.path.join(FLAGS.model_dir, "results.json")
-    with tf.io.gfile.GFile(path, "w") as f:
-        json.dump(results, f, indent=2, default=float)
+        files.write_json(os.path.join(FLAGS.model_dir, "results.json"), results)
     _print_summary(results)
 
 
@@ -199,6 +166,7 @@ def _check_flags(config):
             raise app.UsageError(
                 f"--{name} must be positive. Received: {config[name]}"
             )
+    recipe_flags.check_holdout(config)
     choices = ("student_layers", "student_num_layers", "student_preset")
     if sum(config[name] is not None for name in choices) != 1:
         raise app.UsageError(
@@ -226,127 +194,22 @@ def _student_choice():
     return {"preset": FLAGS.student_preset}
 
 
-def load_teacher(path, max_seq_length):
-    """The classifier at `path`, its preprocessor attached: a finished
-    `recipes/classify.py` run, a `.keras` file or a Hugging Face
-    directory (read at `max_seq_length` tokens)."""
-    if path.endswith(".keras"):
-        return keras.models.load_model(path)
-    if tf.io.gfile.exists(os.path.join(path, "results.json")):
-        model, preprocessor, _ = load_finished_run(path, _model_of_run)
-        model.preprocessor = preprocessor
-        return model
-    if tf.io.gfile.exists(os.path.join(path, "config.json")):
-        return keras_bert.BertClassifier.from_checkpoint(
-            path, sequence_length=max_seq_length
-        )
-    raise app.UsageError(
-        f"--teacher={path} is neither a recipes/classify.py --model_dir "
-        "(results.json), a .keras file nor a Hugging Face directory "
-        "(config.json)."
-    )
-
-
-def _model_of_run(results):
-    """The classifier a `recipes/classify.py` run trained, and its
-    preprocessor, from the run's `results.json`."""
-    config = results["config"]
-    sequence_length = config["max_seq_length"]
-    windows = recipe_flags.document_window_arguments(config, sequence_length)
-    model, tokenizer = load_task_model(
-        keras_bert.BertClassifier,
-        sequence_length=sequence_length,
-        num_classes=len(results["label_names"]),
-        label_names=results["label_names"],
-        multi_label=results["multi_label"],
-        **windows,
-        **{
-            name: config[name]
-            for name in ("init_checkpoint", "preset", "vocabulary", "lowercase")
-        },
-    )
-    preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=sequence_length
-    )
-    return model, preprocessor
-
-
-def _inputs(texts):
-    return texts[0] if len(texts) == 1 else tuple(texts)
-
-
-def _labels(teacher, names):
-    """Label names; class ids where the teacher has no names."""
-    if teacher.label_names is None and teacher.label_mode.multi_label is False:
-        return np.array([int(name) for name in names])
-    return names
-
-
-def _student_layers(teacher, student):
-    if FLAGS.student_preset:
-        return FLAGS.student_preset
-    chosen = _student_choice()
-    if "layers" in chosen:
-        return list(chosen["layers"])
-    return list(
-        keras_bert.distillation.every_other_layer(
-            teacher.backbone.num_layers, student.backbone.num_layers
-        )
-    )
-
-
-def _export(model, name, export_dir=None):
-    return keras_bert.serving.export_saved_model(
-        model,
-        export_dir=export_dir or os.path.join(FLAGS.model_dir, name),
-        precision=FLAGS.export_precision,
-        check_cpu=FLAGS.export_check_cpu,
-    )
-
-
-def serving_speeds(export_dirs, texts, batch_sizes, seconds):
-    """`{name: {batch_size: examples/s}}` of each SavedModel's
-    `serving_default` on batches of `texts`, the models timed in turn
-    (three rounds of `seconds / 3` each; the best round counts)."""
-    served = {
-        name: tf.saved_model.load(path).signatures["serving_default"]
-        for name, path in export_dirs.items()
-    }
-    keys = ("text",) if len(texts) == 1 else ("text_a", "text_b")
-    speeds = {name: {} for name in served}
-    for size in batch_sizes:
-        batch = {
-            key: tf.constant(np.resize(side, size).tolist())
-            for key, side in zip(keys, texts)
-        }
-        for function in served.values():
-            function(**batch)  # traced and warm
-        for _ in range(3):
-            for name, function in served.items():
-                calls, start = 0, time.perf_counter()
-                while time.perf_counter() - start < seconds / 3:
-                    function(**batch)
-                    calls += 1
-                rate = calls * size / (time.perf_counter() - start)
-                speeds[name][str(size)] = max(
-                    speeds[name].get(str(size), 0.0), rate
-                )
-    return speeds
-
-
 def _print_summary(results):
     speeds = results.get("examples_per_second", {"teacher": {}, "student": {}})
     print(f"student blocks: {results['student_layers']}")
-    print(f"distillation: {results['distillation_seconds']:.1f} s")
+    print(f"run: {results['wall_time_seconds']:.1f} s")
+    metrics = {
+        "teacher": results["teacher_metrics"]["validation"],
+        "student": results["metrics"]["validation"],
+    }
     for name in ("teacher", "student"):
-        metrics = ", ".join(
-            f"{key} {value:.4f}"
-            for key, value in results[f"{name}_metrics"].items()
+        scores = ", ".join(
+            f"{key} {value:.4f}" for key, value in metrics[name].items()
         )
         rates = ", ".join(
             f"batch {size}: {rate:.1f}" for size, rate in speeds[name].items()
         )
-        print(f"{name}: {metrics}; examples/s {rates}")
+        print(f"{name}: {scores}; examples/s {rates}")
     for size in speeds["teacher"]:
         ratio = speeds["student"][size] / speeds["teacher"][size]
         print(f"student/teacher speed at batch {size}: {ratio:.2f}x")

@@ -102,7 +102,7 @@ def _copy_blocks(teacher_backbone, student_backbone, layers):
         block.set_weights(blocks[i].get_weights())
 
 
-def student_of(teacher, layers=None, num_layers=None, preset=None):
+def student_of(teacher, layers=None, num_layers=None, preset=None, dtype=None):
     """A smaller model of the teacher's task class, to distil into.
 
     The same class, head and settings as `teacher` (labels, label mode,
@@ -127,6 +127,9 @@ def student_of(teacher, layers=None, num_layers=None, preset=None):
         num_layers: int. Keep this many blocks, spread evenly from the
             first (`every_other_layer`).
         preset: str. A preset name of `keras_bert.models.presets.PRESETS`.
+        dtype: str, a `keras.DTypePolicy` or `None`. The student's dtype
+            policy, e.g. `"mixed_bfloat16"` to distil in mixed precision
+            (its weights stay float32); `None`: the teacher's.
 
     Returns:
         A model of `type(teacher)`.
@@ -155,14 +158,15 @@ def student_of(teacher, layers=None, num_layers=None, preset=None):
     layers = _checked_layers(
         teacher_backbone.num_layers, layers, num_layers, preset
     )
+    backbone_config = _student_backbone_config(teacher_backbone, layers, preset)
+    if dtype is not None:
+        backbone_config["dtype"] = keras.dtype_policies.get(dtype)
     config = teacher.get_config()
     config.update(
         name=f"{teacher.name}_student",
         backbone={
             **keras.layers.serialize(teacher_backbone),
-            "config": _student_backbone_config(
-                teacher_backbone, layers, preset
-            ),
+            "config": backbone_config,
         },
         preprocessor=None,
     )

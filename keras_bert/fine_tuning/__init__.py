@@ -8,6 +8,7 @@ new job is a new folder and a thin recipe; nothing lists the jobs.
 """
 
 from keras_bert.fine_tuning import classify
+from keras_bert.fine_tuning import distill
 from keras_bert.fine_tuning import embeddings
 from keras_bert.fine_tuning import glue
 from keras_bert.fine_tuning import multiple_choice
@@ -22,6 +23,7 @@ __all__ = [
     "FineTuningJob",
     "FineTuningResult",
     "classify",
+    "distill",
     "embeddings",
     "glue",
     "load_task_model",

@@ -166,6 +166,16 @@ class FineTuningJob:
         """
         return model
 
+    def weights_model(self, model):
+        """The model whose weights are the run's `best.weights.h5`:
+        `model` itself by default.
+
+        A task that trains a wrapper holding more than it keeps (e.g. a
+        distiller, whose frozen teacher is not the run's) returns the
+        part whose weights the run keeps.
+        """
+        return model
+
     def results_extras(self):
         """Task facts added to `results.json`, e.g. eval set sizes."""
         return {}

@@ -335,6 +335,7 @@ def run_fine_tuning(
         history_path=paths["history"],
         history=history,
         patience=early_stopping_patience,
+        weights_model=task.weights_model(model),
     )
     # BackupAndRestore saves weights, optimizer state and epoch after the
     # evaluation has recorded that epoch, and restores them on a restart.
@@ -367,7 +368,7 @@ def run_fine_tuning(
 
     run_files.remove_backup(paths)
     best = evaluation.best
-    load_weights_only(model, paths["best_weights"])
+    load_weights_only(task.weights_model(model), paths["best_weights"])
     # Writing outputs and exporting can involve every worker (collective
     # ops), so all go on; the others' files land in their run_dir.
     outputs = task.write_outputs(model, run_dir)

@@ -45,6 +45,9 @@ class EpochEvaluation(keras.callbacks.Callback):
             to continue after a restart.
         patience: int or `None`. Stop training after this many epochs
             without a better `monitor`; `None` (the default) never stops.
+        weights_model: a `keras.Model` or `None`. The model whose weights
+            are saved as the best (e.g. a distiller's student); `None`
+            (the default): the model being trained.
 
     Example:
     ```python
@@ -71,6 +74,7 @@ class EpochEvaluation(keras.callbacks.Callback):
         history_path=None,
         history=None,
         patience=None,
+        weights_model=None,
     ):
         super().__init__()
         if patience is not None:
@@ -92,6 +96,7 @@ class EpochEvaluation(keras.callbacks.Callback):
         self.monitor_split = split
         self.monitor_metric = metric
         self.best_weights_path = best_weights_path
+        self.weights_model = weights_model
         self.history_path = history_path
         history = history or {}
         self.epochs = list(history.get("epochs", []))
@@ -139,7 +144,9 @@ class EpochEvaluation(keras.callbacks.Callback):
         if self.best is None or score > self._score(self.best):
             self.best = entry
             if self.best_weights_path:
-                save_weights_only(self.model, self.best_weights_path)
+                save_weights_only(
+                    self.weights_model or self.model, self.best_weights_path
+                )
         if (
             self.patience
             and epoch + 1 - self.best["epoch"] >= self.patience
