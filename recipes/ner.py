@@ -36,9 +36,9 @@ does, keeping the best epoch (by validation F1). Then writes, under
 columns, one word a line and a blank line between sentences (tags
 ignored; entities with `start` / `end` word indexes); `--predict_format`
 says which, `auto` tells them apart (a `-DOCSTART-` line, or blank lines
-between blocks of like columns: CoNLL). A missing file, or a
-`--model_dir` without a finished run, stops it with one `error: ...`
-line before any model is built.
+between blocks of like columns, some of several lines: CoNLL). A
+missing file, or a `--model_dir` without a finished run, stops it with
+one `error: ...` line before any model is built.
 
 And, with `--export_dir`, a SavedModel whose `serving_default` takes raw
 text and returns its entities (text, type, start / end in code points,
@@ -98,8 +98,8 @@ flags.DEFINE_enum(
     "auto",
     list(FORMATS),
     "How --predict_file is read: text (a sentence a line), conll (a word a "
-    "line), or auto (CoNLL if it has -DOCSTART- or blank lines between "
-    "blocks of like columns).",
+    "line), or auto (CoNLL if it has -DOCSTART-, or blank lines between "
+    "blocks of like columns, some of several lines).",
 )
 flags.DEFINE_string(
     "predictions_file",

@@ -27,8 +27,9 @@ def looks_like_conll(text):
     """Whether `text` reads as CoNLL columns rather than a text a line.
 
     CoNLL: a `-DOCSTART-` line, or blank lines between blocks of token
-    lines that all have the same number of columns. A text a line has
-    lines of varied word counts and rarely a blank line between them.
+    lines, some block of several lines, every line with the same number
+    of columns. A text a line has lines of varied word counts and rarely
+    a blank line between them.
     """
     rows = [line.split() for line in text.splitlines()]
     if any(row and row[0] == _DOCSTART for row in rows):
@@ -37,7 +38,8 @@ def looks_like_conll(text):
     if not filled:
         return False
     gap = any(not row for row in rows[filled[0] : filled[-1]])
-    return gap and len({len(rows[i]) for i in filled}) == 1
+    block = any(rows[i] and rows[i + 1] for i in range(len(rows) - 1))
+    return gap and block and len({len(rows[i]) for i in filled}) == 1
 
 
 def read_sentences(path, format="auto"):

@@ -49,6 +49,8 @@ def test_text_and_conll_files_are_told_apart(tmp_path, files):  # noqa: F811
         "Mary",
     ]
     assert not looks_like_conll("John lives here\n\nMary works\n")
+    # Texts of as many words, a blank line between: no block of words.
+    assert not looks_like_conll("John lives here.\n\nMary works there.\n")
     assert looks_like_conll("John B-PER\nlives O\n\nMary B-PER\n")
 
 
