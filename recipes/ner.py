@@ -182,9 +182,9 @@ def main(argv):
             f"--lstm_units={FLAGS.lstm_units} sizes the tagger of "
             "--features; pass --features too, or leave --lstm_units out."
         )
-    task = _task(FLAGS)
     # The file to tag first: a bad one stops here, before any model.
     sentences = _sentences_to_predict() if FLAGS.predict_file else None
+    task = _task(FLAGS)
     result = run_fine_tuning(
         task,
         FLAGS.model_dir,
