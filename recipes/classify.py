@@ -66,7 +66,6 @@ finished epoch when started again with the same `--model_dir`.
 """
 
 import functools
-import os
 import types
 
 import cpu_backend  # before TensorFlow: chooses its CPU backend
@@ -79,9 +78,11 @@ from keras_bert.cli import recipe_flags
 from keras_bert.fine_tuning import load_task_model
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.classify import ClassificationFineTuning
-from keras_bert.fine_tuning.classify.predictions import load_finished_run
+from keras_bert.fine_tuning.classify.predictions import load_finished_classifier
 from keras_bert.fine_tuning.classify.predictions import read_texts
 from keras_bert.fine_tuning.classify.predictions import write_predictions
+from keras_bert.fine_tuning.predictions import finished_run
+from keras_bert.fine_tuning.predictions import predictions_path
 
 # === Flags ===
 _FLAGS_BEFORE = set(flags.FLAGS)
@@ -154,9 +155,11 @@ def main(argv):
                 "Pass --train_file to train, or --predict_file to predict "
                 "with the finished run in --model_dir."
             )
+        # The file and the run first: a bad one stops here, in one line.
         texts = _texts_to_predict()
-        model, preprocessor, _ = load_finished_run(
-            FLAGS.model_dir, _model_of_run
+        results = recipe_flags.read_first(finished_run, FLAGS.model_dir)
+        model, preprocessor, _ = load_finished_classifier(
+            FLAGS.model_dir, _model_of_run, results
         )
         _predict(model, preprocessor, texts)
         return
@@ -239,18 +242,14 @@ def _classifier(source, max_seq_length, label_names, multi_label, windows):
 def _texts_to_predict():
     """--predict_file's texts, read before anything is built: a bad file
     stops the run with one line."""
-    try:
-        return read_texts(
-            FLAGS.predict_file, **recipe_flags.column_arguments(FLAGS)
-        )
-    except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+    return recipe_flags.read_first(
+        read_texts, FLAGS.predict_file, **recipe_flags.column_arguments(FLAGS)
+    )
 
 
 def _predict(model, preprocessor, texts):
-    name = os.path.splitext(os.path.basename(FLAGS.predict_file))[0]
-    output = FLAGS.predictions_file or os.path.join(
-        FLAGS.model_dir, f"predictions_{name}.jsonl"
+    output = predictions_path(
+        FLAGS.model_dir, FLAGS.predict_file, FLAGS.predictions_file
     )
     count = write_predictions(
         model,

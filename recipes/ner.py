@@ -3,7 +3,9 @@ r"""Fine-tunes BERT for named-entity recognition, scores it, exports it.
     python recipes/ner.py --train_file=conll2003/train.txt \
         --validation_file=conll2003/valid.txt [--test_file=test.txt] \
         --init_checkpoint=/ckpt/bert-base-cased --model_dir=runs/ner \
-        [--export_dir=saved_models/ner]
+        [--export_dir=saved_models/ner] [--predict_file=new.txt]
+    python recipes/ner.py --model_dir=runs/ner --predict_file=new.txt \
+        [--predictions_file=new.predictions.jsonl]
 
 What it does: reads CoNLL column files (space- or tab-separated, the tag in
 the last column or `--tag_column`, `-DOCSTART-` lines, IOB1 / IOB2 / IOBES
@@ -23,8 +25,22 @@ does, keeping the best epoch (by validation F1). Then writes, under
     predictions_<split>.txt    `token gold predicted`, a blank line between
                                sentences (what conlleval reads)
     best.weights.h5, eval_history.json
+    predictions_<name>.jsonl   with --predict_file=<name>.txt (or
+                               --predictions_file): per sentence its
+                               words, a tag per word and its entities;
+                               without --train_file, only this, from the
+                               finished run's best epoch
 
-and, with `--export_dir`, a SavedModel whose `serving_default` takes raw
+`--predict_file` is raw text, one sentence a line (entities with
+`start` / `end` in code points, as the export gives them), or CoNLL
+columns, one word a line and a blank line between sentences (tags
+ignored; entities with `start` / `end` word indexes); `--predict_format`
+says which, `auto` tells them apart (a `-DOCSTART-` line, or blank lines
+between blocks of like columns, some of several lines: CoNLL). A
+missing file, or a `--model_dir` without a finished run, stops it with
+one `error: ...` line before any model is built.
+
+And, with `--export_dir`, a SavedModel whose `serving_default` takes raw
 text and returns its entities (text, type, start / end in code points,
 score). A run that stopped resumes from its last finished epoch when
 started again with the same `--model_dir`.
@@ -41,6 +57,9 @@ tagger's 1e-3. Such a run is not exported (`--export_dir` and
 Every row next to fine-tuning, on CoNLL-2003: docs/embeddings.md.
 """
 
+import functools
+import types
+
 import cpu_backend  # before TensorFlow: chooses its CPU backend
 from absl import app
 from absl import flags
@@ -50,6 +69,12 @@ from keras_bert.cli import recipe_flags
 from keras_bert.fine_tuning import load_task_model
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.ner import NerFineTuning
+from keras_bert.fine_tuning.ner.predictions import FORMATS
+from keras_bert.fine_tuning.ner.predictions import read_sentences
+from keras_bert.fine_tuning.ner.predictions import write_ner_predictions
+from keras_bert.fine_tuning.predictions import finished_run
+from keras_bert.fine_tuning.predictions import load_finished_run
+from keras_bert.fine_tuning.predictions import predictions_path
 from keras_bert.models import FrozenFeaturesTagger
 from keras_bert.models.frozen_features_tagger import FEATURES
 
@@ -60,6 +85,28 @@ flags.DEFINE_string(
     "validation_file", None, "CoNLL file scored every epoch (best epoch)."
 )
 flags.DEFINE_string("test_file", None, "Another CoNLL file to score.")
+flags.DEFINE_string(
+    "predict_file",
+    None,
+    "Sentences to tag: after training, or, without --train_file, with the "
+    "best epoch of the finished run in --model_dir. Raw text (one sentence "
+    "a line) or CoNLL columns (one word a line; tags ignored).",
+)
+flags.DEFINE_enum(
+    "predict_format",
+    "auto",
+    list(FORMATS),
+    "How --predict_file is read: text (a sentence a line), conll (a word a "
+    "line), or auto (CoNLL if it has -DOCSTART-, or blank lines between "
+    "blocks of like columns, some of several lines).",
+)
+flags.DEFINE_string(
+    "predictions_file",
+    None,
+    "Where --predict_file's tags go (JSONL: per sentence its words, tags "
+    "and entities). Defaults to <model_dir>/predictions_<predict_file's "
+    "name>.jsonl.",
+)
 recipe_flags.define_model_source_flags()
 flags.DEFINE_integer("sequence_length", 128, "Tokens per window.")
 flags.DEFINE_integer(
@@ -103,7 +150,7 @@ flags.DEFINE_integer(
 )
 # Defaults: keras_bert.training.TRAINING_DEFAULTS["token_classification"].
 recipe_flags.define_training_flags("token_classification", batch_unit="windows")
-flags.mark_flags_as_required(["train_file", "validation_file", "model_dir"])
+flags.mark_flags_as_required(["model_dir"])
 # --help lists the shared flags too, as this recipe's own.
 flags.adopt_module_key_flags(recipe_flags)
 FLAGS = flags.FLAGS
@@ -113,6 +160,14 @@ RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
 
 def main(argv):
     del argv
+    if not FLAGS.train_file:
+        _predict_with_finished_run()
+        return
+    if not FLAGS.validation_file:
+        raise app.UsageError(
+            "--validation_file is required with --train_file: the CoNLL "
+            "file scored every epoch (it picks the best epoch)."
+        )
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     recipe_flags.check_flags(FLAGS, positive=_POSITIVE)
     training = recipe_flags.training_arguments(FLAGS)
@@ -126,21 +181,9 @@ def main(argv):
             f"--lstm_units={FLAGS.lstm_units} sizes the tagger of "
             "--features; pass --features too, or leave --lstm_units out."
         )
-    task = NerFineTuning(
-        _build_model,
-        recipe_flags.tokenizer_from_flags(FLAGS),
-        FLAGS.train_file,
-        FLAGS.validation_file,
-        test_file=FLAGS.test_file,
-        sequence_length=FLAGS.sequence_length,
-        stride=FLAGS.stride,
-        label_all_tokens=FLAGS.label_all_tokens,
-        document_context=FLAGS.document_context,
-        tag_column=FLAGS.tag_column,
-        scheme=FLAGS.scheme,
-        group_by_length=FLAGS.group_by_length,
-        eval_batch_size=FLAGS.eval_batch_size,
-    )
+    # The file to tag first: a bad one stops here, before any model.
+    sentences = _sentences_to_predict() if FLAGS.predict_file else None
+    task = _task(FLAGS)
     result = run_fine_tuning(
         task,
         FLAGS.model_dir,
@@ -154,6 +197,60 @@ def main(argv):
                 f"precision {100 * scores['precision']:.2f}, recall "
                 f"{100 * scores['recall']:.2f}, F1 {100 * scores['f1']:.2f}"
             )
+        if FLAGS.predict_file:
+            _predict(task, result.model, sentences)
+
+
+def _predict_with_finished_run():
+    """--predict_file tagged by the best epoch of --model_dir's run."""
+    if not FLAGS.predict_file:
+        raise app.UsageError(
+            "Pass --train_file (and --validation_file) to train, or "
+            "--predict_file to tag with the finished run in --model_dir."
+        )
+    # The file and the run first: a bad one stops here, in one line.
+    sentences = _sentences_to_predict()
+    results = recipe_flags.read_first(finished_run, FLAGS.model_dir)
+    task = _task(types.SimpleNamespace(**results["config"]))
+    task.labels = results["labels"]
+    model, _, _ = load_finished_run(
+        FLAGS.model_dir, lambda _: task.build_model(), results
+    )
+    _predict(task, model, sentences)
+
+
+def _task(source):
+    """The NER job of the flags, or of a finished run's config."""
+    return NerFineTuning(
+        functools.partial(_build_model, source),
+        recipe_flags.tokenizer_from_flags(source),
+        source.train_file,
+        source.validation_file,
+        test_file=source.test_file,
+        sequence_length=source.sequence_length,
+        stride=source.stride,
+        label_all_tokens=source.label_all_tokens,
+        document_context=source.document_context,
+        tag_column=source.tag_column,
+        scheme=source.scheme,
+        group_by_length=source.group_by_length,
+        eval_batch_size=source.eval_batch_size,
+    )
+
+
+def _sentences_to_predict():
+    """--predict_file's sentences, read before anything is built."""
+    return recipe_flags.read_first(
+        read_sentences, FLAGS.predict_file, FLAGS.predict_format
+    )
+
+
+def _predict(task, model, sentences):
+    output = predictions_path(
+        FLAGS.model_dir, FLAGS.predict_file, FLAGS.predictions_file
+    )
+    count = write_ner_predictions(task, model, sentences, output)
+    print(f"NER: wrote {count} predictions to {output}")
 
 
 _POSITIVE = ("sequence_length", "batch_size", "eval_batch_size", "epochs")
@@ -178,19 +275,20 @@ def _check_feature_based_flags():
         )
 
 
-def _build_model(labels):
-    if FLAGS.features:
+def _build_model(source, labels):
+    """The tagger of the flags (or a finished run's config) for `labels`."""
+    if source.features:
         model_class = FrozenFeaturesTagger
-        head = {"features": FLAGS.features, "lstm_units": FLAGS.lstm_units}
+        head = {"features": source.features, "lstm_units": source.lstm_units}
     else:
         model_class, head = keras_bert.BertTokenClassifier, {}
     model, _ = load_task_model(
         model_class,
-        sequence_length=FLAGS.sequence_length,
+        sequence_length=source.sequence_length,
         num_classes=len(labels),
         labels=labels,
         **head,
-        **recipe_flags.model_source_arguments(FLAGS),
+        **recipe_flags.model_source_arguments(source),
     )
     return model
 

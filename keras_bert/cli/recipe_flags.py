@@ -460,7 +460,28 @@ def read_data_first(job):
     Raises:
         SystemExit: carrying the data error's message.
     """
+    read_first(job.load_data)
+
+
+def read_first(function, *args, **kwargs):
+    """`function(*args, **kwargs)`, a `ValueError` of it as one line.
+
+    For what a recipe reads or checks before it builds anything (a file
+    to predict, a finished `--model_dir`): the error is printed as
+    `error: <message>` (exit status 1), without a traceback.
+
+    Returns:
+        What `function` returns.
+
+    Raises:
+        SystemExit: carrying the `ValueError`'s message.
+
+    Example:
+    ```python
+    results = read_first(finished_run, FLAGS.model_dir)
+    ```
+    """
     try:
-        job.load_data()
+        return function(*args, **kwargs)
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None

@@ -1,7 +1,9 @@
 """A bad data file stops `recipes/classify.py` and
 `recipes/multiple_choice.py` with one `error: ...` line, before any
 strategy or model: no traceback, no model directory, no configuration
-logged (the runner logs it before it builds the model)."""
+logged (the runner logs it before it builds the model). So does a missing
+`--predict_file`, or a `--model_dir` without a finished run to predict
+with (`recipes/ner.py` too)."""
 
 import os
 import subprocess
@@ -77,3 +79,35 @@ def test_reading_the_data_first_starts_no_tensorflow_runtime():
         timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert process.stdout.split() == ["18", "False"], process.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "recipe, files, message",
+    [
+        ("ner.py", {}, "No such file: {tmp}/new.txt. Pass an existing file."),
+        # Each run imports TensorFlow (~10 s): these two as slow tests.
+        pytest.param(
+            "multiple_choice.py",
+            {"new.txt": '{"context": "a", "choices": ["b", "c"]}\n'},
+            "No finished run in {tmp}/run: {tmp}/run/results.json does "
+            "not exist. Predict with the --model_dir of a finished training "
+            "run, or pass --train_file",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            "classify.py", {"new.txt": "a text\n"},
+            "No finished run in {tmp}/run: ", marks=pytest.mark.slow,
+        ),
+    ],
+)  # fmt: skip
+def test_a_missing_predict_file_or_run_is_one_line_before_any_model(
+    tmp_path, recipe, files, message
+):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    process = run(recipe, tmp_path, f"--predict_file={tmp_path}/new.txt")
+    assert process.returncode == 1, process.stderr[-2000:]
+    last = process.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: " + message.format(tmp=tmp_path)), last
+    assert "Traceback" not in process.stderr
+    assert not (tmp_path / "run").exists()

@@ -151,3 +151,73 @@ def test_without_an_eval_file_held_out_rows_are_scored(tmp_path):
     assert results["num_train_examples"] == 15
     assert results["config"]["holdout"]["num_held_out"] == 5
     assert results["config"]["holdout_fraction"] == 0.25
+
+
+def run_recipe(tmp_path, *flags):
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "recipes", "multiple_choice.py"),
+         "--preset=bert_tiny", f"--vocabulary={tmp_path / 'vocab.txt'}",
+         f"--model_dir={tmp_path / 'run'}", "--max_seq_length=16",
+         "--epochs=1", "--batch_size=2", "--learning_rate=1e-3", *flags],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_predict_file_after_training_and_from_the_finished_run(tmp_path):
+    train = str(tmp_path / "train.csv")
+    write_swag_csv(
+        train,
+        [context for context, _, _, _ in TRAIN],
+        [endings for _, _, endings, _ in TRAIN],
+        [label for _, _, _, label in TRAIN],
+        headers=[header for _, header, _, _ in TRAIN],
+    )
+    words = {w for c, h, es, _ in TRAIN for w in " ".join([c, h, *es]).split()}
+    (tmp_path / "vocab.txt").write_text("\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(words)]
+    ))  # fmt: skip
+    # The training format without labels, and four choices, not three.
+    questions = tmp_path / "new.jsonl"
+    questions.write_text(
+        "".join(
+            json.dumps({"context": e["context"], "choices": choices}) + "\n"
+            for e, choices in zip(
+                EVAL,
+                [
+                    EVAL[0]["choices"] + ["sat ."],
+                    EVAL[1]["choices"][::-1] + ["on the mat ."],
+                ],
+            )
+        )
+    )
+    process = run_recipe(
+        tmp_path, f"--train_file={train}", f"--predict_file={questions}"
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    after_training = tmp_path / "run" / "predictions_new.jsonl"
+    assert "multiple choice: wrote 2 predictions" in process.stdout
+    rows = [
+        json.loads(line) for line in after_training.read_text().splitlines()
+    ]
+    assert [row["context"] for row in rows] == [e["context"] for e in EVAL]
+    assert [len(row["probabilities"]) for row in rows] == [4, 4]
+    for row in rows:
+        assert sum(row["probabilities"]) == pytest.approx(1, abs=1e-5)
+        assert row["choice"] == int(np.argmax(row["probabilities"]))
+        assert row["choice_text"] == row["choices"][row["choice"]]
+    # Later, without --train_file: the finished run's best epoch predicts.
+    again = tmp_path / "again.jsonl"
+    process = run_recipe(
+        tmp_path, f"--predict_file={questions}", f"--predictions_file={again}"
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    reloaded = [json.loads(line) for line in again.read_text().splitlines()]
+    for row, before in zip(reloaded, rows, strict=True):
+        assert {**row, "probabilities": None} == {
+            **before,
+            "probabilities": None,
+        }
+        np.testing.assert_allclose(
+            row["probabilities"], before["probabilities"], atol=2e-6
+        )

@@ -205,3 +205,88 @@ def test_bad_features_flags_fail_before_training(tmp_path, flag, message):
     assert result.returncode != 0
     assert message in result.stderr, result.stderr[-3000:]
     assert not os.path.exists(tmp_path / "run" / "eval_history.json")
+
+
+def run_predictions(tmp_path, *flags):
+    """`recipes/ner.py` without --train_file: the finished run predicts."""
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "recipes", "ner.py"),
+         f"--model_dir={tmp_path / 'run'}", *flags],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )  # fmt: skip
+
+
+def read_rows(path):
+    with open(path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file]
+
+
+def scores(rows):
+    return [e["score"] for row in rows for e in row["entities"]]
+
+
+def without_scores(rows):
+    return [
+        {
+            **row,
+            "entities": [
+                {k: v for k, v in e.items() if k != "score"}
+                for e in row["entities"]
+            ],
+        }
+        for row in rows
+    ]
+
+
+@pytest.mark.slow
+def test_predict_file_after_training_and_from_the_finished_run(tmp_path):
+    train, valid, vocabulary = write_inputs(tmp_path)
+    texts = tmp_path / "new.txt"
+    texts.write_text("John Smith lives in Paris.\n\nMary works at Acme .\n")
+    result = run_recipe(
+        tmp_path, train, valid, vocabulary, f"--predict_file={texts}"
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    after_training = tmp_path / "run" / "predictions_new.jsonl"
+    assert f"NER: wrote 2 predictions to {after_training}" in result.stdout
+    rows = read_rows(after_training)
+    assert [row["text"] for row in rows] == [
+        "John Smith lives in Paris.",
+        "Mary works at Acme .",
+    ]
+    assert rows[0]["words"] == ["John", "Smith", "lives", "in", "Paris", "."]
+    # Seeded: 3 entities at the time of writing, so that the comparisons
+    # below are not between empty lists.
+    assert sum(len(row["entities"]) for row in rows) >= 1
+    for row in rows:
+        assert len(row["tags"]) == len(row["words"])
+        for entity in row["entities"]:
+            text = row["text"][entity["start"] : entity["end"]]
+            assert text == entity["entity"]
+
+    # Later, without --train_file: the best epoch of the run, reloaded,
+    # tags the text as the trained model did ...
+    again = tmp_path / "again.jsonl"
+    result = run_predictions(
+        tmp_path, f"--predict_file={texts}", f"--predictions_file={again}"
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    reloaded = read_rows(again)
+    assert without_scores(reloaded) == without_scores(rows)
+    assert scores(reloaded) == pytest.approx(scores(rows), abs=2e-6)
+    # ... and CoNLL words as the run's own validation predictions.
+    result = run_predictions(tmp_path, f"--predict_file={valid}")
+    assert result.returncode == 0, result.stderr[-4000:]
+    words = read_rows(tmp_path / "run" / "predictions_valid.jsonl")
+    with open(tmp_path / "run" / "predictions_validation.txt") as file:
+        blocks = file.read().strip("\n").split("\n\n")
+    assert [row["words"] for row in words] == [
+        [word for word, _ in sentence] for sentence in VALID
+    ]
+    assert [row["tags"] for row in words] == [
+        [line.split(" ")[2] for line in block.split("\n")] for block in blocks
+    ]
+    for row in words:
+        assert [
+            (e["type"], e["start"], e["end"] - 1) for e in row["entities"]
+        ] == get_entities(row["tags"])

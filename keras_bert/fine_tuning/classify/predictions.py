@@ -3,14 +3,12 @@
 `recipes/classify.py --predict_file=F` writes one JSON line per input
 text (`write_predictions`), with the model it just trained or, without
 `--train_file`, with the best epoch of a finished `--model_dir`
-(`load_finished_run`).
+(`load_finished_classifier`). Loading a run, naming and writing the
+JSONL are shared with the other recipes (`keras_bert.fine_tuning.
+predictions`).
 """
 
-import json
-import os
-
 import numpy as np
-from absl import logging
 
 from keras_bert import files
 from keras_bert.data.packed_batches import pack_texts
@@ -20,9 +18,9 @@ from keras_bert.data.window_batches import window_batches
 from keras_bert.fine_tuning.classify.examples import (
     read_classification_examples,
 )
-
-RESULTS_FILE = "results.json"
-WEIGHTS_FILE = "best.weights.h5"
+from keras_bert.fine_tuning.predictions import check_predict_file
+from keras_bert.fine_tuning.predictions import load_finished_run
+from keras_bert.fine_tuning.predictions import write_jsonl
 
 
 def read_texts(path, text_column=None, text_b_column=None, **unused):
@@ -43,8 +41,7 @@ def read_texts(path, text_column=None, text_b_column=None, **unused):
     Returns:
         A tuple of one or two str arrays `(n,)`.
     """
-    if not files.exists(path):
-        raise ValueError(f"No such file: {path}. Pass an existing file.")
+    check_predict_file(path)
     if path.endswith(".txt"):
         lines = [line for line in files.read_text(path).splitlines()]
         texts = [line for line in lines if line.strip()]
@@ -153,7 +150,7 @@ def write_predictions(
     predicted = predicted_names(model, probabilities)
     names = model.class_names()
     key = "labels" if model.label_mode.multi_label else "label"
-    lines = []
+    rows = []
     for i in range(len(texts[0])):
         if pair:
             row = {"text_a": texts[0][i], "text_b": texts[1][i]}
@@ -163,29 +160,15 @@ def write_predictions(
         row["probabilities"] = {
             name: round(float(p), 6) for name, p in zip(names, probabilities[i])
         }
-        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
-    files.write_text(output_file, "".join(lines))
-    logging.info("Wrote %d predictions to %s", len(lines), output_file)
-    return len(lines)
+        rows.append(row)
+    return write_jsonl(output_file, rows)
 
 
-def finished_run(model_dir):
-    """The `results.json` of a finished run in `model_dir`, or an error
-    that says what is missing."""
-    path = os.path.join(model_dir, RESULTS_FILE)
-    weights = os.path.join(model_dir, WEIGHTS_FILE)
-    for required in (path, weights):
-        if not files.exists(required):
-            raise ValueError(
-                f"No finished run in {model_dir}: {required} does not "
-                "exist. Predict with the --model_dir of a finished "
-                "training run, or pass --train_file to train one first."
-            )
-    return files.read_json(path)
+def load_finished_classifier(model_dir, build_model, results=None):
+    """The best classifier of a finished run, ready to predict.
 
-
-def load_finished_run(model_dir, build_model):
-    """The best model of a finished run, ready to predict.
+    `keras_bert.fine_tuning.predictions.load_finished_run`, and a
+    multi-label model's tuned thresholds.
 
     Args:
         model_dir: str. A finished `recipes/classify.py` run (its
@@ -193,21 +176,23 @@ def load_finished_run(model_dir, build_model):
         build_model: callable `(results) -> (model, preprocessor)`:
             builds the classifier the run trained, from its results
             (`config`, `label_names`, `multi_label`).
+        results: dict or `None`. The run's `results.json`, if read
+            already.
 
     Returns:
         `(model, preprocessor, results)`, the model with the best
         epoch's weights (and a multi-label model's tuned thresholds).
+
+    Example:
+    ```python
+    model, preprocessor, _ = load_finished_classifier("runs/topics", build)
+    ```
     """
-    results = finished_run(model_dir)
-    model, preprocessor = build_model(results)
-    if results["config"].get("lora_rank"):
-        model.backbone.enable_lora(results["config"]["lora_rank"])
-    model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
+    model, preprocessor, results = load_finished_run(
+        model_dir, build_model, results
+    )
     if results.get("multi_label") and results.get("thresholds"):
         model.thresholds = [
             results["thresholds"][name] for name in results["label_names"]
         ]
-    logging.info(
-        "Loaded the best epoch (%s) of %s", results.get("best_epoch"), model_dir
-    )
     return model, preprocessor, results

@@ -4,6 +4,8 @@
   `write_swag_csv`.
 - `job`: `MultipleChoiceFineTuning`, the job `recipes/multiple_choice.py`
   runs.
+- `predictions`: a file of examples → one JSON line of choice and
+  probabilities each (`recipes/multiple_choice.py --predict_file`).
 
 The model is `keras_bert.BertMultipleChoice`; how it packs raw text is in
 `keras_bert.models.choice_inputs`.

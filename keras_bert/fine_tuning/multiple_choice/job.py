@@ -13,7 +13,9 @@ from keras_bert.data.holdout import holdout_split
 from keras_bert.data.shuffled_epochs import shuffled_epochs
 from keras_bert.fine_tuning.job import FineTuningJob
 from keras_bert.fine_tuning.multiple_choice.examples import read_multiple_choice
-from keras_bert.models.choice_inputs import choice_dataset
+from keras_bert.fine_tuning.multiple_choice.predictions import (
+    packed_probabilities,
+)
 from keras_bert.models.choice_inputs import pack_choices
 from keras_bert.models.choice_inputs import trim_choices
 
@@ -154,13 +156,9 @@ class MultipleChoiceFineTuning(FineTuningJob):
         if self._last_probabilities is not None:
             if self._last_probabilities[0] == key:
                 return self._last_probabilities[1]
-        logits = model.predict(
-            choice_dataset(
-                self._packed()[split], batch_size=self.eval_batch_size
-            ),
-            verbose=0,
+        probabilities = packed_probabilities(
+            model, self._packed()[split], self.eval_batch_size
         )
-        probabilities = tf.nn.softmax(logits).numpy()
         self._last_probabilities = (key, probabilities)
         return probabilities
 

@@ -7,6 +7,8 @@
 - `entities`: `find_entities`, raw text → entities with a Keras model.
 - `job`: `NerFineTuning`, the job `recipes/ner.py` runs (its
   `--features` mode trains `keras_bert.models.FrozenFeaturesTagger`).
+- `predictions`: a file of raw text or CoNLL words → one JSON line of
+  words, tags and entities per sentence (`recipes/ner.py --predict_file`).
 
 The raw-text function a `BertTokenClassifier` exports and runs in
 `predict` (the same entities in graph ops) is in

@@ -42,10 +42,45 @@ def find_entities(model, preprocessor, texts, stride=None, batch_size=64):
     #    "score": 0.99}]]
     ```
     """
+    tagged = tag_texts(
+        model, preprocessor, texts, model.label_names, stride, batch_size
+    )
+    return [text_entities(text, tags) for text, tags in zip(texts, tagged)]
+
+
+def tag_texts(model, preprocessor, texts, labels, stride=None, batch_size=64):
+    """The words of each text, their character spans and predicted tags.
+
+    Words as `find_entities` cuts them (BERT's basic-tokenizer words; a
+    `##` WordPiece continues one), each predicted once, from the window
+    where it has the most context.
+
+    Args:
+        model: a tagger taking the ids dict (`keras_bert.
+            BertTokenClassifier`, `keras_bert.models.FrozenFeaturesTagger`).
+        preprocessor: `keras_bert.BertPreprocessor`: its tokenizer and
+            `sequence_length` (the window length).
+        texts: list of str.
+        labels: list of str. The tag of each class.
+        stride: int or `None`. Tokens between window starts; defaults to
+            half a window.
+        batch_size: int. Windows per prediction batch.
+
+    Returns:
+        One dict per text: `spans` (`[start, end]` per word, in code
+        points), `tags` (str per word) and `scores` (the probability of
+        each word's tag, a float32 array).
+
+    Example:
+    ```python
+    tag_texts(model, preprocessor, ["Angela Merkel spoke."], labels)
+    # [{"spans": [[0, 6], [7, 13], [14, 19], [19, 20]],
+    #   "tags": ["B-PER", "I-PER", "O", "O"], "scores": [...]}]
+    ```
+    """
     sequence_length = preprocessor.sequence_length
     stride = default_stride(sequence_length) if stride is None else stride
     tokenizer = preprocessor.tokenizer
-    labels = model.label_names
     vocabulary = tokenizer.vocabulary
     results = []
     for first in range(0, len(texts), 256):
@@ -84,24 +119,32 @@ def find_entities(model, preprocessor, texts, stride=None, batch_size=64):
             [len(row) for row in spans],
             outside_id=labels.index("O") if "O" in labels else 0,
         )
-        for text, row_spans, row_labels, row_scores in zip(
-            chunk, spans, label_ids, scores
-        ):
-            tags = [labels[i] for i in row_labels]
-            entities = []
-            for entity_type, first_word, last_word in get_entities(tags):
-                start = row_spans[first_word][0]
-                end = row_spans[last_word][1]
-                entities.append(
-                    {
-                        "entity": text[start:end],
-                        "type": entity_type,
-                        "start": start,
-                        "end": end,
-                        "score": float(
-                            np.mean(row_scores[first_word : last_word + 1])
-                        ),
-                    }
-                )
-            results.append(entities)
+        for row_spans, row_labels, row_scores in zip(spans, label_ids, scores):
+            results.append(
+                {
+                    "spans": row_spans,
+                    "tags": [labels[i] for i in row_labels],
+                    "scores": row_scores,
+                }
+            )
     return results
+
+
+def text_entities(text, tagged):
+    """The entities of `text` from `tag_texts`' result for it: dicts
+    `{"entity", "type", "start", "end", "score"}` (the score: the mean of
+    its words' tag probabilities)."""
+    spans, scores = tagged["spans"], tagged["scores"]
+    entities = []
+    for entity_type, first_word, last_word in get_entities(tagged["tags"]):
+        start, end = spans[first_word][0], spans[last_word][1]
+        entities.append(
+            {
+                "entity": text[start:end],
+                "type": entity_type,
+                "start": start,
+                "end": end,
+                "score": float(np.mean(scores[first_word : last_word + 1])),
+            }
+        )
+    return entities

@@ -224,31 +224,41 @@ class NerFineTuning(FineTuningJob):
 
     # --- Predicting ----------------------------------------------------------
 
-    def predict_tags(self, model, sentences):
-        """The predicted tag of every word of `sentences` (lists of str)."""
-        features = self._make_features(sentences, None)
-        return self._tags(model, features, [len(s) for s in sentences])
+    def predict_tags(self, model, sentences, documents=None, scores=False):
+        """The predicted tag of every word of `sentences` (lists of str).
+
+        With `document_context` and `documents` (each sentence's document
+        index, as `read_conll` gives them), the sentences of a document
+        are windowed together, as in training. With `scores`, returns
+        `(tags, scores)`: each word's tag probability too.
+        """
+        if documents is None:
+            pieces = None
+            sequences, lengths = sentences, [len(s) for s in sentences]
+        else:
+            data = {"words": sentences, "document": documents}
+            sequences, lengths, pieces = self._sequences(data)
+        features = self._make_features(sequences, None)
+        tags, probabilities = self._tags(model, features, lengths)
+        tags = _into_sentences(tags, pieces)
+        if not scores:
+            return tags
+        return tags, _into_sentences(probabilities, pieces)
 
     def _predict(self, model, split):
-        data = self.data[split]
-        sequences, lengths, pieces = self._sequences(data)
-        tags = self._tags(model, self._windows(split), lengths)
-        if pieces is None:
-            return tags
-        # Documents back into their sentences.
-        flat = [tag for document in tags for tag in document]
-        sentences, start = [], 0
-        for length in pieces:
-            sentences.append(flat[start : start + length])
-            start += length
-        return sentences
+        _, lengths, pieces = self._sequences(self.data[split])
+        tags, _ = self._tags(model, self._windows(split), lengths)
+        return _into_sentences(tags, pieces)
 
     def _tags(self, model, features, lengths):
+        """`(tags, scores)`: per sequence, each word's tag and its
+        probability."""
         logits = window_logits(model, features, self.eval_batch_size)
-        label_ids, _ = word_predictions(
+        label_ids, scores = word_predictions(
             features, logits, lengths, outside_id=self.labels.index("O")
         )
-        return [[self.labels[i] for i in ids] for ids in label_ids]
+        tags = [[self.labels[i] for i in ids] for ids in label_ids]
+        return tags, [list(row) for row in scores]
 
     def _score(self, split, predicted):
         return entity_scores(self.data[split]["tags"], predicted)
@@ -314,6 +324,19 @@ class NerFineTuning(FineTuningJob):
             label_all_tokens=self.label_all_tokens,
             continuation_label_ids=continuation,
         )
+
+
+def _into_sentences(documents, pieces):
+    """Per-word values of documents cut back into their sentences
+    (`pieces`: words per sentence; `None`: they are sentences already)."""
+    if pieces is None:
+        return documents
+    flat = [value for document in documents for value in document]
+    sentences, start = [], 0
+    for length in pieces:
+        sentences.append(flat[start : start + length])
+        start += length
+    return sentences
 
 
 def _empty_file_message(split, path):

@@ -9,7 +9,7 @@ import pytest
 
 import keras_bert
 from keras_bert import files
-from keras_bert.fine_tuning.classify.predictions import load_finished_run
+from keras_bert.fine_tuning.classify.predictions import load_finished_classifier
 from keras_bert.fine_tuning.classify.predictions import read_texts
 from keras_bert.fine_tuning.classify.predictions import write_predictions
 from tests.fine_tuning.classify.test_job import VOCABULARY
@@ -90,7 +90,7 @@ def test_missing_files_are_named(tmp_path):
     with pytest.raises(ValueError, match="No such file: .*missing.txt"):
         read_texts(str(tmp_path / "missing.txt"))
     with pytest.raises(ValueError, match="No finished run in .*results.json"):
-        load_finished_run(str(tmp_path), classifier)
+        load_finished_classifier(str(tmp_path), classifier)
 
 
 def test_a_finished_run_gives_back_its_best_model(tmp_path):
@@ -112,7 +112,7 @@ def test_a_finished_run_gives_back_its_best_model(tmp_path):
         built.append(results["label_names"])
         return classifier(multi_label=results["multi_label"], seed=2)
 
-    model, _, results = load_finished_run(str(tmp_path), build_model)
+    model, _, results = load_finished_classifier(str(tmp_path), build_model)
     assert built == [["LOC", "ORG", "PER"]] and results["best_epoch"] == 2
     np.testing.assert_allclose(model.thresholds, [0.1, 0.2, 0.3])
     inputs = preprocessor(np.array(TEXTS))

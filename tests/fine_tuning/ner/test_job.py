@@ -354,9 +354,10 @@ def test_document_context_joins_documents_and_splits_them_back(files):
         mock.patch.object(
             task,
             "_tags",
-            side_effect=lambda model, features, lengths: [
-                [f"tag-{i}" for i in range(length)] for length in lengths
-            ],
+            side_effect=lambda model, features, lengths: (
+                [[f"tag-{i}" for i in range(length)] for length in lengths],
+                [[1.0] * length for length in lengths],  # the scores
+            ),
         ),
     ):
         predicted = task._predict(None, "validation")
