@@ -16,13 +16,13 @@ import keras
 
 from keras_bert import files
 from keras_bert.checkpoints.checkpoint_config import labels_from_config
-from keras_bert.fine_tuning.classify.predictions import finished_run
-from keras_bert.fine_tuning.classify.predictions import load_finished_run
+from keras_bert.fine_tuning.classify.predictions import load_finished_classifier
+from keras_bert.fine_tuning.predictions import finished_run
+from keras_bert.fine_tuning.run_files import RESULTS
 from keras_bert.fine_tuning.starting_model import load_task_model
 from keras_bert.models import BertClassifier
 from keras_bert.text import BertPreprocessor
 
-RUN_RESULTS = "results.json"
 HUGGING_FACE_CONFIG = "config.json"
 
 
@@ -36,7 +36,7 @@ def teacher_kind(path):
         if not files.exists(path):
             raise ValueError(f"No such .keras file: {path}.")
         return "keras"
-    if files.exists(os.path.join(path, RUN_RESULTS)):
+    if files.exists(os.path.join(path, RESULTS)):
         return "run"
     if files.exists(os.path.join(path, HUGGING_FACE_CONFIG)):
         return "huggingface"
@@ -102,7 +102,7 @@ def load_teacher(path, sequence_length=128):
     if kind == "keras":
         return keras.models.load_model(path)
     if kind == "run":
-        model, preprocessor, _ = load_finished_run(path, model_of_run)
+        model, preprocessor, _ = load_finished_classifier(path, model_of_run)
         model.preprocessor = preprocessor
         return model
     return BertClassifier.from_checkpoint(path, sequence_length=sequence_length)
