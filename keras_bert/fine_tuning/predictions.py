@@ -94,9 +94,17 @@ def load_finished_run(model_dir, build_model, results=None):
     return model, preprocessor, results
 
 
+# The eval splits whose predictions a run writes itself
+# (`predictions_<split>.jsonl`): a predicted file of that name must not
+# overwrite them.
+RUN_SPLITS = ("validation",)
+
+
 def predictions_path(model_dir, predict_file, predictions_file=None):
     """Where predictions of `predict_file` go: `predictions_file`, or
-    `<model_dir>/predictions_<predict_file's name>.jsonl`.
+    `<model_dir>/predictions_<predict_file's name>.jsonl`
+    (`predictions_<name>_file.jsonl` for a file named like an eval split
+    whose predictions the run wrote: `validation.jsonl`).
 
     Example:
     ```python
@@ -107,6 +115,8 @@ def predictions_path(model_dir, predict_file, predictions_file=None):
     if predictions_file:
         return predictions_file
     name = os.path.splitext(os.path.basename(predict_file))[0]
+    if name in RUN_SPLITS:
+        name = f"{name}_file"
     return os.path.join(model_dir, f"predictions_{name}.jsonl")
 
 

@@ -17,6 +17,10 @@ def test_the_default_path_is_named_after_the_file():
         "runs/ner/predictions_new.sentences.jsonl"
     )
     assert predictions_path("runs/ner", "new.txt", "out.jsonl") == "out.jsonl"
+    # Not over the run's own predictions of its eval split.
+    assert predictions_path("runs/a", "glue/validation.jsonl") == (
+        "runs/a/predictions_validation_file.jsonl"
+    )
 
 
 def test_rows_are_json_lines_unescaped(tmp_path):
