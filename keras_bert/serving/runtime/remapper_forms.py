@@ -129,8 +129,12 @@ class FrozenWeights:
 
     Example:
     ```python
-    shared = FrozenWeights(model.weights)
-    served = {n: reading_frozen(f, shared) for n, f in endpoints.items()}
+    table = keras.Variable([1.0, 2.0])
+    shared = FrozenWeights([table])
+    double = reading_frozen(lambda x: x * table.value, shared)
+    halve = reading_frozen(lambda x: x / table.value, shared)
+    # Traced, both call one function whose constant is [1.0, 2.0].
+    tf.function(double)(tf.ones(2)), tf.function(halve)(tf.ones(2))
     ```
     """
 
