@@ -10,6 +10,7 @@ from keras_bert.layers.block_implementations import select_implementation
 from keras_bert.models.backbone_of import backbone_of
 from keras_bert.serving.endpoints import serving_endpoints
 from keras_bert.serving.plan import plan_export
+from keras_bert.serving.runtime.remapper_forms import FrozenWeights
 from keras_bert.serving.runtime.remapper_forms import reading_frozen
 from keras_bert.serving.served_copy import served_copy
 from keras_bert.text.bert_preprocessor import BertPreprocessor
@@ -233,7 +234,9 @@ def export_saved_model(
     # it): the blocks' weights as constants of the graph or laid out per
     # stream, not also the blocks' variables.
     archive.track(preprocessor)
-    frozen = _frozen_variables(model, plan)
+    # Read by every endpoint from one function of the SavedModel: stored
+    # once (as each block's weights, `shared_trace`).
+    frozen = FrozenWeights(_frozen_variables(model, plan))
     for name, (function, signature) in endpoints.items():
         archive.add_endpoint(name, reading_frozen(function, frozen), signature)
 

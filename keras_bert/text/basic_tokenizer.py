@@ -80,10 +80,12 @@ def _hangul_decomposition(code_point):
 def build_tables(lowercase, strip_accents, num_special_tokens):
     """Builds the per-code-point tables for one casing configuration.
 
-    Returns a dict of numpy arrays: `block_index` and `blocks` (the two-level
-    table, `blocks[block_index[c >> 7] * 128 + (c & 127)]` is the entry of
-    code point `c`), and `expansion_starts`, `expansion_lengths`,
-    `expansion_values` (a flat table of multi-character results).
+    Returns a dict of numpy arrays, each in the narrowest integer dtype
+    that holds it: `block_index` and `blocks` (the two-level table,
+    `blocks[block_index[c >> 7] * 128 + (c & 127)]` is the entry of code
+    point `c`, less `c << VALUE_SHIFT` unless it has `EXPANDS` set), and
+    `expansion_starts`, `expansion_lengths`, `expansion_values` (a flat
+    table of multi-character results).
     """
     entries = np.arange(NUM_CODE_POINTS, dtype=np.int64) << VALUE_SHIFT
     classes = np.zeros(NUM_CODE_POINTS, dtype=np.int64)
@@ -143,19 +145,43 @@ def build_tables(lowercase, strip_accents, num_special_tokens):
     sentinels = slice(SENTINEL_BASE, SENTINEL_BASE + num_special_tokens)
     classes[sentinels] = SPECIAL
     entries |= classes
+    # Stored relative to the code point (`entry - (c << VALUE_SHIFT)`, but
+    # for an expansion's index): most blocks then hold the same entries
+    # (unchanged characters of one class) and are stored once.
+    expanding = (entries & EXPANDS) != 0
+    entries[~expanding] -= np.arange(NUM_CODE_POINTS)[~expanding] << VALUE_SHIFT
 
-    blocks = entries.reshape(-1, BLOCK_SIZE).astype(np.int32)
+    blocks = entries.reshape(-1, BLOCK_SIZE)
     unique_blocks, block_index = np.unique(blocks, axis=0, return_inverse=True)
-    lengths = np.array([len(e) for e in expansions], dtype=np.int32)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int32)
-    values = np.array([c for e in expansions for c in e], dtype=np.int32)
-    return dict(
-        block_index=block_index.reshape(-1).astype(np.int32),
+    lengths = np.array([len(e) for e in expansions])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    values = np.array([c for e in expansions for c in e], dtype=np.int64)
+    tables = dict(
+        block_index=block_index.reshape(-1),
         blocks=unique_blocks.reshape(-1),
         expansion_starts=starts,
         expansion_lengths=lengths,
         expansion_values=values,
     )
+    return {name: _narrowest(array) for name, array in tables.items()}
+
+
+def _narrowest(array):
+    """`array` in the narrowest integer dtype that holds its values (the
+    tables are constants of every graph that tokenizes; `_lookup` widens
+    what it gathers to int32)."""
+    for dtype in (np.uint8, np.int8, np.uint16, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if array.size == 0 or (
+            info.min <= array.min() and array.max() <= info.max
+        ):
+            return array.astype(dtype)
+    raise AssertionError(f"A table entry does not fit in int32: {array}")
+
+
+def _lookup(table, indices):
+    """`table[indices]` as int32, whatever the table's stored dtype."""
+    return tf.cast(tf.gather(table, indices), tf.int32)
 
 
 class BasicTokenizer:
@@ -273,12 +299,18 @@ class BasicTokenizer:
         num_rows = tf.shape(strings, out_type=tf.int64)[0]
         chars = code_points.flat_values
 
-        block = tf.gather(
+        block = _lookup(
             tables["block_index"], tf.bitwise.right_shift(chars, BLOCK_BITS)
         )
-        entry = tf.gather(
+        entry = _lookup(
             tables["blocks"],
             block * BLOCK_SIZE + tf.bitwise.bitwise_and(chars, BLOCK_SIZE - 1),
+        )
+        # Entries are stored relative to their code point, but expansions'.
+        entry += tf.where(
+            tf.equal(tf.bitwise.bitwise_and(entry, EXPANDS), 0),
+            tf.bitwise.left_shift(chars, VALUE_SHIFT),
+            0,
         )
         char_class = tf.bitwise.bitwise_and(entry, 7)
         # Per-character values that follow each character through removal
@@ -297,15 +329,15 @@ class BasicTokenizer:
         def expand():
             index = tf.where(expands, value, 0)
             lengths = tf.where(
-                expands, tf.gather(tables["expansion_lengths"], index), 1
+                expands, _lookup(tables["expansion_lengths"], index), 1
             )
             source = tf.repeat(tf.range(tf.size(value)), lengths)
             ends = tf.cumsum(lengths)
             offset = tf.range(tf.size(source)) - tf.gather(
                 ends - lengths, source
             )
-            start = tf.gather(tables["expansion_starts"], index)
-            expanded = tf.gather(
+            start = _lookup(tables["expansion_starts"], index)
+            expanded = _lookup(
                 tables["expansion_values"],
                 tf.gather(tf.where(expands, start, 0), source)
                 + tf.where(tf.gather(expands, source), offset, 0),

@@ -90,26 +90,74 @@ def reading_frozen(function, variables):
     that scope the trace sees an assignment to a variable but does not make
     it; with no `variables` no scope is entered, and the trace is
     `function`'s own.
+
+    The constants are those of one function of the graph's library, which
+    each trace calls (and TensorFlow inlines when it optimizes a graph):
+    pass one `FrozenWeights` for the endpoints of one export, and each
+    weight is stored once, not once per endpoint.
+
+    Args:
+        function: the callable to trace.
+        variables: a list of Keras variables, or a `FrozenWeights` shared
+            by several functions.
     """
     import functools
 
     import keras
     import tensorflow as tf
 
-    variables = list(variables)
+    if not isinstance(variables, FrozenWeights):
+        variables = FrozenWeights(variables)
 
     @functools.wraps(function)
     def frozen(*args, **kwargs):
-        if not variables or tf.executing_eagerly():
+        if not variables.variables or tf.executing_eagerly():
             return function(*args, **kwargs)
-        mapping = [
-            (v, weight(lambda read, v=v: read(v), backend_variable(v).dtype))
-            for v in variables
-        ]  # `weight` freezes each one now
-        with keras.StatelessScope(state_mapping=mapping):
+        with keras.StatelessScope(state_mapping=variables.mapping()):
             return function(*args, **kwargs)
 
     return frozen
+
+
+class FrozenWeights:
+    """Variables read as the constants of one `tf.function`, which every
+    trace that reads them calls (`reading_frozen`): stored once in a
+    SavedModel however many endpoints read them.
+
+    Args:
+        variables: a list of Keras variables.
+
+    Example:
+    ```python
+    table = keras.Variable([1.0, 2.0])
+    shared = FrozenWeights([table])
+    double = reading_frozen(lambda x: x * table.value, shared)
+    halve = reading_frozen(lambda x: x / table.value, shared)
+    # Traced, both call one function whose constant is [1.0, 2.0].
+    tf.function(double)(tf.ones(2)), tf.function(halve)(tf.ones(2))
+    ```
+    """
+
+    def __init__(self, variables):
+        self.variables = list(variables)
+        self._constants = None
+
+    def mapping(self):
+        """`[(variable, tensor)]`, in a graph being traced: each tensor an
+        output of the one call of the shared function."""
+        import tensorflow as tf
+
+        if self._constants is None:
+
+            def constants():
+                # `weight` freezes each one when this is traced.
+                return [
+                    weight(lambda read, v=v: read(v), backend_variable(v).dtype)
+                    for v in self.variables
+                ]
+
+            self._constants = tf.function(constants)
+        return list(zip(self.variables, self._constants()))
 
 
 def _read_now(variable):
