@@ -4,6 +4,7 @@ r"""Distils a fine-tuned classifier into a smaller student of its own blocks.
         --train_file=train.jsonl --eval_file=dev.jsonl \
         --student_layers=0,2,4 --model_dir=runs/sst2_student \
         [--temperature=2 --student_loss_weight=0.5] \
+        [--hidden_state_weight=1.0 --hidden_state_layers=1,3,5] \
         [--export_dir=saved_models/sst2_student]
 
 `--teacher`: a finished `recipes/classify.py --model_dir` (rebuilt from
@@ -18,8 +19,12 @@ It trains with `keras_bert.distillation.BertDistiller`
 on the train file's labels plus `1 - --student_loss_weight` times the
 logits distillation at `--temperature` (1.0 = labels only, 0.0 = the
 teacher only: the train file's labels are then not read and may be
-absent). Data: the formats of `recipes/classify.py` (JSONL or TSV with
-`text`, or `text_a`/`text_b`, and `label`).
+absent). `--hidden_state_weight` (0: off) adds that times the mean
+squared error between each student block's hidden states and its mapped
+teacher block's (`--hidden_state_layers`, one teacher block per student
+block; by default the uniform map, 6 to 3 blocks: 1,3,5). Data: the
+formats of `recipes/classify.py` (JSONL or TSV with `text`, or
+`text_a`/`text_b`, and `label`).
 
 It reports the teacher's and the student's metrics on `--eval_file`, and
 each one's serving speed (examples/s at each of `--speed_batch_sizes`)
@@ -80,6 +85,16 @@ flags.DEFINE_float(
     0.5,
     "Weight of the loss on labels: 1.0 labels only, 0.0 the teacher only.",
 )
+flags.DEFINE_float(
+    "hidden_state_weight",
+    0.0,
+    "Adds this times the MSE of mapped blocks' hidden states; 0: off.",
+)
+flags.DEFINE_list(
+    "hidden_state_layers",
+    None,
+    "Teacher block per student block, e.g. 1,3,5; default: uniform map.",
+)
 flags.DEFINE_integer(
     "max_seq_length", 128, "Tokens per text (a Hugging Face --teacher)."
 )
@@ -134,6 +149,8 @@ def main(argv):
         student,
         student_loss_weight=FLAGS.student_loss_weight,
         temperature=FLAGS.temperature,
+        hidden_state_weight=FLAGS.hidden_state_weight,
+        hidden_state_layers=_hidden_state_layers(),
     )
     defaults = dataclasses.replace(
         training_defaults("classifier"),
@@ -205,6 +222,12 @@ def _check_flags(config):
             "Pass exactly one of --student_layers (e.g. 0,2,4), "
             "--student_num_layers or --student_preset."
         )
+    _hidden_state_layers()  # block indices, or a UsageError
+    if config["hidden_state_weight"] < 0:
+        raise app.UsageError(
+            "--hidden_state_weight is >= 0 (0: off). Received: "
+            f"{config['hidden_state_weight']}"
+        )
     if not 0.0 <= config["student_loss_weight"] <= 1.0:
         raise app.UsageError(
             "--student_loss_weight is from 0.0 (the teacher only) to 1.0 "
@@ -224,6 +247,18 @@ def _student_choice():
     if FLAGS.student_num_layers is not None:
         return {"num_layers": FLAGS.student_num_layers}
     return {"preset": FLAGS.student_preset}
+
+
+def _hidden_state_layers():
+    if FLAGS.hidden_state_layers is None:
+        return None
+    try:
+        return tuple(int(i) for i in FLAGS.hidden_state_layers)
+    except ValueError:
+        raise app.UsageError(
+            "--hidden_state_layers takes teacher block indices, e.g. 1,3,5. "
+            f"Received: {','.join(FLAGS.hidden_state_layers)}"
+        ) from None
 
 
 def load_teacher(path, max_seq_length):
