@@ -76,10 +76,17 @@ def _block_node(model, block):
         if node.operation is block
     ]
     if len(nodes) != 1:
+        how = (
+            "calls its backbone as one nested model"
+            if not nodes
+            else f"calls it {len(nodes)} times"
+        )
         raise ValueError(
-            f"Hidden-state distillation needs {type(model).__name__} "
-            f"{model.name!r} to call its block {block.name!r} once in its "
-            f"graph; it calls it {len(nodes)} times."
+            "Hidden-state distillation reads each block's output in the "
+            f"task model's own graph, once: {type(model).__name__} "
+            f"{model.name!r} {how} (block {block.name!r}), which is not "
+            "supported yet (a BertClassifier's is). Distil it with "
+            "hidden_state_weight=0.0."
         )
     return nodes[0]
 

@@ -178,3 +178,18 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="teacher's are 16, the student's 8"):
         BertDistiller(teacher, narrow, hidden_state_weight=1.0)
     BertDistiller(teacher, narrow)  # logits only: any width
+
+
+def test_a_task_model_calling_its_backbone_nested_is_refused():
+    backbone = keras_bert.BertBackbone(
+        vocabulary_size=50,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+    )
+    teacher = keras_bert.BertTokenClassifier(backbone, 3)
+    student = student_of(teacher, layers=(0,))
+    with pytest.raises(ValueError, match="nested model .*hidden_state_weight"):
+        BertDistiller(teacher, student, hidden_state_weight=1.0)
