@@ -208,6 +208,12 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
         self._student_states = None
         self._teacher_states = None
         if self.hidden_state_weight > 0:
+            if self._teacher_feature_extractor is not None:
+                raise ValueError(
+                    "hidden_state_weight > 0 takes the teacher's features "
+                    "itself: pass distillation_losses without layer names "
+                    "(e.g. the default), or hidden_state_weight=0.0."
+                )
             self.hidden_state_layers = hidden_states.check_layer_map(
                 teacher, student, hidden_state_layers
             )
@@ -220,8 +226,9 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
                     student, range(backbone_of(student).num_layers)
                 ),
             )
-            # Keras' Distiller calls it for the teacher's logits: the
-            # states come from the same call.
+            # Keras' Distiller (3.15) calls it for the teacher's logits:
+            # the states come from the same call. The student's come from
+            # `call`, kept for the `compute_loss` that follows it.
             self._teacher_feature_extractor = self._models_with_states[0]
             self.hidden_state_loss_tracker = keras.metrics.Mean(
                 name="hidden_state_loss"

@@ -164,6 +164,11 @@ def test_bad_arguments_are_refused():
         BertDistiller(teacher, student, hidden_state_layers=(1, 3))
     with pytest.raises(ValueError, match="hidden_state_weight"):
         BertDistiller(teacher, student, hidden_state_weight=-1.0)
+    by_name = keras.distillation.FeatureDistillation(
+        teacher_layer_name="logits", student_layer_name="logits"
+    )
+    with pytest.raises(ValueError, match="without layer names"):
+        BertDistiller(teacher, student, [by_name], hidden_state_weight=1.0)
     backbone = keras_bert.BertBackbone(
         vocabulary_size=teacher.backbone.vocabulary_size,
         num_layers=1,
