@@ -4,7 +4,10 @@
 
 Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py
 at one budget: A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on
-labels only, C = blocks 0,3 distilled; table: mean ± sd of --out's runs.
+labels only, C = blocks 0,3 distilled; D = A + hidden states (weight 1,
+blocks 1,3,5), E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at
+hidden-state weight 3, H = B + D's hidden states, I = H at weight 3.
+Table: mean ± sd of --out's runs.
 """
 
 import json
@@ -31,7 +34,13 @@ STUDENTS = {
     "A": ["--student_layers=0,2,4", "--student_loss_weight=0.5"],
     "B": ["--student_layers=0,2,4", "--student_loss_weight=1.0"],
     "C": ["--student_layers=0,3", "--student_loss_weight=0.5"],
-}
+    "D": ["--student_layers=0,2,4", "--student_loss_weight=0.5", "--hidden_state_weight=1"],
+    "E": ["--student_layers=0,2,4", "--student_loss_weight=0.5", "--hidden_state_weight=1", "--hidden_state_layers=0,2,4"],
+    "F": ["--student_layers=0,2,4", "--student_loss_weight=0.1", "--temperature=4"],
+    "G": ["--student_layers=0,2,4", "--student_loss_weight=0.5", "--hidden_state_weight=3"],
+    "H": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--hidden_state_weight=1"],
+    "I": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--hidden_state_weight=3"],
+}  # fmt: skip
 
 
 def _jsonl(name, limit=0):
@@ -91,7 +100,8 @@ def main(_):
         scores = [100 * _results(p)["student_metrics"]["accuracy"] for p in found]  # fmt: skip
         sd = statistics.stdev(scores) if len(scores) > 1 else float("nan")
         print(f"student {name}: dev accuracy {statistics.mean(scores):.2f} "
-              f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}")  # fmt: skip
+              f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}; "
+              f"seconds {[round(_results(p)['distillation_seconds']) for p in found]}")  # fmt: skip
         if name == "A":  # seed 0's run first: the timed one
             run = _results(found[0])
             teacher_s = _results(teacher)["wall_time_seconds"]

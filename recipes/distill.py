@@ -4,6 +4,7 @@ r"""Distils a fine-tuned classifier into a smaller student of its own blocks.
         --train_file=train.jsonl --eval_file=dev.jsonl \
         --student_layers=0,2,4 --model_dir=runs/sst2_student \
         [--temperature=2 --student_loss_weight=0.5] \
+        [--hidden_state_weight=1.0 --hidden_state_layers=1,3,5] \
         [--export_dir=saved_models/sst2_student]
 
 `--teacher`: a finished `recipes/classify.py --model_dir` (rebuilt from
@@ -18,7 +19,11 @@ It trains with `keras_bert.distillation.BertDistiller`
 on the train file's labels plus `1 - --student_loss_weight` times the
 logits distillation at `--temperature` (1.0 = labels only, 0.0 = the
 teacher only: the train file's labels are then not read and may be
-absent). Data: the formats of `recipes/classify.py` (JSONL, TSV or CSV
+absent). `--hidden_state_weight` (0: off) adds that times the mean
+squared error between each student block's hidden states and its mapped
+teacher block's (`--hidden_state_layers`, one teacher block per student
+block; by default the uniform map, 6 to 3 blocks: 1,3,5). Data: the
+formats of `recipes/classify.py` (JSONL, TSV or CSV
 with `text`, or `text_a`/`text_b`, and `label`; other names:
 `--text_column`, `--text_b_column`, `--label_column`).
 
@@ -79,6 +84,16 @@ flags.DEFINE_float(
     0.5,
     "Weight of the loss on labels: 1.0 labels only, 0.0 the teacher only.",
 )
+flags.DEFINE_float(
+    "hidden_state_weight",
+    0.0,
+    "Adds this times the MSE of mapped blocks' hidden states; 0: off.",
+)
+flags.DEFINE_list(
+    "hidden_state_layers",
+    None,
+    "Teacher block per student block, e.g. 1,3,5; default: uniform map.",
+)
 flags.DEFINE_integer(
     "max_seq_length", 128, "Tokens per text (a Hugging Face --teacher)."
 )
@@ -118,6 +133,10 @@ def main(argv):
         columns=recipe_flags.column_arguments(FLAGS),
         holdout_fraction=FLAGS.holdout_fraction,
         seed=FLAGS.seed,
+        distiller_options={
+            "hidden_state_weight": FLAGS.hidden_state_weight,
+            "hidden_state_layers": _hidden_state_layers(),
+        },
     )
     # The files first: a bad one stops here, before any model is built.
     recipe_flags.read_data_first(job)
@@ -173,6 +192,12 @@ def _check_flags(config):
             "Pass exactly one of --student_layers (e.g. 0,2,4), "
             "--student_num_layers or --student_preset."
         )
+    _hidden_state_layers()  # block indices, or a UsageError
+    if config["hidden_state_weight"] < 0:
+        raise app.UsageError(
+            "--hidden_state_weight is >= 0 (0: off). Received: "
+            f"{config['hidden_state_weight']}"
+        )
     if not 0.0 <= config["student_loss_weight"] <= 1.0:
         raise app.UsageError(
             "--student_loss_weight is from 0.0 (the teacher only) to 1.0 "
@@ -192,6 +217,18 @@ def _student_choice():
     if FLAGS.student_num_layers is not None:
         return {"num_layers": FLAGS.student_num_layers}
     return {"preset": FLAGS.student_preset}
+
+
+def _hidden_state_layers():
+    if FLAGS.hidden_state_layers is None:
+        return None
+    try:
+        return tuple(int(i) for i in FLAGS.hidden_state_layers)
+    except ValueError:
+        raise app.UsageError(
+            "--hidden_state_layers takes teacher block indices, e.g. 1,3,5. "
+            f"Received: {','.join(FLAGS.hidden_state_layers)}"
+        ) from None
 
 
 def _print_summary(results):

@@ -15,6 +15,7 @@ import inspect
 
 import keras
 
+from keras_bert.distillation import hidden_states
 from keras_bert.keras_workarounds import learning_rate_schedule
 from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.raw_text import RawTextMethods
@@ -103,6 +104,10 @@ def distillation_loss_for(student, temperature=2.0):
     )
 
 
+# Models sharing the student's or teacher's layers, tensors of one step.
+_UNTRACKED = ("_models_with_states", "_student_states", "_teacher_states")
+
+
 class BertDistiller(RawTextMethods, keras.distillation.Distiller):
     """Distils a keras_bert teacher into a student, on raw text too.
 
@@ -127,6 +132,17 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
             Defaults to `0.5`.
         temperature: float > 0. For the default distillation loss.
             Defaults to `2.0`.
+        hidden_state_weight: float >= 0. Adds this times the mean squared
+            error between each student block's output and its mapped
+            teacher block's (padding masked out; the last block of a
+            `BertClassifier` at `[CLS]`), from the same forward passes as
+            the logits; not scaled by `1 - student_loss_weight`. Both
+            must have one hidden width (a `student_of` student). Defaults
+            to `0.0`: off.
+        hidden_state_layers: the teacher block each student block is
+            matched to, or `None` (the default): TinyBERT's uniform map
+            (`hidden_states.uniform_layer_map`: 6 blocks to 3 gives
+            `(1, 3, 5)`).
         **kwargs: `name`.
 
     Example:
@@ -137,6 +153,8 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
     distiller.fit(["a good film", "a dull book"], [1, 0], epochs=3)
     distiller.fit(["unlabelled text", "more of it"])  # teacher only
     distiller.student.save("student.keras")
+    # Hidden states too: student block j against teacher block (1, 3, 5)[j].
+    BertDistiller(teacher, student, hidden_state_weight=1.0)
     ```
     """
 
@@ -151,8 +169,19 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
         distillation_loss_weights=None,
         student_loss_weight=0.5,
         temperature=2.0,
+        hidden_state_weight=0.0,
+        hidden_state_layers=None,
         **kwargs,
     ):
+        if isinstance(hidden_state_weight, bool) or not (
+            isinstance(hidden_state_weight, (int, float))
+            and hidden_state_weight >= 0
+        ):
+            raise ValueError(
+                "Received an invalid value for argument "
+                "`hidden_state_weight`: expected a number >= 0 (0.0: off, "
+                f"e.g. 1.0). Received: {hidden_state_weight!r}"
+            )
         vocabularies = [
             backbone_of(model).vocabulary_size for model in (teacher, student)
         ]
@@ -174,6 +203,93 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
             **kwargs,
         )
         self.temperature = temperature
+        self.hidden_state_weight = float(hidden_state_weight)
+        self.hidden_state_layers = None
+        self._student_states = None
+        self._teacher_states = None
+        if self.hidden_state_weight > 0:
+            if self._teacher_feature_extractor is not None:
+                raise ValueError(
+                    "hidden_state_weight > 0 takes the teacher's features "
+                    "itself: pass distillation_losses without layer names "
+                    "(e.g. the default), or hidden_state_weight=0.0."
+                )
+            self.hidden_state_layers = hidden_states.check_layer_map(
+                teacher, student, hidden_state_layers
+            )
+            # Untracked: their weights are the student's and the teacher's.
+            self._models_with_states = (
+                hidden_states.hidden_state_model(
+                    teacher, self.hidden_state_layers
+                ),
+                hidden_states.hidden_state_model(
+                    student, range(backbone_of(student).num_layers)
+                ),
+            )
+            # Keras' Distiller (3.15) calls it for the teacher's logits:
+            # the states come from the same call. The student's come from
+            # `call`, kept for the `compute_loss` that follows it.
+            self._teacher_feature_extractor = self._models_with_states[0]
+            self.hidden_state_loss_tracker = keras.metrics.Mean(
+                name="hidden_state_loss"
+            )
+        elif hidden_state_layers is not None:
+            raise ValueError(
+                f"hidden_state_layers={hidden_state_layers!r} needs "
+                "hidden_state_weight > 0 (e.g. 1.0)."
+            )
+
+    def __setattr__(self, name, value):
+        if name in _UNTRACKED:
+            object.__setattr__(self, name, value)  # not tracked by Keras
+        else:
+            super().__setattr__(name, value)
+
+    def call(self, inputs, training=None, **kwargs):
+        """The student's output; in training with hidden-state
+        distillation, its block outputs too (kept for `compute_loss`)."""
+        if self.hidden_state_weight > 0 and training:
+            features = self._models_with_states[1](
+                inputs, training=training, **kwargs
+            )
+            self._student_states = features
+            return features[hidden_states.FINAL_OUTPUT]
+        return super().call(inputs, training=training, **kwargs)
+
+    def reset_metrics(self):
+        super().reset_metrics()
+        if self.hidden_state_weight > 0:
+            self.hidden_state_loss_tracker.reset_state()
+
+    def _extract_all_teacher_features(self, x):
+        features = super()._extract_all_teacher_features(x)
+        self._teacher_states = features
+        return features
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """Keras' `Distiller` loss, plus `hidden_state_weight` times the
+        hidden-state error (`hidden_state_loss` in the logs)."""
+        if self.hidden_state_weight == 0:
+            return super().compute_loss(x, y, y_pred, sample_weight, training)
+        student, self._student_states = self._student_states, None
+        if student is None or y_pred is None:  # not from `call` in training
+            student = self._models_with_states[1](x, training=training)
+            y_pred = student[hidden_states.FINAL_OUTPUT]
+        self._teacher_states = None
+        loss = super().compute_loss(x, y, y_pred, sample_weight, training)
+        teacher, self._teacher_states = self._teacher_states, None
+        if teacher is None:  # student_loss_weight == 1: no logits distilled
+            teacher = self._extract_all_teacher_features(x)
+            self._teacher_states = None
+        hidden = hidden_states.hidden_state_loss(
+            teacher, student, *self._models_with_states
+        )
+        self.hidden_state_loss_tracker.update_state(hidden)
+        return keras.ops.add(
+            loss, keras.ops.multiply(self.hidden_state_weight, hidden)
+        )
 
     @property
     def preprocessor(self):
@@ -242,4 +358,9 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
         return super().fit(*args, **kwargs)
 
     def get_config(self):
-        return {**super().get_config(), "temperature": self.temperature}
+        return {
+            **super().get_config(),
+            "temperature": self.temperature,
+            "hidden_state_weight": self.hidden_state_weight,
+            "hidden_state_layers": self.hidden_state_layers,
+        }

@@ -115,7 +115,8 @@ def student_of(teacher, layers=None, num_layers=None, preset=None, dtype=None):
       of the teacher's vocabulary, with fresh weights, and a fresh head.
 
     The student's `preprocessor` is the teacher's object itself: both
-    read the same ids. The student is an ordinary task model (`fit`,
+    read the same ids. The student is trainable (even where the teacher
+    is frozen, e.g. by a `BertDistiller`) and an ordinary task model (`fit`,
     `save`, `export_saved_model`), compiled with its class's defaults.
 
     Args:
@@ -171,6 +172,9 @@ def student_of(teacher, layers=None, num_layers=None, preset=None, dtype=None):
         preprocessor=None,
     )
     student = type(teacher).from_config(config)
+    # A teacher a `BertDistiller` froze passes `trainable=False` on in its
+    # config: the student is to be trained.
+    student.trainable = True
     student.preprocessor = teacher.preprocessor
     if preset is None:
         _copy_blocks(teacher_backbone, backbone_of(student), layers)

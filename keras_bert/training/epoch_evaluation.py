@@ -4,6 +4,7 @@ import math
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -110,6 +111,12 @@ class EpochEvaluation(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         evaluation_start = time.time()
+        # The epoch's training logs (losses, metrics), before eval's join.
+        train_logs = {
+            name: _number(value)
+            for name, value in (logs or {}).items()
+            if np.ndim(value) == 0
+        }
         results = {
             split: {name: _number(value) for name, value in metrics.items()}
             for split, metrics in self.evaluate(self.model).items()
@@ -122,6 +129,7 @@ class EpochEvaluation(keras.callbacks.Callback):
         entry = {
             "epoch": epoch + 1,
             "loss": None if logs is None else _number(logs.get("loss")),
+            "train_logs": train_logs,
             "metrics": results,
             "seconds": round(time.time() - self._epoch_start, 1),
             "train_seconds": round(evaluation_start - self._epoch_start, 1),

@@ -146,3 +146,17 @@ def test_a_backbone_or_a_lora_teacher_is_refused():
     teacher = keras_bert.BertClassifier(_backbone(lora_rank=2), 2)
     with pytest.raises(ValueError, match="LoRA"):
         student_of(teacher, num_layers=2)
+
+
+def test_a_frozen_teachers_student_is_trainable():
+    # A BertDistiller freezes its teacher; a second student is trained too.
+    teacher = keras_bert.BertClassifier(
+        _backbone(vocabulary_size=30522, hidden_dim=16, num_heads=2), 2
+    )
+    for kwargs in ({"layers": (0,)}, {"preset": "bert_tiny"}):
+        trainable = len(student_of(teacher, **kwargs).trainable_weights)
+        teacher.trainable = False
+        student = student_of(teacher, **kwargs)
+        teacher.trainable = True
+        assert student.trainable and student.backbone.trainable
+        assert len(student.trainable_weights) == trainable > 0

@@ -132,12 +132,18 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
         "--student_num_layers=2",
         "--student_loss_weight=0",
         "--speed_batch_sizes=1",
+        "--hidden_state_weight=0.5",
     )
     assert process.returncode == 0, process.stderr[-4000:]
     run = _results(tmp_path)
     assert run["student_layers"] == [0, 2]
     assert run["config"]["student_loss_weight"] == 0.0
     assert run["label_names"] == ["PER", "none"]
+    logs = [epoch["train_logs"] for epoch in run["epochs"]]
+    assert [log["student_loss"] for log in logs] == [0.0, 0.0]
+    # Hidden states too: student blocks 0, 1 against teacher blocks 1, 2.
+    assert run["config"]["hidden_state_weight"] == 0.5
+    assert min(log["hidden_state_loss"] for log in logs) > 0
     assert run["export_dir"].startswith(str(tmp_path / "student" / "student_"))
     # Labels are needed unless the teacher is the only signal.
     process = _distill(
@@ -148,3 +154,15 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
     )
     assert process.returncode != 0
     assert "label" in process.stderr
+    process = _distill(
+        tmp_path,
+        tmp_path / "teacher.keras",
+        f"--train_file={unlabelled}",
+        "--student_num_layers=2",
+        "--student_loss_weight=0",
+        "--hidden_state_layers=a,b",
+    )
+    assert process.returncode != 0
+    assert "--hidden_state_layers takes teacher block indices" in (
+        process.stderr
+    )

@@ -71,6 +71,7 @@ def test_keeps_the_best_epoch_and_writes_the_history(tmp_path):
     assert history["monitor"] == "validation/matthews_corrcoef"
     assert [e["epoch"] for e in history["epochs"]] == [1, 2, 3]
     assert [e["loss"] for e in history["epochs"]] == [1.0, 0.5, 1 / 3]
+    assert history["epochs"][1]["train_logs"] == {"loss": 0.5}
     mcc = history["best"]["metrics"]["validation"]["matthews_corrcoef"]
     assert abs(mcc - 0.7071) < 1e-3
 
