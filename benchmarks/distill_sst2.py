@@ -61,7 +61,7 @@ def _run(recipe, *flags):
 def _results(path):
     with open(os.path.join(path, "results.json")) as f:
         run = json.load(f)
-    if "student_metrics" not in run:  # a run of the shared runner
+    if "validation" in run.get("teacher_metrics", {}):  # on the runner
         run["student_metrics"] = run["metrics"]["validation"]
         run["teacher_metrics"] = run["teacher_metrics"]["validation"]
         run["distillation_seconds"] = run["wall_time_seconds"]
