@@ -20,6 +20,7 @@ from tests.fine_tuning.classify.test_job import TRAIN
 from tests.fine_tuning.classify.test_job import VOCABULARY
 from tests.fine_tuning.classify.test_job import write_jsonl
 from tests.fine_tuning.classify.test_job_windows import single_label
+from tests.fine_tuning.distill.test_job import write_teacher
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -106,28 +107,14 @@ def test_a_classify_run_distils_into_its_second_block(tmp_path):
 
 @pytest.mark.slow
 def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
-    preprocessor = keras_bert.BertPreprocessor(
-        keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
-    )
-    backbone = keras_bert.BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=3,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=16,
-    )
-    teacher = keras_bert.BertClassifier(
-        backbone, 2, preprocessor=preprocessor, label_names=["PER", "none"]
-    )
-    teacher.save(tmp_path / "teacher.keras")
+    teacher = write_teacher(tmp_path)  # 3 blocks, labels PER and none
     unlabelled = tmp_path / "texts.jsonl"
     unlabelled.write_text(
         "".join(json.dumps({"text": text}) + "\n" for text, _ in TRAIN)
     )
     process = _distill(
         tmp_path,
-        tmp_path / "teacher.keras",
+        teacher,
         f"--train_file={unlabelled}",
         "--student_num_layers=2",
         "--student_loss_weight=0",
@@ -148,7 +135,7 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
     # Labels are needed unless the teacher is the only signal.
     process = _distill(
         tmp_path,
-        tmp_path / "teacher.keras",
+        teacher,
         f"--train_file={unlabelled}",
         "--student_num_layers=2",
     )
@@ -156,7 +143,7 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
     assert "label" in process.stderr
     process = _distill(
         tmp_path,
-        tmp_path / "teacher.keras",
+        teacher,
         f"--train_file={unlabelled}",
         "--student_num_layers=2",
         "--student_loss_weight=0",
