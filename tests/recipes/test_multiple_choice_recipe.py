@@ -32,8 +32,8 @@ EVAL = [
 ]  # fmt: skip
 
 
-@pytest.mark.slow
-def test_recipe_trains_scores_and_exports(tmp_path):
+def _write_train(tmp_path):
+    """TRAIN as a SWAG CSV; its path."""
     train = str(tmp_path / "train.csv")
     write_swag_csv(
         train,
@@ -42,6 +42,12 @@ def test_recipe_trains_scores_and_exports(tmp_path):
         [label for _, _, _, label in TRAIN],
         headers=[header for _, header, _, _ in TRAIN],
     )
+    return train
+
+
+@pytest.mark.slow
+def test_recipe_trains_scores_and_exports(tmp_path):
+    train = _write_train(tmp_path)
     evaluation = tmp_path / "eval.jsonl"
     evaluation.write_text("\n".join(json.dumps(e) for e in EVAL) + "\n")
     words = {
@@ -165,14 +171,7 @@ def run_recipe(tmp_path, *flags):
 
 @pytest.mark.slow
 def test_predict_file_after_training_and_from_the_finished_run(tmp_path):
-    train = str(tmp_path / "train.csv")
-    write_swag_csv(
-        train,
-        [context for context, _, _, _ in TRAIN],
-        [endings for _, _, endings, _ in TRAIN],
-        [label for _, _, _, label in TRAIN],
-        headers=[header for _, header, _, _ in TRAIN],
-    )
+    train = _write_train(tmp_path)
     words = {w for c, h, es, _ in TRAIN for w in " ".join([c, h, *es]).split()}
     (tmp_path / "vocab.txt").write_text("\n".join(
         ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(words)]
