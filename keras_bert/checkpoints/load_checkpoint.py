@@ -2,6 +2,7 @@
 
 import inspect
 import json
+from contextlib import nullcontext
 
 import numpy as np
 import tensorflow as tf
@@ -13,6 +14,7 @@ from keras_bert.checkpoints.read_checkpoint import read_checkpoint
 from keras_bert.checkpoints.read_checkpoint import read_checkpoint_config
 from keras_bert.checkpoints.weight_map import group_prefixes
 from keras_bert.checkpoints.weight_map import weight_map
+from keras_bert.layers.initializers import encoder_assigned_next
 from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.bert_backbone import BertBackbone
 from keras_bert.models.task import Task
@@ -125,8 +127,12 @@ def load_checkpoint(
     # LoRA goes on once the checkpoint's kernels are assigned.
     lora_rank = backbone_config.pop("lora_rank", None)
     lora_targets = backbone_config.pop("lora_target_layer_names", None)
+    # Every encoder weight is assigned below (or the load fails): not
+    # drawn at random first (`encoder_assigned_next`).
+    building = encoder_assigned_next() if load_weights else nullcontext()
     if issubclass(model_class, BertBackbone):
-        model = model_class(**backbone_config)
+        with building:
+            model = model_class(**backbone_config)
     else:
         head_config = checkpoint_head(model_class).config_from_checkpoint(
             checkpoint, backbone_config, **head_kwargs
@@ -137,8 +143,10 @@ def load_checkpoint(
         preprocessor = checkpoint_preprocessor(
             path, model_class, backbone_config, **preprocessor_kwargs
         )
+        with building:
+            backbone = BertBackbone(**backbone_config)
         model = model_class(
-            BertBackbone(**backbone_config),
+            backbone,
             preprocessor=preprocessor,
             **head_config,
         )

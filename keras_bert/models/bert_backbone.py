@@ -4,7 +4,7 @@ import keras
 
 from keras_bert.layers.activations import validate_activation
 from keras_bert.layers.bert_embedding import BertEmbedding
-from keras_bert.layers.initializers import clone_initializer
+from keras_bert.layers.initializers import encoder_initializer
 from keras_bert.layers.optimizations import validate_optimizations
 from keras_bert.layers.transformer_encoder_block import TransformerEncoderBlock
 from keras_bert.models.backbone_outputs import BackboneOutputs
@@ -143,9 +143,7 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
             )
         validate_activation(activation)
         optimizations = validate_optimizations(optimizations)
-        initializer = keras.initializers.TruncatedNormal(
-            stddev=initializer_range
-        )
+        initializer = encoder_initializer(initializer_range)
 
         # === Layers ===
         self.embedding = BertEmbedding(
@@ -178,7 +176,9 @@ class BertBackbone(BackboneOutputs, CheckpointLoading, keras.Model):
         self.pooler_dense = keras.layers.Dense(
             hidden_dim,
             activation="tanh",
-            kernel_initializer=clone_initializer(initializer),
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range
+            ),
             dtype=dtype,
             name="pooler_dense",
         )
