@@ -6,7 +6,8 @@ Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py
 at one budget: A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on
 labels only, C = blocks 0,3 distilled; D = A + hidden states (weight 1,
 blocks 1,3,5), E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at
-hidden-state weight 3, H = B + D's hidden states, I = H at weight 3.
+hidden-state weight 3, H = B + D's hidden states, I = H at weight 3;
+J = teacher only on the texts and 4 augmented copies, K = B for 5 epochs.
 Table: mean ± sd of --out's runs.
 """
 
@@ -40,6 +41,8 @@ STUDENTS = {
     "G": ["--student_layers=0,2,4", "--student_loss_weight=0.5", "--hidden_state_weight=3"],
     "H": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--hidden_state_weight=1"],
     "I": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--hidden_state_weight=3"],
+    "J": ["--student_layers=0,2,4", "--student_loss_weight=0", "--augment_copies=4"],
+    "K": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--epochs=5"],
 }  # fmt: skip
 
 
@@ -84,11 +87,11 @@ def main(_):
             timed = name == "A" and seed == "0"
             _run(
                 "distill.py", f"--teacher={teacher}", f"--train_file={train}",
-                f"--eval_file={dev}", f"--seed={seed}", *options,
+                f"--eval_file={dev}", f"--seed={seed}",
                 f"--model_dir={FLAGS.out}/{name}_seed{seed}",
                 f"--epochs={FLAGS.student_epochs}",
                 f"--learning_rate={FLAGS.student_learning_rate}",
-                "--speed_batch_sizes=" + ("1,32" if timed else ""),
+                "--speed_batch_sizes=" + ("1,32" if timed else ""), *options,
             )  # fmt: skip
     if "table" not in FLAGS.steps:
         return

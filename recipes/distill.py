@@ -19,7 +19,9 @@ It trains with `keras_bert.distillation.BertDistiller`
 on the train file's labels plus `1 - --student_loss_weight` times the
 logits distillation at `--temperature` (1.0 = labels only, 0.0 = the
 teacher only: the train file's labels are then not read and may be
-absent). `--hidden_state_weight` (0: off) adds that times the mean
+absent; `--augment_copies=4` then adds 4 edited variants of every text
+for the teacher to label: `keras_bert.distillation.augment_texts`).
+`--hidden_state_weight` (0: off) adds that times the mean
 squared error between each student block's hidden states and its mapped
 teacher block's (`--hidden_state_layers`, one teacher block per student
 block; by default the uniform map, 6 to 3 blocks: 1,3,5). Data: the
@@ -95,6 +97,11 @@ flags.DEFINE_list(
     "Teacher block per student block, e.g. 1,3,5; default: uniform map.",
 )
 flags.DEFINE_integer(
+    "augment_copies",
+    0,
+    "With --student_loss_weight=0: adds N edited variants of each text.",
+)
+flags.DEFINE_integer(
     "max_seq_length", 128, "Tokens per text (a Hugging Face --teacher)."
 )
 flags.DEFINE_list(
@@ -133,6 +140,7 @@ def main(argv):
         columns=recipe_flags.column_arguments(FLAGS),
         holdout_fraction=FLAGS.holdout_fraction,
         seed=FLAGS.seed,
+        augment_copies=FLAGS.augment_copies,
         distiller_options={
             "hidden_state_weight": FLAGS.hidden_state_weight,
             "hidden_state_layers": _hidden_state_layers(),

@@ -3,11 +3,14 @@
 import os
 
 import keras
+import numpy as np
 from absl import logging
 
+from keras_bert.distillation.augment import augment_texts
 from keras_bert.distillation.distiller import BertDistiller
 from keras_bert.distillation.students import every_other_layer
 from keras_bert.distillation.students import student_of
+from keras_bert.fine_tuning.classify.examples import ClassificationExamples
 from keras_bert.fine_tuning.classify.examples import (
     read_classification_examples,
 )
@@ -52,6 +55,10 @@ class DistillationJob(ClassificationFineTuning):
             Defaults to `128`.
         distiller_options: dict or `None`. More `BertDistiller` keyword
             arguments.
+        augment_copies: int >= 0. With the teacher as the only signal
+            (`student_loss_weight=0.0`): adds that many edited variants
+            of every train text (`keras_bert.distillation.augment_texts`,
+            drawn with `seed`) for the teacher to label. Defaults to `0`.
         **kwargs: `ClassificationFineTuning`'s (`eval_batch_size`,
             `group_by_length`, `columns`, `holdout_fraction`, `seed`).
 
@@ -79,6 +86,7 @@ class DistillationJob(ClassificationFineTuning):
         temperature=2.0,
         sequence_length=128,
         distiller_options=None,
+        augment_copies=0,
         **kwargs,
     ):
         if not 0.0 <= student_loss_weight <= 1.0:
@@ -94,6 +102,14 @@ class DistillationJob(ClassificationFineTuning):
                 "not read, so no rows of it can be held out to score the "
                 "student: pass an eval file of texts and labels."
             )
+        if augment_copies and student_loss_weight > 0:
+            raise ValueError(
+                f"augment_copies={augment_copies!r} adds texts that have no "
+                "labels: distil on the teacher only (student_loss_weight="
+                f"0.0; received {student_loss_weight!r}) or pass "
+                "augment_copies=0."
+            )
+        self.augment_copies = augment_copies
         self.teacher_path = teacher
         self.teacher_label_names = None
         super().__init__(
@@ -129,6 +145,10 @@ class DistillationJob(ClassificationFineTuning):
             self.train = read_classification_examples(
                 self.train_file, self.multi_label, labels=False, **self.columns
             )
+            if self.augment_copies:
+                self.train = _with_variants(
+                    self.train, self.augment_copies, self.seed
+                )
             self.eval_sets = {
                 EVAL_SPLIT: read_classification_examples(
                     self.eval_file, self.multi_label, **self.columns
@@ -199,6 +219,7 @@ class DistillationJob(ClassificationFineTuning):
         extras["teacher"] = self.teacher_path
         extras["teacher_metrics"] = super().evaluate(self.teacher)
         extras["student_layers"] = self.student_layers
+        extras["augment_copies"] = self.augment_copies
         return extras
 
 
@@ -212,4 +233,29 @@ def _student_layers(choice, teacher, student):
         every_other_layer(
             teacher.backbone.num_layers, student.backbone.num_layers
         )
+    )
+
+
+def _with_variants(examples, copies, seed):
+    """`examples` and `copies` edited variants of each of its texts (no
+    labels: the teacher labels them)."""
+    texts = [list(side) for side in examples.texts]
+    variants = augment_texts(
+        tuple(texts) if len(texts) == 2 else texts[0], copies, seed
+    )
+    variants = variants if len(texts) == 2 else (variants,)
+    added = len(variants[0])
+    logging.info(
+        "Distilling on %d train texts and %d edited variants of them",
+        len(examples),
+        added,
+    )
+    return ClassificationExamples(
+        tuple(
+            np.concatenate([side, np.asarray(new)]) if added else side
+            for side, new in zip(examples.texts, variants)
+        ),
+        list(examples.labels) + [None] * added,
+        examples.path,
+        examples.one_plain_label_each,
     )

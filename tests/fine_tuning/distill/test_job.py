@@ -122,6 +122,38 @@ def test_the_runner_trains_scores_and_keeps_the_student(tmp_path):
     assert os.listdir(run / "logs")  # TensorBoard
 
 
+def test_teacher_only_distillation_adds_edited_variants(tmp_path):
+    """`augment_copies`: the train texts and their variants, unlabelled;
+    refused where the student's loss would need labels."""
+    teacher = write_teacher(str(tmp_path))
+    train = write_jsonl(
+        str(tmp_path / "train.jsonl"), single_label(TRAIN), "label"
+    )
+    dev = write_jsonl(str(tmp_path / "dev.jsonl"), single_label(DEV), "label")
+    with pytest.raises(ValueError, match="student_loss_weight=0.0"):
+        DistillationJob(teacher, train, dev, {"layers": (0,)}, augment_copies=2)
+    job = DistillationJob(
+        teacher,
+        train,
+        dev,
+        {"layers": (0,)},
+        student_loss_weight=0.0,
+        augment_copies=2,
+        seed=1,
+    )
+    job.load_data()
+    texts = list(job.train.texts[0])
+    assert texts[: len(TRAIN)] == [text for text, _ in TRAIN]
+    assert len(TRAIN) < len(texts) <= 3 * len(TRAIN)
+    assert job.train.labels == [None] * len(texts)
+    assert job.train_labels is None
+    result = run_fine_tuning(
+        job, str(tmp_path / "run"), epochs=1, batch_size=4, learning_rate=1e-3
+    )
+    assert result.results["num_train_examples"] == len(texts)
+    assert result.results["augment_copies"] == 2
+
+
 def test_mixed_precision_distils_in_bfloat16_and_keeps_float32_weights(
     tmp_path,
 ):
