@@ -2,14 +2,13 @@
 
     python benchmarks/distill_sst2.py --out=/tmp/distill_sst2 [--seeds=0,1,2]
 
-Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py
-at one budget: A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on
-labels only, C = blocks 0,3 distilled; D = A + hidden states (weight 1,
-blocks 1,3,5), E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at
-hidden-state weight 3, H = B + D's hidden states, I = H at weight 3;
-J = teacher only on the texts and 4 augmented copies, K = B for 5 epochs.
-Table: mean ± sd of --out's runs.
-"""
+Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py:
+A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on labels only,
+C = blocks 0,3 distilled; D = A + hidden states (weight 1, blocks 1,3,5),
+E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at hidden-state
+weight 3, H = B + D's hidden states, I = H at weight 3; J = teacher only on
+the texts and 4 augmented copies, K = B for 5 epochs (J's steps), L = A for
+5 epochs. Table: mean ± sd of --out's runs."""
 
 import json
 import os
@@ -43,6 +42,7 @@ STUDENTS = {
     "I": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--hidden_state_weight=3"],
     "J": ["--student_layers=0,2,4", "--student_loss_weight=0", "--augment_copies=4"],
     "K": ["--student_layers=0,2,4", "--student_loss_weight=1.0", "--epochs=5"],
+    "L": ["--student_layers=0,2,4", "--student_loss_weight=0.5", "--epochs=5"],
 }  # fmt: skip
 
 
