@@ -15,7 +15,7 @@ from keras_bert.fine_tuning.classify.examples import (
     read_classification_examples,
 )
 from keras_bert.fine_tuning.distill.job import STUDENT_FILE
-from keras_bert.fine_tuning.distill.job import _student_layers
+from keras_bert.fine_tuning.distill.job import student_layers_of
 from keras_bert.fine_tuning.distill.teachers import EMBEDDER
 from keras_bert.fine_tuning.distill.teachers import load_embedder_teacher
 from keras_bert.fine_tuning.distill.teachers import teacher_task
@@ -165,7 +165,7 @@ class EmbeddingDistillationJob(FineTuningJob):
         )
         self.teacher = teacher
         self.preprocessor = teacher.preprocessor
-        self.student_layers = _student_layers(
+        self.student_layers = student_layers_of(
             self.student_choice, teacher, student
         )
         self._features = None
