@@ -43,16 +43,14 @@ student's), `results.json` (metrics, speeds, config), `teacher_export/`
 and, unless `--export_dir` is given, `student_export/` (the SavedModels
 timed, each in a version folder: `results.json` names them).
 
-A sentence-embedder teacher (`keras_bert.fine_tuning.distill.teacher_task`
-tells from its files: a `recipes/embeddings.py` run, a `.keras`
-`BertTextEmbedder`, a Hugging Face directory with sentence-transformers'
-`modules.json`; a plain BERT directory stays a classifier) runs
-`EmbeddingDistillationJob`: the student learns the teacher's embeddings
-(cosine) on `--train_file`'s distinct sentences (`text`, or `text_a` and
-`text_b`), scored by STS Spearman on `--eval_file` (an STS-B style TSV,
-required). Refused there: `--student_loss_weight` above 0,
-`--temperature`, `--hidden_state_weight`, `--hidden_state_layers`,
-`--holdout_fraction`.
+A sentence embedder (`keras_bert.fine_tuning.distill.teacher_task` tells:
+a `recipes/embeddings.py` run, a `.keras` `BertTextEmbedder`, a directory
+with sentence-transformers' `modules.json`; plain BERT stays a classifier)
+runs `EmbeddingDistillationJob`: the student learns the teacher's
+embeddings (cosine) on `--train_file`'s distinct sentences (`text`, or
+`text_a` and `text_b`), scored by STS Spearman on `--eval_file` (an STS-B
+style TSV). Refused there: `--student_loss_weight` above 0,
+`--temperature`, hidden states, `--holdout_fraction`.
 """
 
 import os
@@ -64,7 +62,6 @@ from absl import flags
 from keras_bert import files
 from keras_bert.cli import recipe_flags
 from keras_bert.fine_tuning import run_fine_tuning
-from keras_bert.fine_tuning.classify.job import EVAL_SPLIT as EVAL
 from keras_bert.fine_tuning.distill import DistillationJob
 from keras_bert.fine_tuning.distill import EmbeddingDistillationJob
 from keras_bert.fine_tuning.distill import teacher_task
@@ -170,7 +167,9 @@ def main(argv):
                 "teacher": results["teacher_export_dir"],
                 "student": results["export_dir"],
             },
-            job.serving_texts if embedder else job.eval_sets[EVAL].texts,
+            job.serving_texts
+            if embedder
+            else job.eval_sets["validation"].texts,
             sizes,
             FLAGS.speed_seconds,
         )
