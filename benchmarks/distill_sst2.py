@@ -1,6 +1,7 @@
-"""SST-2: MiniLM-L6 fine-tuned, then distilled (docs/distillation.md).
+"""SST-2: MiniLM-L6 fine-tuned, then distilled; STS-B: the embedder distilled.
 
     python benchmarks/distill_sst2.py --out=/tmp/distill_sst2 [--seeds=0,1,2]
+    python benchmarks/distill_sst2.py --task=stsb --out=/tmp/distill_stsb --students=A
 
 Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py:
 A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on labels only,
@@ -8,7 +9,7 @@ C = blocks 0,3 distilled; D = A + hidden states (weight 1, blocks 1,3,5),
 E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at hidden-state
 weight 3, H = B + D's hidden states, I = H at weight 3; J = teacher only on
 the texts and 4 augmented copies, K = B for 5 epochs (J's steps), L = A for
-5 epochs. Table: mean ± sd of --out's runs."""
+5 epochs. STS-B: all-MiniLM-L6-v2 teaches A (blocks 0,2,4) on STS-B train."""
 
 import json
 import os
@@ -21,7 +22,8 @@ from absl import app
 from absl import flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GLUE = os.path.join(ROOT, "..", "shared", "glue", "SST-2")
+GLUE = os.path.join(ROOT, "..", "shared", "glue")
+flags.DEFINE_enum("task", "sst2", ["sst2", "stsb"], "Classifier or embedder.")
 flags.DEFINE_string("out", "/tmp/distill_sst2", "Where runs and data go.")
 flags.DEFINE_integer("train_examples", 0, "First N train sentences; 0: all.")
 flags.DEFINE_list("seeds", ["0", "1", "2"], "Student seeds.")
@@ -48,7 +50,7 @@ STUDENTS = {
 
 def _jsonl(name, limit=0):
     path = os.path.join(FLAGS.out, f"{name}.jsonl")
-    with open(os.path.join(GLUE, f"{name}.tsv")) as tsv, open(path, "w") as f:
+    with open(f"{GLUE}/SST-2/{name}.tsv") as tsv, open(path, "w") as f:
         rows = [line.rstrip("\n").split("\t") for line in tsv][1:]
         for text, label in rows[:limit] if limit else rows:
             f.write(json.dumps({"text": text, "label": label}) + "\n")
@@ -64,34 +66,32 @@ def _run(recipe, *flags):
 def _results(path):
     with open(os.path.join(path, "results.json")) as f:
         run = json.load(f)
-    if "validation" in run.get("teacher_metrics", {}):  # on the runner
-        run["student_metrics"] = run["metrics"]["validation"]
-        run["teacher_metrics"] = run["teacher_metrics"]["validation"]
+    if {"metrics", "teacher_metrics"} <= set(run):  # on the runner: by split
+        (run["student_metrics"],) = run["metrics"].values()
+        (run["teacher_metrics"],) = run["teacher_metrics"].values()
         run["distillation_seconds"] = run["wall_time_seconds"]
     return run
 
 
 def main(_):
     os.makedirs(FLAGS.out, exist_ok=True)
-    train, dev = _jsonl("train", FLAGS.train_examples), _jsonl("dev")
-    teacher = os.path.join(FLAGS.out, "teacher")
-    if "teacher" in FLAGS.steps:
-        weights = os.path.dirname(MINILM.__file__)
-        _run(
-            "classify.py", f"--init_checkpoint={weights}/model",
-            f"--train_file={train}", f"--eval_file={dev}",
-            f"--model_dir={teacher}",
-        )  # fmt: skip
+    weights, stsb = os.path.dirname(MINILM.__file__) + "/model", FLAGS.task == "stsb"  # fmt: skip
+    teacher, metric = (weights, "spearman") if stsb else (f"{FLAGS.out}/teacher", "accuracy")  # fmt: skip
+    data = [f"--train_file={GLUE}/STS-B/train.tsv", "--text_column=sentence1", "--text_b_column=sentence2",
+            f"--eval_file={GLUE}/STS-B/dev.tsv"] if stsb else [
+            f"--train_file={_jsonl('train', FLAGS.train_examples)}", f"--eval_file={_jsonl('dev')}"]  # fmt: skip
+    if "teacher" in FLAGS.steps and not stsb:
+        _run("classify.py", f"--init_checkpoint={weights}", *data, f"--model_dir={teacher}")  # fmt: skip
     for seed in FLAGS.seeds if "students" in FLAGS.steps else ():
         for name, options in [(n, STUDENTS[n]) for n in FLAGS.students]:
             timed = name == "A" and seed == "0"
             _run(
-                "distill.py", f"--teacher={teacher}", f"--train_file={train}",
-                f"--eval_file={dev}", f"--seed={seed}",
+                "distill.py", f"--teacher={teacher}", *data, f"--seed={seed}",
                 f"--model_dir={FLAGS.out}/{name}_seed{seed}",
                 f"--epochs={FLAGS.student_epochs}",
                 f"--learning_rate={FLAGS.student_learning_rate}",
-                "--speed_batch_sizes=" + ("1,32" if timed else ""), *options,
+                "--speed_batch_sizes=" + ("1,32" if timed else ""),
+                *(options[:1] if stsb else options),
             )  # fmt: skip
     if "table" not in FLAGS.steps:
         return
@@ -100,16 +100,16 @@ def main(_):
         found = [p for p in found if os.path.exists(f"{p}/results.json")]
         if not found:
             continue
-        scores = [100 * _results(p)["student_metrics"]["accuracy"] for p in found]  # fmt: skip
+        scores = [100 * _results(p)["student_metrics"][metric] for p in found]
         sd = statistics.stdev(scores) if len(scores) > 1 else float("nan")
-        print(f"student {name}: dev accuracy {statistics.mean(scores):.2f} "
+        print(f"student {name}: dev {metric} {statistics.mean(scores):.2f} "
               f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}; "
               f"seconds {[round(_results(p)['distillation_seconds']) for p in found]}")  # fmt: skip
         if name == "A":  # seed 0's run first: the timed one
             run = _results(found[0])
-            teacher_s = _results(teacher)["wall_time_seconds"]
-            print(f"teacher: dev accuracy {100 * run['teacher_metrics']['accuracy']:.2f}; "
-                  f"examples/s {run.get('examples_per_second')}; fine-tuned in {teacher_s:.0f} s "
+            tuned = "as published" if stsb else f"fine-tuned in {_results(teacher)['wall_time_seconds']:.0f} s"  # fmt: skip
+            print(f"teacher: dev {metric} {100 * run['teacher_metrics'][metric]:.2f}; "
+                  f"examples/s {run.get('examples_per_second')}; {tuned} "
                   f"({run['config']['epochs']} epoch(s) of A: {run['distillation_seconds']:.0f} s; "
                   "newer runs: the whole run, with its evaluations)")  # fmt: skip
 

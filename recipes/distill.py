@@ -1,4 +1,5 @@
-r"""Distils a fine-tuned classifier into a smaller student of its own blocks.
+r"""Distils a fine-tuned classifier or a sentence embedder into a smaller
+student of its own blocks.
 
     python recipes/distill.py --teacher=runs/sst2 \
         --train_file=train.jsonl --eval_file=dev.jsonl \
@@ -43,6 +44,15 @@ Writes, under `--model_dir`: `student.keras`, `best.weights.h5` (the
 student's), `results.json` (metrics, speeds, config), `teacher_export/`
 and, unless `--export_dir` is given, `student_export/` (the SavedModels
 timed, each in a version folder: `results.json` names them).
+
+A sentence embedder (`keras_bert.fine_tuning.distill.teacher_task` tells:
+a `recipes/embeddings.py` run, a `.keras` `BertTextEmbedder`, a directory
+with sentence-transformers' `modules.json`; plain BERT stays a classifier)
+runs `EmbeddingDistillationJob`: the student learns the teacher's
+embeddings (cosine) on `--train_file`'s distinct sentences (`text`, or
+`text_a` and `text_b`), scored by STS Spearman on `--eval_file` (an STS-B
+style TSV). Refused there: `--student_loss_weight` above 0,
+`--temperature`, hidden states, `--holdout_fraction`.
 """
 
 import os
@@ -55,6 +65,9 @@ from keras_bert import files
 from keras_bert.cli import recipe_flags
 from keras_bert.fine_tuning import run_fine_tuning
 from keras_bert.fine_tuning.distill import DistillationJob
+from keras_bert.fine_tuning.distill import EmbeddingDistillationJob
+from keras_bert.fine_tuning.distill import teacher_task
+from keras_bert.fine_tuning.distill.teachers import EMBEDDER
 from keras_bert.serving import export_saved_model
 from keras_bert.serving.speed import examples_per_second
 
@@ -62,14 +75,16 @@ _FLAGS_BEFORE = set(flags.FLAGS)
 flags.DEFINE_string(
     "teacher",
     None,
-    "A recipes/classify.py --model_dir, a .keras file or a Hugging Face "
-    "directory of a fine-tuned classifier.",
+    "A recipes/classify.py or embeddings.py --model_dir, a .keras file or "
+    "a Hugging Face directory of a classifier or sentence embedder.",
 )
 flags.DEFINE_string(
     "train_file", None, "JSONL, TSV or CSV texts (labels) to distil on."
 )
 flags.DEFINE_string(
-    "eval_file", None, "Texts and labels to score; else held-out rows."
+    "eval_file",
+    None,
+    "Texts and labels to score; else held-out rows. Embedder: STS-B TSV.",
 )
 flags.DEFINE_list(
     "student_layers", None, "Teacher blocks the student keeps, e.g. 0,2,4."
@@ -128,27 +143,13 @@ def main(argv):
     del argv
     config = {name: FLAGS[name].value for name in RECIPE_FLAGS}
     _check_flags(config)
-    job = DistillationJob(
-        FLAGS.teacher,
-        FLAGS.train_file,
-        FLAGS.eval_file,
-        _student_choice(),
-        student_loss_weight=FLAGS.student_loss_weight,
-        temperature=FLAGS.temperature,
-        sequence_length=FLAGS.max_seq_length,
-        eval_batch_size=FLAGS.eval_batch_size,
-        columns=recipe_flags.column_arguments(FLAGS),
-        holdout_fraction=FLAGS.holdout_fraction,
-        seed=FLAGS.seed,
-        augment_copies=FLAGS.augment_copies,
-        distiller_options={
-            "hidden_state_weight": FLAGS.hidden_state_weight,
-            "hidden_state_layers": _hidden_state_layers(),
-        },
-    )
+    embedder = recipe_flags.read_first(teacher_task, FLAGS.teacher) == EMBEDDER
+    job = _embedding_job() if embedder else _classifier_job()
+    if embedder:  # the teacher is the only signal
+        config["student_loss_weight"] = 0.0
     # The files first: a bad one stops here, before any model is built.
     recipe_flags.read_data_first(job)
-    config["holdout"] = job.holdout
+    config["holdout"] = getattr(job, "holdout", None)
     arguments = recipe_flags.training_arguments(FLAGS)
     sizes = [int(size) for size in FLAGS.speed_batch_sizes]
     if sizes and not FLAGS.export_dir:  # the student's export is timed
@@ -173,12 +174,60 @@ def main(argv):
                 "teacher": results["teacher_export_dir"],
                 "student": results["export_dir"],
             },
-            job.eval_sets["validation"].texts,
+            job.serving_texts
+            if embedder
+            else job.eval_sets["validation"].texts,
             sizes,
             FLAGS.speed_seconds,
         )
         files.write_json(os.path.join(FLAGS.model_dir, "results.json"), results)
     _print_summary(results)
+
+
+def _classifier_job():
+    return DistillationJob(
+        FLAGS.teacher,
+        FLAGS.train_file,
+        FLAGS.eval_file,
+        _student_choice(),
+        student_loss_weight=FLAGS.student_loss_weight,
+        temperature=FLAGS.temperature,
+        sequence_length=FLAGS.max_seq_length,
+        eval_batch_size=FLAGS.eval_batch_size,
+        columns=recipe_flags.column_arguments(FLAGS),
+        holdout_fraction=FLAGS.holdout_fraction,
+        seed=FLAGS.seed,
+        augment_copies=FLAGS.augment_copies,
+        distiller_options={
+            "hidden_state_weight": FLAGS.hidden_state_weight,
+            "hidden_state_layers": _hidden_state_layers(),
+        },
+    )
+
+
+def _embedding_job():
+    """An embedder's job, after refusing the flags it does not take."""
+    names = ("temperature", "hidden_state_weight", "hidden_state_layers")
+    names = (*names, "holdout_fraction", "augment_copies")
+    refused = [n for n in names if FLAGS[n].present]
+    if FLAGS["student_loss_weight"].present and FLAGS.student_loss_weight > 0:
+        refused.insert(0, "student_loss_weight")
+    if refused or not FLAGS.eval_file:
+        raise app.UsageError(
+            f"--teacher={FLAGS.teacher} is a sentence embedder, taught by the "
+            "cosine of its embeddings on unlabelled sentences: "
+            + (f"drop --{refused[0]}." if refused else "pass --eval_file, "
+               "an STS-B style TSV (sentence1, sentence2, score).")
+        )  # fmt: skip
+    return EmbeddingDistillationJob(
+        FLAGS.teacher,
+        FLAGS.train_file,
+        FLAGS.eval_file,
+        _student_choice(),
+        sequence_length=FLAGS.max_seq_length,
+        eval_batch_size=FLAGS.eval_batch_size,
+        columns=recipe_flags.column_arguments(FLAGS),
+    )
 
 
 def _check_flags(config):
@@ -244,12 +293,14 @@ def _print_summary(results):
     print(f"student blocks: {results['student_layers']}")
     print(f"run: {results['wall_time_seconds']:.1f} s")
     metrics = {
-        "teacher": results["teacher_metrics"]["validation"],
-        "student": results["metrics"]["validation"],
+        "teacher": results["teacher_metrics"],
+        "student": results["metrics"],
     }
     for name in ("teacher", "student"):
         scores = ", ".join(
-            f"{key} {value:.4f}" for key, value in metrics[name].items()
+            f"{key} {value:.4f}"
+            for split in metrics[name].values()
+            for key, value in split.items()
         )
         rates = ", ".join(
             f"batch {size}: {rate:.1f}" for size, rate in speeds[name].items()

@@ -1,5 +1,6 @@
 """`recipes/distill.py` end to end: a classify.py run distilled into one
-of its blocks, and a `.keras` teacher distilled on unlabelled texts.
+of its blocks, a `.keras` teacher distilled on unlabelled texts, and a
+`.keras` sentence embedder distilled and scored by STS Spearman.
 
 The recipes run in subprocesses (their absl flags would clash), on
 `bert_tiny` with the files of tests/fine_tuning/classify/test_job.py.
@@ -20,6 +21,8 @@ from tests.fine_tuning.classify.test_job import TRAIN
 from tests.fine_tuning.classify.test_job import VOCABULARY
 from tests.fine_tuning.classify.test_job import write_jsonl
 from tests.fine_tuning.classify.test_job_windows import single_label
+from tests.fine_tuning.distill.test_embeddings import write_embedder_teacher
+from tests.fine_tuning.distill.test_embeddings import write_sentence_files
 from tests.fine_tuning.distill.test_job import write_teacher
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -153,3 +156,59 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
     assert "--hidden_state_layers takes teacher block indices" in (
         process.stderr
     )
+
+
+@pytest.mark.slow
+def test_a_sentence_embedder_distils_on_sentences_and_is_scored_by_sts(
+    tmp_path,
+):
+    teacher = write_embedder_teacher(tmp_path)  # 3 blocks, cls pooling
+    train, sts = write_sentence_files(tmp_path, teacher)
+    common = [
+        f"--teacher={teacher}",
+        f"--train_file={train}",
+        f"--model_dir={tmp_path / 'student'}",
+        "--student_layers=0,2",
+    ]
+    process = _run(
+        "distill.py",
+        *common,
+        f"--eval_file={sts}",
+        "--epochs=2",
+        "--batch_size=4",
+        "--learning_rate=1e-3",
+        "--speed_seconds=0.3",
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    assert "student/teacher speed at batch 32:" in process.stdout
+    assert "teacher: spearman" in process.stdout
+    run = _results(tmp_path)
+    assert run["task"] == "distill_embeddings"
+    assert run["config"]["student_loss_weight"] == 0.0
+    assert run["student_layers"] == [0, 2]
+    assert run["teacher_metrics"]["sts"]["spearman"] == pytest.approx(1.0)
+    assert -1.0 <= run["metrics"]["sts"]["spearman"] <= 1.0
+    for name in ("teacher", "student"):
+        assert set(run["examples_per_second"][name]) == {"1", "32"}
+    student = keras.models.load_model(tmp_path / "student" / "student.keras")
+    assert type(student) is keras_bert.BertTextEmbedder
+    assert student.backbone.num_layers == 2
+    serve = tf.saved_model.load(run["export_dir"]).signatures["serving_default"]
+    embedding = serve(text=tf.constant(["john went to rome"]))["embedding"]
+    assert embedding.shape == (1, 16)
+    # What an embedder does not take is refused, naming the fix.
+    for flags, fix in (
+        (["--temperature=4", f"--eval_file={sts}"], "drop --temperature"),
+        (
+            ["--student_loss_weight=0.5", f"--eval_file={sts}"],
+            "drop --student_loss_weight",
+        ),
+        (
+            ["--hidden_state_weight=1", f"--eval_file={sts}"],
+            "drop --hidden_state_weight",
+        ),
+        ([], "pass --eval_file"),
+    ):
+        process = _run("distill.py", *common, *flags)
+        assert process.returncode != 0
+        assert fix in process.stderr, process.stderr[-2000:]

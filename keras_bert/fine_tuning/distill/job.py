@@ -183,7 +183,7 @@ class DistillationJob(ClassificationFineTuning):
             teacher.backbone.num_layers,
         )
         self.teacher = teacher
-        self.student_layers = _student_layers(
+        self.student_layers = student_layers_of(
             self.student_choice, teacher, student
         )
         distiller = BertDistiller(
@@ -223,8 +223,23 @@ class DistillationJob(ClassificationFineTuning):
         return extras
 
 
-def _student_layers(choice, teacher, student):
-    """The teacher blocks the student started from, or its preset."""
+def student_layers_of(choice, teacher, student):
+    """The teacher blocks the student started from, or its preset.
+
+    Args:
+        choice: dict. The `student_of` arguments the student was built
+            with (`layers`, `num_layers` or `preset`).
+        teacher: the teacher task model.
+        student: the student task model.
+
+    Returns:
+        A list of block indices, or the preset's name.
+
+    Example:
+    ```python
+    student_layers_of({"num_layers": 3}, teacher, student)  # [0, 2, 4]
+    ```
+    """
     if "preset" in choice:
         return choice["preset"]
     if "layers" in choice:
