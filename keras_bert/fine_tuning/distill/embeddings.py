@@ -3,19 +3,17 @@ unlabelled sentences by the shared fine-tuning runner."""
 
 import os
 
-import keras
 import numpy as np
 from absl import logging
 
 from keras_bert.data.packed_batches import pack_texts
 from keras_bert.data.packed_batches import packed_batches
 from keras_bert.distillation.distiller import BertDistiller
-from keras_bert.distillation.students import student_of
 from keras_bert.fine_tuning.classify.examples import (
     read_classification_examples,
 )
 from keras_bert.fine_tuning.distill.job import STUDENT_FILE
-from keras_bert.fine_tuning.distill.job import student_layers_of
+from keras_bert.fine_tuning.distill.job import build_student
 from keras_bert.fine_tuning.distill.teachers import EMBEDDER
 from keras_bert.fine_tuning.distill.teachers import load_embedder_teacher
 from keras_bert.fine_tuning.distill.teachers import teacher_task
@@ -152,22 +150,11 @@ class EmbeddingDistillationJob(FineTuningJob):
                 "read text with: save it with one (`model.preprocessor = "
                 "keras_bert.BertPreprocessor(tokenizer)`)."
             )
-        # In the run's dtype policy (mixed precision), whatever the
-        # teacher's file says.
-        student = student_of(
-            teacher, **self.student_choice, dtype=keras.config.dtype_policy()
-        )
-        logging.info(
-            "Student: %d blocks, hidden %d (teacher: %d)",
-            student.backbone.num_layers,
-            student.backbone.hidden_dim,
-            teacher.backbone.num_layers,
+        student, self.student_layers = build_student(
+            teacher, self.student_choice
         )
         self.teacher = teacher
         self.preprocessor = teacher.preprocessor
-        self.student_layers = student_layers_of(
-            self.student_choice, teacher, student
-        )
         self._features = None
         distiller = BertDistiller(
             teacher, student, student_loss_weight=0.0, **self.distiller_options

@@ -171,21 +171,10 @@ class DistillationJob(ClassificationFineTuning):
                 f"classes but the files name {len(self.label_names)}: "
                 f"{self.label_names}. Distil on the teacher's task data."
             )
-        # In the run's dtype policy (mixed precision), whatever the
-        # teacher's file says.
-        student = student_of(
-            teacher, **self.student_choice, dtype=keras.config.dtype_policy()
-        )
-        logging.info(
-            "Student: %d blocks, hidden %d (teacher: %d)",
-            student.backbone.num_layers,
-            student.backbone.hidden_dim,
-            teacher.backbone.num_layers,
+        student, self.student_layers = build_student(
+            teacher, self.student_choice
         )
         self.teacher = teacher
-        self.student_layers = student_layers_of(
-            self.student_choice, teacher, student
-        )
         distiller = BertDistiller(
             teacher,
             student,
@@ -221,6 +210,20 @@ class DistillationJob(ClassificationFineTuning):
         extras["student_layers"] = self.student_layers
         extras["augment_copies"] = self.augment_copies
         return extras
+
+
+def build_student(teacher, choice):
+    """`(student, its blocks)`: `student_of(teacher, **choice)` in the
+    run's dtype policy (mixed precision), whatever the teacher's file
+    says, and `student_layers_of` it; logged."""
+    student = student_of(teacher, **choice, dtype=keras.config.dtype_policy())
+    logging.info(
+        "Student: %d blocks, hidden %d (teacher: %d)",
+        student.backbone.num_layers,
+        student.backbone.hidden_dim,
+        teacher.backbone.num_layers,
+    )
+    return student, student_layers_of(choice, teacher, student)
 
 
 def student_layers_of(choice, teacher, student):
