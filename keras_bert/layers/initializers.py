@@ -55,9 +55,10 @@ def encoder_assigned_next():
 
     For code that assigns every encoder weight right after building, as
     `keras_bert.checkpoints.load_checkpoint` does (it refuses a
-    checkpoint that lacks one): drawing them first cost 0.6 s of the 1.1
-    s that loading all-MiniLM-L6-v2 took (22M truncated-normal values; on
-    a 2-core AMD EPYC, `benchmarks/first_call_latency.py --fresh`). The
+    checkpoint that lacks one), no 22M truncated-normal values are drawn
+    first: loading all-MiniLM-L6-v2 took 1.06 s with them, 0.51 s without
+    them and with faster tokenizer tables (2-core AMD EPYC,
+    `benchmarks/first_call_latency.py --fresh`, RESULTS.md). The
     pooler and heads, which a checkpoint may lack, are drawn as always.
     Per thread and task (a `contextvars.ContextVar`).
 
