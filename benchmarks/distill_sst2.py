@@ -3,13 +3,13 @@
     python benchmarks/distill_sst2.py --out=/tmp/distill_sst2 [--seeds=0,1,2]
     python benchmarks/distill_sst2.py --task=stsb --out=/tmp/distill_stsb --students=A
 
-Teacher: classify.py's defaults from all-MiniLM-L6-v2; per seed, distill.py:
-A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on labels only,
-C = blocks 0,3 distilled; D = A + hidden states (weight 1, blocks 1,3,5),
-E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at hidden-state
-weight 3, H = B + D's hidden states, I = H at weight 3; J = teacher only on
-the texts and 4 augmented copies, K = B for 5 epochs (J's steps), L = A for
-5 epochs. STS-B: all-MiniLM-L6-v2 teaches A (blocks 0,2,4) on STS-B train."""
+Teacher: classify.py from all-MiniLM-L6-v2 (defaults, or --teacher_flags); per
+seed, distill.py: A = blocks 0,2,4 distilled (weight 0.5, T 2), B = the same on
+labels only, C = blocks 0,3 distilled; D = A + hidden states (weight 1, blocks
+1,3,5), E = D on blocks 0,2,4, F = A at weight 0.1, T 4, G = D at hidden-state
+weight 3, H = B + D's hidden states, I = H at weight 3; J = teacher only on the
+texts and 4 augmented copies, K = B for 5 epochs (J's steps), L = A for 5
+epochs. STS-B: all-MiniLM-L6-v2 teaches A (blocks 0,2,4) on STS-B train."""
 
 import json
 import os
@@ -31,6 +31,7 @@ flags.DEFINE_list("students", ["A", "B", "C"], "Which students to train.")
 flags.DEFINE_list("steps", ["teacher", "students", "table"], "What to run.")
 flags.DEFINE_integer("student_epochs", 3, "Epochs of every student.")
 flags.DEFINE_float("student_learning_rate", 5e-5, "Every student's peak.")
+flags.DEFINE_list("teacher_flags", [], "classify.py flags, e.g. --epochs=5.")
 FLAGS = flags.FLAGS
 STUDENTS = {
     "A": ["--student_layers=0,2,4", "--student_loss_weight=0.5"],
@@ -81,7 +82,7 @@ def main(_):
             f"--eval_file={GLUE}/STS-B/dev.tsv"] if stsb else [
             f"--train_file={_jsonl('train', FLAGS.train_examples)}", f"--eval_file={_jsonl('dev')}"]  # fmt: skip
     if "teacher" in FLAGS.steps and not stsb:
-        _run("classify.py", f"--init_checkpoint={weights}", *data, f"--model_dir={teacher}")  # fmt: skip
+        _run("classify.py", f"--init_checkpoint={weights}", *data, f"--model_dir={teacher}", *FLAGS.teacher_flags)  # fmt: skip
     for seed in FLAGS.seeds if "students" in FLAGS.steps else ():
         for name, options in [(n, STUDENTS[n]) for n in FLAGS.students]:
             timed = name == "A" and seed == "0"
@@ -96,8 +97,7 @@ def main(_):
     if "table" not in FLAGS.steps:
         return
     for name in STUDENTS:
-        found = [f"{FLAGS.out}/{r}" for r in sorted(os.listdir(FLAGS.out)) if r[0] == name]  # fmt: skip
-        found = [p for p in found if os.path.exists(f"{p}/results.json")]
+        found = [p for p in (f"{FLAGS.out}/{r}" for r in sorted(os.listdir(FLAGS.out)) if r[0] == name) if os.path.exists(f"{p}/results.json")]  # fmt: skip
         if not found:
             continue
         scores = [100 * _results(p)["student_metrics"][metric] for p in found]
