@@ -11,6 +11,7 @@ a preset architecture with fresh weights instead.
 import keras
 
 from keras_bert.models.backbone_of import backbone_of
+from keras_bert.models.lora import merged_copy
 from keras_bert.models.presets import PRESETS
 
 
@@ -122,7 +123,9 @@ def student_of(teacher, layers=None, num_layers=None, preset=None, dtype=None):
     Args:
         teacher: a task model built on a `keras_bert.BertBackbone`
             (`BertClassifier`, `BertTokenClassifier`, `BertTextEmbedder`,
-            ...), without LoRA.
+            ...). A teacher with LoRA (`enable_lora`, or a run trained
+            with `--lora_rank`) gives its blocks with the LoRA updates
+            merged into the kernels: the student has no LoRA weights.
         layers: sequence of int. Increasing indices of the teacher's
             blocks to keep, e.g. `(0, 2, 4)`.
         num_layers: int. Keep this many blocks, spread evenly from the
@@ -151,11 +154,8 @@ def student_of(teacher, layers=None, num_layers=None, preset=None, dtype=None):
             "received a BertBackbone. Distil a model with a head."
         )
     if teacher_backbone.lora_rank is not None:
-        raise ValueError(
-            "The teacher's backbone has LoRA weights "
-            f"(lora_rank={teacher_backbone.lora_rank}), which a student's "
-            "copied blocks would not have. Distil a teacher without LoRA."
-        )
+        # W + A @ B as one kernel: the same blocks, without LoRA.
+        teacher_backbone = merged_copy(teacher_backbone)
     layers = _checked_layers(
         teacher_backbone.num_layers, layers, num_layers, preset
     )

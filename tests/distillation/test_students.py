@@ -139,13 +139,30 @@ def test_bad_choices_of_blocks_are_refused(kwargs, match):
         student_of(teacher, **kwargs)
 
 
-def test_a_backbone_or_a_lora_teacher_is_refused():
-    backbone = _backbone()
+def test_a_backbone_is_refused():
     with pytest.raises(ValueError, match="takes a task model"):
-        student_of(backbone, num_layers=2)
-    teacher = keras_bert.BertClassifier(_backbone(lora_rank=2), 2)
-    with pytest.raises(ValueError, match="LoRA"):
-        student_of(teacher, num_layers=2)
+        student_of(_backbone(), num_layers=2)
+
+
+def test_a_lora_teachers_student_has_the_updates_merged_and_no_lora():
+    teacher = _randomised(keras_bert.BertClassifier(_backbone(), 3))
+    teacher.backbone.enable_lora(2)
+    inputs = backbone_inputs(batch_size=2, sequence_length=6)
+    before = _numpy(teacher(inputs, training=False))
+    _randomised(teacher, seed=1)  # the LoRA updates are no longer zero
+    assert not np.allclose(
+        _numpy(teacher(inputs, training=False)), before, atol=1e-3
+    )
+    student = student_of(teacher, num_layers=4)
+    assert student.backbone.lora_rank is None
+    assert len(student.weights) < len(teacher.weights)  # no LoRA kernels
+    assert len(student.trainable_weights) == len(student.weights)
+    np.testing.assert_allclose(
+        _numpy(student(inputs, training=False)),
+        _numpy(teacher(inputs, training=False)),
+        atol=1e-4,
+    )
+    assert teacher.backbone.lora_rank == 2  # the teacher is unchanged
 
 
 def test_a_frozen_teachers_student_is_trainable():

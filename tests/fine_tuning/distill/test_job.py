@@ -30,8 +30,9 @@ REPO = os.path.dirname(
 NAMES = ["PER", "none"]
 
 
-def write_teacher(directory):
-    """A 3-block classifier of `NAMES`, saved as a `.keras` file."""
+def write_teacher(directory, lora_rank=None):
+    """A 3-block classifier of `NAMES` (with LoRA of `lora_rank`, if
+    given), saved as a `.keras` file."""
     keras.utils.set_random_seed(0)
     preprocessor = keras_bert.BertPreprocessor(
         keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
@@ -48,15 +49,17 @@ def write_teacher(directory):
     teacher = keras_bert.BertClassifier(
         backbone, 2, preprocessor=preprocessor, label_names=NAMES, dropout=0.0
     )
+    if lora_rank:
+        backbone.enable_lora(lora_rank)
     path = os.path.join(directory, "teacher.keras")
     teacher.save(path)
     return path
 
 
-def distil(directory, **arguments):
+def distil(directory, teacher=None, **arguments):
     directory = str(directory)
     job = DistillationJob(
-        write_teacher(directory),
+        teacher or write_teacher(directory),
         write_jsonl(
             os.path.join(directory, "train.jsonl"), single_label(TRAIN), "label"
         ),
@@ -69,10 +72,7 @@ def distil(directory, **arguments):
     result = run_fine_tuning(
         job,
         os.path.join(directory, "run"),
-        epochs=2,
-        batch_size=4,
-        learning_rate=1e-3,
-        **arguments,
+        **{"epochs": 2, "batch_size": 4, "learning_rate": 1e-3, **arguments},
     )
     return job, result
 
@@ -120,6 +120,17 @@ def test_the_runner_trains_scores_and_keeps_the_student(tmp_path):
     assert saved.label_names == NAMES
     assert os.path.exists(run / "predictions_validation.jsonl")
     assert os.listdir(run / "logs")  # TensorBoard
+
+
+def test_a_lora_teacher_distils_into_a_student_without_lora(tmp_path):
+    # What `recipes/classify.py --lora_rank=2` trains, as a `.keras` file.
+    teacher = write_teacher(tmp_path, lora_rank=2)
+    _, result = distil(tmp_path, teacher, epochs=1)
+    assert result.model.teacher.backbone.lora_rank == 2
+    assert result.model.student.backbone.lora_rank is None
+    saved = keras.models.load_model(tmp_path / "run" / "student.keras")
+    assert saved.backbone.lora_rank is None
+    assert saved.backbone.num_layers == 2
 
 
 def test_teacher_only_distillation_adds_edited_variants(tmp_path):
