@@ -136,7 +136,7 @@ flags.adopt_module_key_flags(recipe_flags)
 FLAGS = flags.FLAGS
 RECIPE_FLAGS = [name for name in FLAGS if name not in _FLAGS_BEFORE]
 # Shared training flags a distillation does not take: refused if set.
-_UNSUPPORTED = {"gradient_accumulation_steps": 1, "lora_rank": 0}
+_UNSUPPORTED = {"lora_rank": 0}  # a student is trained whole
 
 
 def main(argv):

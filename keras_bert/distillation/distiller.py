@@ -19,6 +19,10 @@ from keras_bert.distillation import hidden_states
 from keras_bert.keras_workarounds import learning_rate_schedule
 from keras_bert.models.backbone_of import backbone_of
 from keras_bert.models.raw_text import RawTextMethods
+from keras_bert.training.gradient_accumulation import accumulating_train_step
+from keras_bert.training.gradient_accumulation import (
+    check_gradient_accumulation_steps,
+)
 from keras_bert.training.warmup_linear_decay import FitWarmupLinearDecay
 
 
@@ -312,7 +316,14 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
     def _check_text_layout(self, x):
         self.student._check_text_layout(x)
 
-    def compile(self, optimizer="auto", loss="auto", metrics=None, **kwargs):
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        metrics=None,
+        gradient_accumulation_steps=1,
+        **kwargs,
+    ):
         """Configures distillation.
 
         Args:
@@ -322,8 +333,19 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
             loss: the student's loss on the labels; `"auto"`: the one the
                 student is compiled with (its class's default).
             metrics: as Keras' `Distiller.compile` (on labelled data only).
+            gradient_accumulation_steps: int. Runs each batch as this
+                many micro-batches (teacher and student), one after the
+                other, and updates the student once with their summed
+                gradients, as a task model's `compile` does
+                (`keras_bert.training.gradient_accumulation`). The
+                hidden-state term, a mean over real tokens, is then each
+                micro-batch's mean weighted by its examples (as replicas'
+                means are averaged): the whole batch's where the texts
+                have one length. Defaults to `1` (the batch runs whole).
             **kwargs: passed to `keras.Model.compile`.
         """
+        check_gradient_accumulation_steps(gradient_accumulation_steps)
+        self.gradient_accumulation_steps = gradient_accumulation_steps
         if optimizer == "auto":
             optimizer = self.student.auto_optimizer()
         if loss == "auto":
@@ -339,6 +361,12 @@ class BertDistiller(RawTextMethods, keras.distillation.Distiller):
         super().compile(
             optimizer=optimizer, loss=loss, metrics=metrics, **kwargs
         )
+
+    def train_step(self, data):
+        steps = getattr(self, "gradient_accumulation_steps", 1)
+        if steps > 1:
+            return accumulating_train_step(self, data, steps)
+        return super().train_step(data)
 
     def fit(self, *args, **kwargs):
         """`keras.Model.fit` on ids or raw text (`RawTextMethods.fit`),

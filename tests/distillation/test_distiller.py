@@ -13,6 +13,7 @@ import keras_bert
 from keras_bert.distillation import BertDistiller
 from keras_bert.distillation import SigmoidLogitsDistillation
 from keras_bert.distillation import distillation_loss_for
+from keras_bert.distillation import distiller as distiller_module
 from keras_bert.distillation import student_of
 from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
@@ -241,3 +242,45 @@ def test_logits_distillation_is_the_kl_of_the_softened_softmax():
         float(loss.compute_loss(teacher, student)), expected, rtol=1e-4
     )
     assert abs(float(loss.compute_loss(teacher, teacher))) < 1e-6
+
+
+@pytest.mark.parametrize(
+    "kwargs, texts",
+    [
+        ({"student_loss_weight": 0.5}, TEXTS),
+        # A mean over real tokens: each micro-batch's is weighted by its
+        # examples, the whole batch's where every text has its length.
+        ({"hidden_state_weight": 1.0}, ["good film", "bad film"] * 8),
+    ],
+    ids=["logits_and_labels", "hidden_states"],
+)
+def test_gradient_accumulation_trains_as_the_whole_batch(
+    monkeypatch, kwargs, texts
+):
+    steps_seen = []
+    accumulate = distiller_module.accumulating_train_step
+    monkeypatch.setattr(
+        distiller_module,
+        "accumulating_train_step",
+        lambda model, data, steps: (
+            steps_seen.append(steps) or accumulate(model, data, steps)
+        ),
+    )
+    teacher = _teacher(label_names=["neg", "pos"])
+    start = student_of(teacher, layers=(0, 3)).get_weights()
+    trained = []
+    for steps in (1, 2):
+        student = student_of(teacher, layers=(0, 3))
+        distiller = BertDistiller(teacher, student, **kwargs)
+        distiller.compile(
+            optimizer=keras.optimizers.SGD(0.5),
+            gradient_accumulation_steps=steps,
+        )
+        distiller.fit(texts, LABELS, batch_size=4, shuffle=False, verbose=0)
+        trained.append(student.get_weights())
+    assert set(steps_seen) == {2}  # only the second run accumulated
+    moved = 0
+    for before, whole, micro in zip(start, *trained):
+        np.testing.assert_allclose(micro, whole, rtol=1e-5, atol=2e-6)
+        moved += not np.allclose(before, whole, atol=1e-4)
+    assert moved > 10  # the student trained: the equality says something

@@ -110,7 +110,8 @@ def test_a_classify_run_distils_into_its_second_block(tmp_path):
 
 @pytest.mark.slow
 def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
-    teacher = write_teacher(tmp_path)  # 3 blocks, labels PER and none
+    # 3 blocks, labels PER and none, fine-tuned with LoRA.
+    teacher = write_teacher(tmp_path, lora_rank=2)
     unlabelled = tmp_path / "texts.jsonl"
     unlabelled.write_text(
         "".join(json.dumps({"text": text}) + "\n" for text, _ in TRAIN)
@@ -123,10 +124,14 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
         "--student_loss_weight=0",
         "--speed_batch_sizes=1",
         "--hidden_state_weight=0.5",
+        "--gradient_accumulation_steps=2",
     )
     assert process.returncode == 0, process.stderr[-4000:]
     run = _results(tmp_path)
     assert run["student_layers"] == [0, 2]
+    assert run["config"]["gradient_accumulation_steps"] == 2
+    student = keras.models.load_model(tmp_path / "student" / "student.keras")
+    assert student.backbone.lora_rank is None  # the updates merged
     assert run["config"]["student_loss_weight"] == 0.0
     assert run["label_names"] == ["PER", "none"]
     logs = [epoch["train_logs"] for epoch in run["epochs"]]
@@ -156,6 +161,11 @@ def test_a_keras_teacher_distils_on_unlabelled_texts(tmp_path):
     assert "--hidden_state_layers takes teacher block indices" in (
         process.stderr
     )
+    process = _distill(
+        tmp_path, teacher, f"--train_file={unlabelled}", "--lora_rank=4"
+    )
+    assert process.returncode != 0
+    assert "does not implement --lora_rank" in process.stderr
 
 
 @pytest.mark.slow
