@@ -254,10 +254,8 @@ def read_record(path):
 
 def read_records(directory):
     """Every record (`*.json`) of `directory`, in file-name order."""
-    names = sorted(os.listdir(directory))
-    return [
-        read_record(f"{directory}/{n}") for n in names if n.endswith(".json")
-    ]
+    names = [n for n in sorted(os.listdir(directory)) if n.endswith(".json")]
+    return [read_record(f"{directory}/{n}") for n in names]
 
 
 def run_rounds(run_job, contestants, directory, first_round, rounds):
@@ -404,18 +402,14 @@ def table(header, rows, rule=None):
     (`rule`: its cells, default `---` under each), then `rows` (lists of
     cells; `table_row`)."""
     rule = rule or ["---"] * len(header)
-    return [table_row(header), "|" + "|".join(rule) + "|"] + [
-        table_row(row) for row in rows
-    ]
+    rows = [table_row(row) for row in rows]
+    return [table_row(header), "|" + "|".join(rule) + "|", *rows]
 
 
 def table_row(cells):
     """`| a | b |`: one Markdown table row (an empty cell: `| |`)."""
-    return (
-        "|"
-        + "|".join(f" {cell} " if cell != "" else " " for cell in cells)
-        + "|"
-    )
+    cells = (f" {cell} " if cell != "" else " " for cell in cells)
+    return "|" + "|".join(cells) + "|"
 
 
 def paired_ratio(ours, peer):

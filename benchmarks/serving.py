@@ -27,27 +27,24 @@ dev sentences as a competent user runs it:
   ours_fp32_default our float32 export as `export_saved_model` writes it by
                     default (no streams, no quantize: the blocks'
                     `serving_graph` implementation, their weights constants
-                    of the graph), in a Session, both pools at each
-                    count of `--peer_threads` (below)
+                    of the graph)
   ours_int8         our export with `quantize="int8"` (the blocks'
                     `serving_graph_int8` implementation: `serving_graph`'s
                     forms with oneDNN's int8 matmul on int8 constants; no
-                    streams: they split
-                    float weights), in a Session, both pools at each
-                    count of `--peer_threads`
+                    streams: they split float weights)
   ours_int8_calibrated  our export with `quantize="int8"` and
                     `calibration_texts=` the first `--calibration_sentences`
                     SST-2 train sentences (`serving_graph_int8_calibrated`:
                     each dense layer's inputs quantized over their
                     calibrated range, the int8 matmul with its bias, GELU
-                    and dequantization one `_QuantizedMatMul`), in a
-                    Session, both pools at each count of `--peer_threads`
+                    and dequantization one `_QuantizedMatMul`)
   ours_bf16         our export with `precision="bfloat16"` (the blocks'
                     `serving_graph_bfloat16` implementation: their dense
-                    matmuls in bfloat16; no streams), in a Session, both
-                    pools at each count of `--peer_threads`. Only on a CPU with AVX512-BF16
-                    or AMX (`avx512_bf16` or `amx_bf16` in /proc/cpuinfo):
-                    elsewhere skipped, the table says why
+                    matmuls in bfloat16; no streams). Only on a CPU with
+                    AVX512-BF16 or AMX (`avx512_bf16` or `amx_bf16` in
+                    /proc/cpuinfo): elsewhere skipped, the table says why
+                    (so are the int8 exports where oneDNN's int8 kernel
+                    does not run)
   ours_bf16_streams our export with `precision="bfloat16"` and
                     `streams=--threads` (`serving_graph_streams_bfloat16`:
                     `serving_graph_bfloat16`'s forms in parallel chains),
@@ -59,6 +56,9 @@ dev sentences as a competent user runs it:
                     `InferenceSession` with every graph optimization, the fast
                     tokenizer padding each request to its longest row
   onnxruntime_int8  that graph through `quantize_dynamic` (int8 weights)
+  onnxruntime_int8_static  that graph through `quantize_static`, calibrated
+                    on ours_int8_calibrated's sentences (QDQ, int8
+                    activations and weights: `export_onnx_models`)
   keras_hub         keras-hub `BertTextClassifier` from the preset, packed
                     to 128 tokens, `.predict_on_batch` on the strings
   keras_hub_xla     the same compiled with `jit_compile=True`
@@ -66,10 +66,10 @@ dev sentences as a competent user runs it:
 Which implementation each of our exports runs is read from the library
 (`keras_bert.serving.export.served_implementation`) into the manifest and
 the table's notes. Every contestant runs at its best: transformers and
-both ONNX Runtime contestants run once per intra-op thread count of
+the ONNX Runtime contestants run once per intra-op thread count of
 `--peer_threads` (`torch.set_num_threads`,
 `SessionOptions.intra_op_num_threads`), and our exports without streams
-once per count of both TensorFlow pools (TF Serving's
+(in a Session) once per count of both TensorFlow pools (TF Serving's
 `--tensorflow_intra_op_parallelism` and
 `--tensorflow_inter_op_parallelism`: with 2 cores, one thread each serves
 one short request fastest, TensorFlow's default of the core count serves
@@ -82,6 +82,10 @@ inter-op thread per stream.
 
 Per request, the wall time from the strings to the class ids; the first
 `--warmup` requests and the last one (its own shape) go once untimed first.
+Then, for each count N of `--clients`, the same process serves every
+sentence again, one a request, from N client threads sharing the one
+loaded model (one Session, tf.function, `InferenceSession` or pipeline):
+requests/s over the whole run, and dev accuracy (`serve_concurrently`).
 
     python benchmarks/serving.py --classifier=DIR [--rounds=3]
     python benchmarks/serving.py --summarize       # table from the records
@@ -118,9 +122,7 @@ FLAGS = flags.FLAGS
 
 def define_flags():
     """The script's flags (defined when it runs: tests import its helpers)."""
-    flags.DEFINE_string(
-        "classifier", None, "A recipe's model_dir or .weights.h5."
-    )
+    flags.DEFINE_string("classifier", None, "A model_dir or .weights.h5.")
     flags.DEFINE_string("init_checkpoint", None, "What it was fine-tuned from.")
     flags.DEFINE_integer("rounds", 3, "Rounds; each runs every contestant.")
     flags.DEFINE_integer("first_round", 0, "Number of the first round to run.")
@@ -128,6 +130,7 @@ def define_flags():
         "contestants", list(contestants.CONTESTANTS), "Who serves."
     )
     flags.DEFINE_list("batch_sizes", ["1", "32"], "Request sizes.")
+    flags.DEFINE_list("clients", ["1", "8", "32"], "Concurrent clients.")
     flags.DEFINE_integer("sentences", 0, "The first N dev sentences (0: all).")
     flags.DEFINE_integer("warmup", 3, "Untimed requests first, per batch size.")
     flags.DEFINE_integer(
@@ -189,6 +192,13 @@ def run_worker():
         stats["accuracy"] = contestants.agreement(labels, gold)
         stats["labels"] = "".join(str(label) for label in labels)
         record["batches"][batch_size] = stats
+    record["clients"] = {}
+    for n in FLAGS.clients:
+        rate, labels = contestants.serve_concurrently(
+            predict, sentences, int(n)
+        )
+        accuracy = contestants.agreement(labels, gold)
+        record["clients"][n] = dict(requests_per_second=rate, accuracy=accuracy)
     common.print_result(dict(record, sentences=len(sentences)))
 
 
@@ -198,7 +208,7 @@ def run_job(contestant, k):
         __file__,
         f"--worker={contestant}",
         *common.flag_values("work_dir", "threads", "glue_dir"),
-        *common.flag_values("warmup", "sentences", "batch_sizes"),
+        *common.flag_values("warmup", "sentences", "batch_sizes", "clients"),
     )
     load_before = os.getloadavg()[0]
     record, seconds, output = common.run_worker(command, check=False)
@@ -238,13 +248,9 @@ def main(argv):
                 )
             )  # fmt: skip
             manifest = common.read_record(f"{work_dir}/manifest.json")
-            exports = {
-                "classifier": os.path.abspath(
-                    contestants.weights_path(FLAGS.classifier)
-                )
-            }
-            for fact in EXPORT_FACTS:
-                exports[fact] = manifest[fact]
+            weights = contestants.weights_path(FLAGS.classifier)
+            exports = {"classifier": os.path.abspath(weights)}
+            exports.update({fact: manifest[fact] for fact in EXPORT_FACTS})
             exports["skipped"] = skipped
             common.write_record(f"{FLAGS.output_dir}/exports.json", exports)
             jobs = contestants.thread_variants(running, FLAGS.peer_threads)

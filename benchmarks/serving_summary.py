@@ -13,7 +13,7 @@ OUTPUT_DIR = os.path.join(os.path.dirname(__file__), "serving")
 OURS, OURS_INT8, OURS_BF16 = "ours_fp32", "ours_int8", "ours_bf16"
 OURS_INT8_CALIBRATED = "ours_int8_calibrated"
 OURS_BF16_STREAMS = "ours_bf16_streams"
-OURS_DEFAULT = "ours_fp32_default"
+OURS_DEFAULT, ORT_FP32 = "ours_fp32_default", "onnxruntime_fp32"
 SST2_DEV_SIZE = 872
 # The goals: (ours, peer, at least this ratio of examples/s).
 GOALS = (
@@ -23,6 +23,8 @@ GOALS = (
     (OURS_DEFAULT, "transformers", 2.0),
     (OURS_INT8, "onnxruntime_int8", 1.0),
     (OURS_INT8_CALIBRATED, "onnxruntime_int8", 1.0),
+    (OURS_INT8, "onnxruntime_int8_static", 1.0),
+    (OURS_INT8_CALIBRATED, "onnxruntime_int8_static", 1.0),
     (OURS_BF16, "onnxruntime_fp32", 1.5),
     (OURS_BF16_STREAMS, "onnxruntime_fp32", 1.5),
 )
@@ -39,10 +41,10 @@ RATIO_COLUMNS = (
 )
 
 
-def best_jobs(timed, names, batch):
+def best_jobs(timed, names, batch, key="examples_per_second"):
     """`{contestant: job}` at `batch`: for each of `names`, of its jobs
-    (`contestants.thread_variants`) in `timed` (job -> round -> batches),
-    the one with the most examples/s, median over its rounds."""
+    (`contestants.thread_variants`) in `timed` (job -> round -> batches,
+    or clients), the one with the most `key`, median over its rounds."""
     best = {}
     for name in names:
         jobs = [
@@ -55,8 +57,7 @@ def best_jobs(timed, names, batch):
             best[name] = max(
                 jobs,
                 key=lambda job: statistics.median(
-                    r[str(batch)]["examples_per_second"]
-                    for r in timed[job].values()
+                    r[str(batch)][key] for r in timed[job].values()
                 ),
             )
     return best
@@ -68,17 +69,20 @@ def summary_markdown(records, names, exports=None):
     were skipped here, with why). Each swept peer is shown at its best
     thread count per batch size (`best_jobs`); a column of ratios for each
     of `RATIO_COLUMNS` that ran."""
-    exports, timed, failed = exports or {}, {}, {}
-    for r in records:
-        if "batches" in r:
-            timed.setdefault(r["contestant"], {})[r["round"]] = r["batches"]
-        else:
-            failed.setdefault(r["contestant"], set()).add(str(r.get("failed")))
 
     def contestant(job):
         return contestants.thread_setting(job, None)[0]
 
-    ran = {contestant(job) for job in [*timed, *failed]}
+    exports, timed, failed, served = exports or {}, {}, {}, {}
+    for r in records:  # failed: by contestant; timed, served: by job
+        job, k = r["contestant"], r["round"]
+        if "batches" in r:
+            timed.setdefault(job, {})[k] = r["batches"]
+        else:
+            failed.setdefault(contestant(job), set()).add(str(r.get("failed")))
+        if r.get("clients"):
+            served.setdefault(job, {})[k] = r["clients"]
+    ran = {contestant(job) for job in timed} | set(failed)
     skipped = exports.get("skipped") or {}
     names = [name for name in names if name in ran or name in skipped]
     columns = [name for name in RATIO_COLUMNS if name in ran]
@@ -91,15 +95,19 @@ def summary_markdown(records, names, exports=None):
     def values(job, batch, key):
         return {k: r[str(batch)][key] for k, r in timed.get(job, {}).items()}
 
-    def ratio(ours, peer, batch, key="examples_per_second"):
-        ours, peer = best[batch].get(ours), best[batch].get(peer)
+    def paired(ours, peer, values, *point):
+        """`common.paired_ratio` of jobs `ours` and `peer` (`None` where
+        either did not run, or they share no round)."""
         if ours is None or peer is None or ours == peer:
             return None
         try:
-            ours, peer = values(ours, batch, key), values(peer, batch, key)
-            return common.paired_ratio(ours, peer)
+            return common.paired_ratio(*(values(j, *point) for j in (ours, peer)))  # fmt: skip
         except ValueError:
             return None
+
+    def ratio(ours, peer, batch, key="examples_per_second"):
+        at = best[batch]
+        return paired(at.get(ours), at.get(peer), values, batch, key)
 
     def accuracy_points(ours, batch):
         """Median over the rounds of `ours`' dev accuracy minus ours_fp32's
@@ -109,20 +117,17 @@ def summary_markdown(records, names, exports=None):
             return None
         ours = values(ours, batch, "accuracy")
         reference = values(reference, batch, "accuracy")
-        paired = [
-            100 * (ours[k] - reference[k]) for k in ours if k in reference
-        ]
-        return statistics.median(paired) if paired else None
+        deltas = [100 * (v - reference[k]) for k, v in ours.items() if k in reference]  # fmt: skip
+        return statistics.median(deltas) if deltas else None
 
     def shown(value):
         return "—" if value is None else f"{value[0]:.2f}"
 
     def thread_counts(name):
-        jobs = [job for job in timed if contestant(job) == name]
         return sorted(
             contestants.thread_setting(job, None)[1]
-            for job in jobs
-            if job != name
+            for job in timed
+            if contestant(job) == name and job != name
         )
 
     def threads_cell(name, job):
@@ -137,26 +142,10 @@ def summary_markdown(records, names, exports=None):
     for batch in batch_sizes:
         for name in names:
             job = best[batch].get(name)
-            if name in skipped:
-                rows.append(
-                    [batch, name, "", f"skipped: {skipped[name]}", "", ""]
-                    + blank
-                )
-                continue
-            if job is None:
-                reasons = "; ".join(
-                    sorted(
-                        {
-                            w
-                            for k, v in failed.items()
-                            if contestant(k) == name
-                            for w in v
-                        }
-                    )
-                )
-                rows.append(
-                    [batch, name, "", f"not run: {reasons}", "", ""] + blank
-                )
+            if name in skipped or job is None:
+                why = "; ".join(sorted(failed.get(name, ())))
+                why = f"skipped: {skipped[name]}" if name in skipped else f"not run: {why}"  # fmt: skip
+                rows.append([batch, name, "", why, "", ""] + blank)
                 continue
             medians = [
                 statistics.median(values(job, batch, key).values())
@@ -164,11 +153,7 @@ def summary_markdown(records, names, exports=None):
             ]
             labels = values(job, batch, "labels")
             reference = values(best[batch].get(OURS), batch, "labels")
-            agree = [
-                contestants.agreement(labels[k], reference[k])
-                for k in labels
-                if k in reference
-            ]
+            agree = [contestants.agreement(v, reference[k]) for k, v in labels.items() if k in reference]  # fmt: skip
             ratios = [shown(ratio(ours, name, batch)) for ours in columns]
             agrees = f"{statistics.median(agree):.4f}" if agree else "—"
             rows.append(
@@ -198,41 +183,56 @@ def summary_markdown(records, names, exports=None):
                 for count in counts:
                     job = f"{name}_{count}{contestants.THREAD_SUFFIX}"
                     found = values(job, batch, "examples_per_second")
-                    cell = (
-                        f"{statistics.median(found.values()):.1f}"
-                        if found
-                        else "—"
-                    )
-                    cells.append(
-                        f"**{cell}**" if job == best[batch].get(name) else cell
-                    )
+                    cell = f"{statistics.median(found.values()):.1f}" if found else "—"  # fmt: skip
+                    cells.append(f"**{cell}**" if job == best[batch].get(name) else cell)  # fmt: skip
                 sweep_rows.append([batch, name, *cells])
         sweep += common.table(
             ["batch", "contestant"]
             + [f"{c} thread{'s' * (c > 1)}" for c in counts],
             sweep_rows,
         )
+    client_counts = sorted(
+        {int(n) for runs in served.values() for r in runs.values() for n in r}
+    )
+    client_rows = []
+    for n in client_counts:
+        best_n = best_jobs(served, names, n, "requests_per_second")
+
+        def rates(job, key="requests_per_second", n=n):
+            return {k: r[str(n)][key] for k, r in served[job].items()}
+
+        for name, job in best_n.items():
+            found = paired(job, best_n.get(ORT_FP32), rates)
+            medians = [statistics.median(rates(job, key).values()) for key in ("requests_per_second", "accuracy")]  # fmt: skip
+            client_rows.append([n, name, threads_cell(name, job), f"{medians[0]:.1f}", shown(found), f"{medians[1]:.4f}"])  # fmt: skip
+    if client_rows:
+        sweep += [
+            "",
+            "Concurrent clients (`--clients`): N client threads share the one "
+            "loaded model, each sending one sentence a request, the "
+            "sentences split among them; requests/s over the whole run "
+            "(median over the rounds), each contestant at its thread count "
+            f"with the most at that N; `it / {ORT_FP32}` the median of the "
+            "per-round paired ratios:",
+            "",
+            *common.table(
+                ["clients", "contestant", "threads", "requests/s"]
+                + [f"it / {ORT_FP32}", "dev accuracy"],
+                client_rows,
+            ),
+        ]
     goals = []
     for ours, peer, target in GOALS:
         for batch in batch_sizes:
             goal = f"- {ours} / {peer}, batch {batch}: "
             found = ratio(ours, peer, batch)
-            if ours in skipped:
-                goals.append(
-                    f"{goal}goal ≥{target:g}×, not measured: {ours} was "
-                    "skipped on this CPU."
-                )
+            if ours in skipped or found is None:
+                why = f": {ours} was skipped on this CPU" * (ours in skipped)
+                goals.append(f"{goal}goal ≥{target:g}×, not measured{why}.")
                 continue
-            if found is None:
-                goals.append(f"{goal}goal ≥{target:g}×, not measured.")
-                continue
-            verdict = "met"
-            if found[0] < target:
-                verdict = f"missed by {target / found[0]:.2f}×"
-            goals.append(
-                f"{goal}{found[0]:.2f}× (rounds: {common.listed(found[1], '{:.2f}')}); "
-                f"goal ≥{target:g}×, {verdict}."
-            )
+            verdict = "met" if found[0] >= target else f"missed by {target / found[0]:.2f}×"  # fmt: skip
+            rounds_shown = common.listed(found[1], "{:.2f}")
+            goals.append(f"{goal}{found[0]:.2f}× (rounds: {rounds_shown}); goal ≥{target:g}×, {verdict}.")  # fmt: skip
     for ours in (OURS_INT8, OURS_INT8_CALIBRATED, OURS_BF16, OURS_BF16_STREAMS):
         for batch in batch_sizes:
             points = accuracy_points(ours, batch)
@@ -240,9 +240,8 @@ def summary_markdown(records, names, exports=None):
                 continue
             verdict = "met" if abs(points) <= ACCURACY_POINTS else "missed"
             goals.append(
-                f"- {ours} dev accuracy − {OURS}'s, batch {batch}: "
-                f"{points:+.2f} points; goal within ±{ACCURACY_POINTS:g}, "
-                f"{verdict}."
+                f"- {ours} dev accuracy − {OURS}'s, batch {batch}: {points:+.2f} "
+                f"points; goal within ±{ACCURACY_POINTS:g}, {verdict}."
             )
     loads = [load for record in records for load in record["load_average_1min"]]
     machine = records[0]["machine"]
@@ -253,15 +252,8 @@ def summary_markdown(records, names, exports=None):
         facts += f" ONNX Runtime's optimizer fused: {common.listed(f'{n} {k}' for k, n in fused)}."
     if exports.get("implementations"):
         implementations = exports["implementations"]
-        facts += (
-            " Our exports' encoder blocks run as (`served_implementation`): "
-            + common.listed(
-                f"{name} `{implementations[name]}`"
-                for name in names
-                if name in implementations
-            )
-            + "."
-        )
+        served_as = [f"{n} `{implementations[n]}`" for n in names if n in implementations]  # fmt: skip
+        facts += f" Our exports' encoder blocks run as (`served_implementation`): {common.listed(served_as)}."
     if exports.get("variables_bytes"):
         sizes = exports["variables_bytes"].items()
         facts += f" `variables/` of our exports: {common.listed(f'{k} {v / 2**20:.1f} MiB' for k, v in sizes)}."
@@ -274,24 +266,18 @@ def summary_markdown(records, names, exports=None):
             "and `--tensorflow_inter_op_parallelism` set them), each count "
             "its own job every round; each row shows the count with the most "
             "examples/s at that batch size, the ratios paired with its jobs."
-            + (
-                f" {OURS}: one intra-op thread and an inter-op thread per "
-                "stream, as `saved_models/README.md` documents."
-                if OURS in names
-                else ""
-            )
-            + (
-                ""
-                if ours_swept
-                else " Ours: the TF Serving settings `saved_models/README.md` "
-                "documents (the script's docstring)."
-            )
         )
+        if OURS in names:
+            facts += f" {OURS}: one intra-op thread and an inter-op thread per stream, as `saved_models/README.md` documents."
+        if not ours_swept:
+            facts += " Ours: the TF Serving settings `saved_models/README.md` documents (the script's docstring)."
     command = ["python benchmarks/serving.py"]
     command += [f"--classifier={exports.get('classifier', 'DIR')}"]
     if names != list(contestants.CONTESTANTS):
         command += [f"--contestants={','.join(names)}"]
     command += [f"--rounds={len(rounds)}"]
+    if client_counts != [1, 8, 32]:
+        command += [f"--clients={','.join(map(str, client_counts))}"]
     if sentences < SST2_DEV_SIZE:
         command += [f"--sentences={sentences}"]
     if swept and counts != [1, 2]:

@@ -1,15 +1,8 @@
-"""The serving contestants of `benchmarks/serving.py` and their files.
-
+"""The serving contestants of `benchmarks/serving.py` and their files:
 `prepare` writes, from one fine-tuned `BertClassifier`, every contestant's
-files with the same weights: our raw-text SavedModels (float32 with
-`streams`, float32 as `export_saved_model` writes it by default, int8,
-and bfloat16 without and with `streams`, those asked for: `OURS_EXPORTS`), a Hugging Face directory,
-a keras-hub preset, and ONNX files (plain, fused by ONNX Runtime's BERT
-optimizer, and that graph with int8 weights). `load` (in
-`serving_loaders.py`) returns a contestant's `predict(texts)` (class ids
-out, tokenizing inside, as a server does per request);
-`serve_requests` times it request by request.
-"""
+files with the same weights; `load` (`serving_loaders.py`) returns a
+contestant's `predict(texts)`; `serve_requests` times it request by
+request, `serve_concurrently` from several client threads."""
 
 import os
 
@@ -25,14 +18,14 @@ CONTESTANTS = (
     "transformers",
     "onnxruntime_fp32",
     "onnxruntime_int8",
+    "onnxruntime_int8_static",
     "keras_hub",
     "keras_hub_xla",
 )
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Our exports: contestant -> `export_saved_model`'s options (`streams` and
 # `calibration_texts`: filled in by `prepare`; ours_fp32_default: none, the
-# default export).
-# ours_fp32_tf_function serves ours_fp32's export.
+# default export); ours_fp32_tf_function serves ours_fp32's export.
 OURS_EXPORTS = {
     "ours_fp32": {"streams": None},
     "ours_fp32_default": {},
@@ -44,17 +37,12 @@ OURS_EXPORTS = {
 # The exports refused on a CPU without AVX512-BF16 or AMX.
 BFLOAT16 = ("ours_bf16", "ours_bf16_streams")
 INT8 = ("ours_int8", "ours_int8_calibrated")
-# The contestants `benchmarks/serving.py` runs at each of several thread
-# counts, reporting each one's best per batch size (issue 38: peers at
-# their best): the peers' intra-op threads, and both of TensorFlow's pools
-# (TF Serving's `--tensorflow_intra_op_parallelism` and
-# `--tensorflow_inter_op_parallelism`) for our exports without streams,
-# whose best setting depends on the request's size (`saved_models/
-# README.md`). The streams export keeps its one documented setting.
+# Run at each count of `--peer_threads` (benchmarks/serving.py's docstring).
 THREAD_SWEPT = (
     "transformers",
     "onnxruntime_fp32",
     "onnxruntime_int8",
+    "onnxruntime_int8_static",
     "ours_fp32_default",
     "ours_int8",
     "ours_int8_calibrated",
@@ -123,6 +111,28 @@ def serve_requests(predict, requests, warmup):
         latencies.append(time.perf_counter() - start)
         labels.extend(int(label) for label in predicted)
     return latencies, labels
+
+
+def serve_concurrently(predict, sentences, clients):
+    """Every one of `sentences`, one a request, sent by `clients` threads
+    sharing `predict` (client k: sentences k, k + clients, ...), all at
+    once; returns `(requests_per_second, labels)`, labels in sentence
+    order. A client's error is raised here."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    labels = [None] * len(sentences)
+
+    def client(k):
+        for i in range(k, len(sentences), clients):
+            labels[i] = int(predict(sentences[i : i + 1])[0])
+
+    with ThreadPoolExecutor(clients) as pool:  # a thread a client
+        start = time.perf_counter()
+        for future in [pool.submit(client, k) for k in range(clients)]:
+            future.result()
+        seconds = time.perf_counter() - start
+    return len(sentences) / seconds, labels
 
 
 def latency_stats(latencies, examples):
@@ -217,65 +227,45 @@ def exports_of(names):
 
 
 def prepare(
-    classifier,
-    tokenizer,
-    work_dir,
-    sequence_length,
-    labels=None,
-    streams=None,
-    ours=("ours_fp32", "ours_int8"),
-    calibration_texts=None,
-):
+    classifier, tokenizer, work_dir, sequence_length, labels=None,
+    streams=None, ours=("ours_fp32", "ours_int8"), calibration_texts=None,
+):  # fmt: skip
     """Writes every contestant's files into `work_dir` (`sequence_length`:
     our export's and keras-hub's packing, the others' truncation; `streams`:
     our float32 export's; `ours`: which of our exports, `export_ours`;
-    `calibration_texts`: ours_int8_calibrated's);
-    returns the manifest: where each contestant's files are, the streams
-    and encoder implementation of our exports, their `variables/` bytes,
-    ONNX Runtime's fused operators."""
+    `calibration_texts`: ours_int8_calibrated's and
+    onnxruntime_int8_static's); returns the manifest: where each
+    contestant's files are, the streams and encoder implementation of our
+    exports, their `variables/` bytes, ONNX Runtime's fused operators."""
     import keras_bert
 
-    preprocessor = keras_bert.BertPreprocessor(
-        tokenizer, sequence_length=sequence_length
-    )
+    preprocessor = keras_bert.BertPreprocessor(tokenizer, sequence_length)
     manifest = export_ours(
-        classifier,
-        preprocessor,
-        work_dir,
-        ours,
-        labels,
-        streams,
+        classifier, preprocessor, work_dir, ours, labels, streams,
         calibration_texts,
-    )
-    hf_dir = os.path.join(work_dir, "huggingface")
+    )  # fmt: skip
+    hf_dir = manifest["huggingface"] = os.path.join(work_dir, "huggingface")
     keras_bert.checkpoints.save_huggingface(classifier, tokenizer, hf_dir)
-    manifest["huggingface"] = hf_dir
     manifest["keras_hub"] = os.path.join(work_dir, "keras_hub")
     # keras-hub runs the tanh GELU; MiniLM was trained with the exact one.
     keras_bert.checkpoints.save_keras_hub_preset(
-        classifier,
-        tokenizer,
-        manifest["keras_hub"],
+        classifier, tokenizer, manifest["keras_hub"],
         allow_approximate_gelu=True,
-    )
+    )  # fmt: skip
     backbone = classifier.backbone
     manifest.update(
         export_onnx_models(
-            hf_dir, work_dir, backbone.num_heads, backbone.hidden_dim
+            hf_dir, work_dir, backbone.num_heads, backbone.hidden_dim,
+            calibration_texts, sequence_length,
         )
-    )
+    )  # fmt: skip
     return manifest
 
 
 def export_ours(
-    classifier,
-    preprocessor,
-    work_dir,
-    names,
-    labels=None,
-    streams=None,
+    classifier, preprocessor, work_dir, names, labels=None, streams=None,
     calibration_texts=None,
-):
+):  # fmt: skip
     """Writes our exports `names` (keys of `OURS_EXPORTS`; those with
     streams with `streams`, ours_int8_calibrated calibrated on
     `calibration_texts`) of `classifier` into `work_dir`; returns their part of the
@@ -288,11 +278,8 @@ def export_ours(
 
     manifest = {"streams": {}, "implementations": {}, "variables_bytes": {}}
     for name in names:
-        options = dict(OURS_EXPORTS[name])
-        if "streams" in options:
-            options["streams"] = streams
-        if "calibration_texts" in options:
-            options["calibration_texts"] = calibration_texts
+        filled = {"streams": streams, "calibration_texts": calibration_texts}
+        options = {k: filled.get(k, v) for k, v in OURS_EXPORTS[name].items()}
         manifest[name] = export_saved_model(
             classifier, preprocessor, os.path.join(work_dir, name),
             labels=labels, **options,
@@ -304,10 +291,8 @@ def export_ours(
             calibrated="calibration_texts" in options,
         )
         variables = os.path.join(manifest[name], "variables")
-        manifest["variables_bytes"][name] = sum(
-            os.path.getsize(os.path.join(variables, f))
-            for f in os.listdir(variables)
-        )
+        sizes = [os.path.getsize(f"{variables}/{f}") for f in os.listdir(variables)]  # fmt: skip
+        manifest["variables_bytes"][name] = sum(sizes)
     if "ours_fp32" in names:  # ours_fp32_tf_function serves the same export
         for facts in (
             manifest, manifest["streams"], manifest["implementations"]
@@ -316,11 +301,15 @@ def export_ours(
     return manifest
 
 
-def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
+def export_onnx_models(
+    hf_dir, work_dir, num_heads, hidden_size, calibration_texts=None,
+    sequence_length=128,
+):  # fmt: skip
     """The ONNX files of `prepare`: the Hugging Face classifier in `hf_dir`
     exported with dynamic batch and sequence axes, ONNX Runtime's BERT
     fusions of it (what Optimum's `ORTOptimizer` runs) and that graph with
-    int8 weights; returns their paths and the fused operators.
+    int8 weights, and with `calibration_texts` also statically quantized;
+    returns their paths and the fused operators.
 
     As Optimum exports BERT: the TorchScript exporter (`dynamo=False`) of
     the eager attention, the graph the optimizer fuses into `Attention` and
@@ -328,17 +317,27 @@ def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
     graph). The int8 graph is Optimum's `avx512_vnni(is_static=False)`:
     int8 weights, activations quantized per call, per tensor, full range;
     the fused nodes' outputs are declared float32, as the quantizer's
-    error message advises (shape inference types none of them).
+    error message advises (shape inference types none of them). The static
+    one (`quantize_static`, MinMax ranges over `calibration_texts` in
+    requests of 32, tokenized as served): QDQ, int8 activations and
+    weights, what ONNX Runtime's "Quantize ONNX Models" page (Data type
+    selection) names the first choice on CPU ("S8S8 with QOperator format
+    will be slow on x86-64 CPUs"); its `MatMul`s are quantized, the fused
+    `Attention` (no QDQ form) stays float32.
     """
     import onnx
     import torch
     import transformers
     from onnxruntime.quantization import QuantType
     from onnxruntime.quantization import quantize_dynamic
+    from onnxruntime.quantization import quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
     from onnxruntime.transformers.optimizer import optimize_model
 
     suffixes = {"onnx": "", "onnxruntime_fp32": "_optimized"}
     suffixes["onnxruntime_int8"] = "_int8"
+    if calibration_texts:
+        suffixes["onnxruntime_int8_static"] = "_int8_static"
     paths = {k: f"{work_dir}/model{v}.onnx" for k, v in suffixes.items()}
     model = transformers.AutoModelForSequenceClassification.from_pretrained(
         hf_dir, attn_implementation="eager"
@@ -363,6 +362,27 @@ def export_onnx_models(hf_dir, work_dir, num_heads, hidden_size):
         weight_type=QuantType.QInt8, per_channel=False, reduce_range=False,
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )  # fmt: skip
+    if calibration_texts:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+
+        class Batches(list):  # a `CalibrationDataReader`
+            def get_next(self):
+                return self.pop(0) if self else None
+
+        batches = Batches(
+            dict(tokenizer(
+                calibration_texts[i : i + 32], padding=True, truncation=True,
+                max_length=sequence_length, return_tensors="np",
+            ))
+            for i in range(0, len(calibration_texts), 32)
+        )  # fmt: skip
+        # Its quantizer needs every tensor's type: the documented
+        # pre-processing (symbolic shape inference, no other optimization).
+        typed_path = f"{work_dir}/model_typed.onnx"
+        quant_pre_process(
+            paths["onnxruntime_fp32"], typed_path, skip_optimization=True
+        )
+        quantize_static(typed_path, paths["onnxruntime_int8_static"], batches)
     statistics = optimized.get_fused_operator_statistics()
     return dict(
         paths, onnx_fused_operators={k: v for k, v in statistics.items() if v}

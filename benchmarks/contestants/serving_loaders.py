@@ -6,26 +6,19 @@ wrote."""
 import numpy as np
 
 from benchmarks.contestants.serving import ONNX_INPUTS
+from benchmarks.contestants.serving import OURS_EXPORTS
 from benchmarks.contestants.serving import session
 
 
 def load(name, manifest, sequence_length, threads):
     """The `predict(texts) -> class ids` of contestant `name`, loaded from
     the files `manifest` (what `prepare` returned) names."""
-    loaders = {
-        "ours_fp32": _load_ours,
-        "ours_fp32_tf_function": _load_ours_tf_function,
-        "ours_fp32_default": _load_ours,
-        "ours_int8": _load_ours,
-        "ours_int8_calibrated": _load_ours,
-        "ours_bf16": _load_ours,
-        "ours_bf16_streams": _load_ours,
-        "transformers": _load_pipeline,
-        "onnxruntime_fp32": _load_onnxruntime,
-        "onnxruntime_int8": _load_onnxruntime,
-        "keras_hub": _load_keras_hub,
-        "keras_hub_xla": _load_keras_hub,
-    }
+    loaders = dict.fromkeys(OURS_EXPORTS, _load_ours)
+    loaders.update(ours_fp32_tf_function=_load_ours_tf_function)
+    loaders.update(transformers=_load_pipeline, keras_hub=_load_keras_hub)
+    loaders.update(keras_hub_xla=_load_keras_hub)
+    for onnx in ("fp32", "int8", "int8_static"):
+        loaders[f"onnxruntime_{onnx}"] = _load_onnxruntime
     if name not in loaders:
         raise ValueError(
             f"Unknown contestant {name!r}. Pass one of {sorted(loaders)}."
@@ -104,9 +97,8 @@ def _load_onnxruntime(name, manifest, sequence_length, threads):
     import transformers
 
     options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = (
-        onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    )
+    level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = level
     options.intra_op_num_threads = threads
     session = onnxruntime.InferenceSession(
         manifest[name], options, providers=["CPUExecutionProvider"]

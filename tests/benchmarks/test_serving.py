@@ -41,6 +41,31 @@ def test_warm_up_requests_are_sent_first_and_not_timed():
     assert labels == [1, 0, 1, 0, 1]
 
 
+def test_concurrent_clients_share_one_predict_and_keep_the_order():
+    import threading
+    import time
+
+    callers = set()
+
+    def predict(texts):
+        callers.add(threading.get_ident())
+        time.sleep(0.05)  # the clients overlap
+        return [len(text) % 2 for text in texts]
+
+    sentences = ["a", "bb", "ccc", "dddd", "e", "ff", "ggg"]
+    per_second, labels = contestants.serve_concurrently(predict, sentences, 3)
+    assert labels == [1, 0, 1, 0, 1, 0, 1]
+    assert len(callers) == 3  # a thread a client
+    # Client 0 sends 3 of the 7: 0.15 s, not 0.35 s one after the other.
+    assert 7 / 0.3 < per_second <= 7 / 0.15
+
+    def broken(texts):
+        raise RuntimeError("Already borrowed")
+
+    with pytest.raises(RuntimeError, match="borrowed"):
+        contestants.serve_concurrently(broken, sentences, 2)
+
+
 def test_latency_stats_by_hand():
     latencies = [0.010] * 98 + [0.020, 0.500]  # seconds, 100 requests
     stats = contestants.latency_stats(latencies, examples=100)
@@ -126,6 +151,44 @@ def test_summary_table_ratios_goals_and_unavailable():
     assert "optimizer fused: 6 Attention." in markdown
 
 
+def test_the_clients_table_pairs_each_n_with_onnxruntime_fp32():
+    """Per client count, each contestant at its best thread count, its
+    requests/s and its paired ratio to ONNX Runtime fp32 at that count."""
+    records = []
+    for k, (ours, peer_1, peer_2) in enumerate(((60, 100, 90), (80, 100, 80))):
+        for job, rate in (
+            ("ours_fp32_default_1_threads", ours),
+            ("onnxruntime_fp32_1_threads", peer_1),
+            ("onnxruntime_fp32_2_threads", peer_2),
+        ):
+            record = _record(job, k, 100.0)
+            record["clients"] = {
+                n: {"requests_per_second": rate * int(n), "accuracy": 0.75}
+                for n in ("1", "8")
+            }
+            records.append(record)
+    markdown = serving_summary.summary_markdown(
+        records, ["ours_fp32_default", "onnxruntime_fp32"], {}
+    )
+    assert "| clients | contestant | threads | requests/s | it / " in markdown
+    # ONNX Runtime at 1 thread: 100, 100 (2 threads: 90, 80).
+    assert "| 8 | onnxruntime_fp32 | 1 (of 1, 2) | 800.0 | — | 0.7500 |" in (
+        markdown
+    )
+    # Ours: 60 / 100 and 80 / 100 -> 0.70.
+    assert "| 1 | ours_fp32_default | 1 (of 1) | 70.0 | 0.70 | 0.7500 |" in (
+        markdown
+    )
+    assert "--clients=1,8 " in markdown
+    del records[0]["clients"]  # a record without: its round is left out
+    markdown = serving_summary.summary_markdown(
+        records, ["ours_fp32_default", "onnxruntime_fp32"], {}
+    )
+    assert "| 1 | ours_fp32_default | 1 (of 1) | 80.0 | 0.80 | 0.7500 |" in (
+        markdown
+    )
+
+
 def test_swept_peers_run_once_per_thread_count():
     names = [
         "ours_fp32", "ours_bf16", "onnxruntime_int8", "transformers",
@@ -143,6 +206,12 @@ def test_swept_peers_run_once_per_thread_count():
         "keras_hub",
     ]
     assert contestants.thread_variants(names, []) == names
+    # ONNX Runtime's static int8 is swept and served as its dynamic one.
+    jobs = contestants.thread_variants(contestants.CONTESTANTS, ["1"])
+    assert "onnxruntime_int8_static_1_threads" in jobs
+    assert ("ours_int8_calibrated", "onnxruntime_int8_static", 1.0) in (
+        serving_summary.GOALS
+    )
     # Both of TF Serving's pools at the swept count; streams: 1 and one
     # inter-op thread per stream.
     manifest = {"streams": {"ours_fp32": 2}}
@@ -432,12 +501,13 @@ def test_an_unknown_contestant_is_named():
 
 @pytest.mark.slow
 def test_onnx_contestants_match_pytorch(tmp_path):
-    """The exported, fused and int8 graphs of a tiny random
+    """The exported, fused, int8 and static int8 graphs of a tiny random
     BertForSequenceClassification serve what PyTorch computes, on requests
     of other batch sizes and lengths than the export's example."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
         "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
     ]  # fmt: skip
@@ -455,7 +525,10 @@ def test_onnx_contestants_match_pytorch(tmp_path):
     transformers.BertForSequenceClassification(config).save_pretrained(hf_dir)
     with open(os.path.join(hf_dir, "vocab.txt"), "w") as f:
         f.write("\n".join(vocabulary) + "\n")
-    manifest = contestants.export_onnx_models(hf_dir, str(tmp_path), 2, 8)
+    calibration = ["the cat sat", "a dog ran on the mat", "the dog"] * 12
+    manifest = contestants.export_onnx_models(
+        hf_dir, str(tmp_path), 2, 8, calibration, 16
+    )
     manifest["huggingface"] = hf_dir
     assert manifest["onnx_fused_operators"]["Attention"] == 2
     assert manifest["onnx_fused_operators"]["EmbedLayerNormalization"] == 1
@@ -470,8 +543,18 @@ def test_onnx_contestants_match_pytorch(tmp_path):
         name: onnxruntime.InferenceSession(
             manifest[name], providers=["CPUExecutionProvider"]
         )
-        for name in ("onnxruntime_fp32", "onnxruntime_int8")
+        for name in (
+            "onnxruntime_fp32",
+            "onnxruntime_int8",
+            "onnxruntime_int8_static",
+        )
     }
+    # Static int8: its MatMuls in QDQ form, calibrated ranges.
+    graph = onnx.load(manifest["onnxruntime_int8_static"]).graph
+    assert {"QuantizeLinear", "DequantizeLinear", "Attention"} <= {
+        node.op_type for node in graph.node
+    }
+    static = serving_loaders.load("onnxruntime_int8_static", manifest, 16, 1)
     predict = serving_loaders.load("onnxruntime_fp32", manifest, 16, 1)
     for request in requests:
         encoded = tokenizer(request, padding=True, return_tensors="pt")
@@ -486,11 +569,13 @@ def test_onnx_contestants_match_pytorch(tmp_path):
         np.testing.assert_allclose(
             logits["onnxruntime_fp32"], expected, atol=1e-5
         )
-        # int8 weights: close, not equal.
-        np.testing.assert_allclose(
-            logits["onnxruntime_int8"], expected, atol=0.05
+        # int8 weights (and static activations): close, not equal.
+        for name in ("onnxruntime_int8", "onnxruntime_int8_static"):
+            np.testing.assert_allclose(logits[name], expected, atol=0.05)
+            assert not np.array_equal(logits[name], expected)
+        np.testing.assert_array_equal(
+            static(request), np.argmax(logits["onnxruntime_int8_static"], -1)
         )
-        assert not np.array_equal(logits["onnxruntime_int8"], expected)
 
 
 @pytest.mark.slow  # exports a SavedModel
