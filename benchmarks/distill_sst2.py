@@ -103,7 +103,7 @@ def main(_):
         scores = [100 * _results(p)["student_metrics"][metric] for p in found]
         sd = statistics.stdev(scores) if len(scores) > 1 else float("nan")
         print(f"student {name}: dev {metric} {statistics.mean(scores):.2f} "
-              f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}; "
+              f"± {sd:.2f} over {len(scores)} seeds {[round(s, 2) for s in scores]}, {statistics.mean(scores) / _results(found[0])['teacher_metrics'][metric]:.1f}% of the teacher; "
               f"seconds {[round(_results(p)['distillation_seconds']) for p in found]}")  # fmt: skip
         if name == "A":  # seed 0's run first; each A run times both exports
             run, speeds = _results(found[0]), [s for s in (_results(p).get("examples_per_second") for p in found) if s]  # fmt: skip
