@@ -153,8 +153,9 @@ def student_of(teacher, layers=None, num_layers=None, preset=None, dtype=None):
             "`student_of` takes a task model (e.g. a BertClassifier); "
             "received a BertBackbone. Distil a model with a head."
         )
-    if teacher_backbone.lora_rank is not None:
-        # W + A @ B as one kernel: the same blocks, without LoRA.
+    if teacher_backbone.lora_rank is not None and preset is None:
+        # W + A @ B as one kernel: the same blocks, without LoRA (a preset
+        # student copies no weights, and its config has no LoRA).
         teacher_backbone = merged_copy(teacher_backbone)
     layers = _checked_layers(
         teacher_backbone.num_layers, layers, num_layers, preset

@@ -163,6 +163,12 @@ def test_a_lora_teachers_student_has_the_updates_merged_and_no_lora():
         atol=1e-4,
     )
     assert teacher.backbone.lora_rank == 2  # the teacher is unchanged
+    # A preset student of a LoRA teacher: fresh weights, no LoRA.
+    teacher = keras_bert.BertClassifier(
+        _backbone(vocabulary_size=30522, hidden_dim=16, num_heads=2), 2
+    )
+    teacher.backbone.enable_lora(2)
+    assert student_of(teacher, preset="bert_tiny").backbone.lora_rank is None
 
 
 def test_a_frozen_teachers_student_is_trainable():
