@@ -345,14 +345,9 @@ def section_flags(default_output_dir=None):
     named = ""
     if not flags.FLAGS.is_parsed():
         return named
-    output_dir = (
-        flags.FLAGS["output_dir"].value if "output_dir" in flags.FLAGS else None
-    )
-    if (
-        default_output_dir
-        and output_dir
-        and os.path.abspath(output_dir) != os.path.abspath(default_output_dir)
-    ):
+    output_dir = "output_dir" in flags.FLAGS and flags.FLAGS.output_dir
+    default = default_output_dir and os.path.abspath(default_output_dir)
+    if output_dir and default and os.path.abspath(output_dir) != default:
         named += f" --output_dir={os.path.relpath(output_dir, REPO)}"
     if flags.FLAGS.results_section:
         named += f" --results_section={flags.FLAGS.results_section}"

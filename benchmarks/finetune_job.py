@@ -38,6 +38,8 @@ default; benchmarks/finetune_job/):
                  the Trainer's `bf16=True` does on a CPU. The issue allows
                  bfloat16 as an option on a CPU with AMX, compared bfloat16
                  to bfloat16: the table pairs it with recipe_bf16.
+  recipe_eigen   the recipe with `TF_ENABLE_ONEDNN_OPTS=0`: Eigen's kernels,
+                 where an AVX2-only CPU's recipe would run oneDNN.
 Retired races (`--race=lora`, `raw_text`, `compile_auto`, `profile`):
 their records and RESULTS.md sections stay, each naming the commit whose
 `benchmarks/finetune_job.py` produced it (193fb03).

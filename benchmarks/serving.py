@@ -158,18 +158,12 @@ def run_prepare():
     classifier, tokenizer = contestants.fine_tuned(
         FLAGS.classifier, FLAGS.init_checkpoint or common.minilm_dir()
     )
+    train = common.read_sst2("train", FLAGS.glue_dir)[0]
     manifest = contestants.prepare(
-        classifier,
-        tokenizer,
-        FLAGS.work_dir,
-        128,
-        labels=["negative", "positive"],
-        streams=FLAGS.threads,
-        ours=contestants.exports_of(FLAGS.contestants),
-        calibration_texts=common.read_sst2("train", FLAGS.glue_dir)[0][
-            : FLAGS.calibration_sentences
-        ],
-    )
+        classifier, tokenizer, FLAGS.work_dir, 128, labels=["negative", "positive"],
+        streams=FLAGS.threads, ours=contestants.exports_of(FLAGS.contestants),
+        calibration_texts=train[: FLAGS.calibration_sentences],
+    )  # fmt: skip
     common.write_record(os.path.join(FLAGS.work_dir, "manifest.json"), manifest)
 
 
@@ -249,9 +243,9 @@ def main(argv):
             )  # fmt: skip
             manifest = common.read_record(f"{work_dir}/manifest.json")
             weights = contestants.weights_path(FLAGS.classifier)
-            exports = {"classifier": os.path.abspath(weights)}
-            exports.update({fact: manifest[fact] for fact in EXPORT_FACTS})
-            exports["skipped"] = skipped
+            exports = {fact: manifest[fact] for fact in EXPORT_FACTS}
+            exports.update(classifier=os.path.abspath(weights), skipped=skipped)
+            exports["onednn"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
             common.write_record(f"{FLAGS.output_dir}/exports.json", exports)
             jobs = contestants.thread_variants(running, FLAGS.peer_threads)
             common.run_rounds(

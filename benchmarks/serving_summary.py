@@ -271,7 +271,9 @@ def summary_markdown(records, names, exports=None):
             facts += f" {OURS}: one intra-op thread and an inter-op thread per stream, as `saved_models/README.md` documents."
         if not ours_swept:
             facts += " Ours: the TF Serving settings `saved_models/README.md` documents (the script's docstring)."
-    command = ["python benchmarks/serving.py"]
+    setting = exports.get("onednn")
+    command = [f"TF_ENABLE_ONEDNN_OPTS={setting}"] * bool(setting)
+    command += ["python benchmarks/serving.py"]
     command += [f"--classifier={exports.get('classifier', 'DIR')}"]
     if names != list(contestants.CONTESTANTS):
         command += [f"--contestants={','.join(names)}"]

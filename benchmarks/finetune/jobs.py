@@ -18,14 +18,17 @@ RACES = {
     "tools": (
         "finetune_job",
         "recipe keras_hub hf_trainer hf_trainer_grouped keras_hub_xla "
-        "torch_grouped recipe_bf16 torch_grouped_bf16",
+        "torch_grouped recipe_bf16 torch_grouped_bf16 recipe_eigen",
     ),
 }
-# The recipe flags of each contestant that runs the recipe.
+# The recipe flags of each contestant that runs the recipe (and its
+# environment: RECIPE_ENV, as a user set it).
 RECIPES = {
     "recipe": {},
     "recipe_bf16": {"mixed_precision": "mixed_bfloat16"},
+    "recipe_eigen": {},
 }
+RECIPE_ENV = {"recipe_eigen": {"TF_ENABLE_ONEDNN_OPTS": "0"}}
 # The recipe's SST-2 settings for the PyTorch loop: `recipes/glue.py`'s
 # flags in `run_job` and `keras_bert.training.TRAINING_DEFAULTS[
 # "classifier"]` (a test checks they agree; not imported, so that the
@@ -72,6 +75,8 @@ def run_job(contestant, k, task="sst2", env=None):
             **RECIPES[contestant],
         )
         checkpoint = common.minilm_dir()
+        if contestant in RECIPE_ENV:
+            env = dict(env or os.environ, **RECIPE_ENV[contestant])
         results, total = recipe.fine_tune(
             "glue", env, task=task, data_dir=FLAGS.glue_dir, init_checkpoint=checkpoint,
             sequence_length=128, batch_size=32, epochs=1, seed=k, **recipe_flags,

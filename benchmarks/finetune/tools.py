@@ -50,6 +50,9 @@ def tools_summary(records):
         "torch_grouped": "torch_grouped is a plain PyTorch loop on the "
         "Trainer's length-grouped batches with the recipe's settings (issue "
         "38's peer: goal ≥1.3× in total job time).",
+        "recipe_eigen": "recipe_eigen is the recipe on Eigen's kernels "
+        "(TF_ENABLE_ONEDNN_OPTS=0, TensorFlow's default on an AVX2-only CPU, "
+        "where the recipe's own default is oneDNN).",
         "torch_grouped_bf16": "recipe_bf16 and torch_grouped_bf16 are the "
         "two with bfloat16 compute (Keras' mixed_bfloat16; torch.autocast), "
         "compared with each other.",

@@ -272,3 +272,4 @@ def race(variants, skipped):
     ]
     for name in variants:
         print(name, json.dumps(ops[name]["ops_run_kinds"]))
+    common.publish("serving_ops", "\n".join(lines))
