@@ -28,8 +28,8 @@ without `"remapper_serving_graph"`: the block's `streams` implementation,
 Keras' layers, what `streams=2` exported before `serving_graph_streams`),
 `int8` (`quantize="int8"`), `int8_calibrated` (the same calibrated on
 the first `CALIBRATION_SENTENCES` SST-2 train sentences:
-`serving_graph_int8_calibrated`), `serving_graph` (the default export:
-the `serving_graph` implementation, weights frozen into constants),
+`serving_graph_int8_calibrated`), `serving_graph` (the default export in
+the remapper's forms, on every CPU: weights frozen into constants),
 `bfloat16` (`precision="bfloat16"`: `serving_graph_bfloat16`, its dense
 matmuls in bfloat16; needs a CPU with AVX512-BF16 or AMX),
 `bfloat16_streams_2` (`precision="bfloat16", streams=2`:

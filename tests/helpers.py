@@ -286,3 +286,18 @@ def serves(option):
     from keras_bert.serving.plan import cpu_problem
 
     return cpu_problem(option) is None
+
+
+def served_variables(path):
+    """The variables a SavedModel's signatures read (what TF Serving
+    restores), each once: an export tracks no variable collection of the
+    model (`keras_bert.serving.export`), so `tf.saved_model.load(path)
+    .variables` does not list them."""
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(path)
+    found = {}
+    for function in loaded.signatures.values():
+        for variable in function.variables:
+            found.setdefault(variable.ref(), variable)
+    return list(found.values())

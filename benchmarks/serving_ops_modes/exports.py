@@ -49,6 +49,7 @@ NEEDS = {
 EXPORT_OF = {"serving_graph_variables_assume_frozen": "serving_graph_variables"}
 OUTPUT_SENTENCES = 64
 CALIBRATION_SENTENCES = 256  # as benchmarks/serving.py's default
+PACKAGE = "keras_bert.serving"
 BOOKKEEPING = ("Const", "_Arg", "_Retval", "NoOp")
 # --threads: the requests timed (batch size -> tokens) and the exports.
 SHAPES = {1: 24, 32: 48}
@@ -74,23 +75,22 @@ def _export(name, model, preprocessor, directory):
     from keras_bert.serving.plan import plan_export
 
     options, without_forms = EXPORTS[name]
-    options, patch = dict(options), contextlib.nullcontext()
+    options, patches = dict(options), contextlib.ExitStack()
     if without_forms:
-        model = _with_optimizations(
-            model, [n for n in ALL if n != "remapper_serving_graph"]
-        )
+        kept = [n for n in ALL if n != "remapper_serving_graph"]
+        model = _with_optimizations(model, kept)
     if "calibration_texts" in options:
         sentences = common.read_sst2("train")[0]
         options["calibration_texts"] = sentences[:CALIBRATION_SENTENCES]
     if name == "serving_graph_variables":
-        patch = mock.patch(
-            "keras_bert.serving.export.plan_export",
-            functools.partial(plan_export, frozen=False),
-        )
-    with patch:
-        return export_saved_model(
-            model, preprocessor, os.path.join(directory, name), **options
-        )
+        plan = functools.partial(plan_export, frozen=False)
+        patches.enter_context(mock.patch(f"{PACKAGE}.export.plan_export", plan))
+    if name.startswith("serving_graph"):  # the forms, on every CPU
+        forms = mock.patch(f"{PACKAGE}.plan.eigen_serves_faster_without")
+        patches.enter_context(forms).return_value = False
+    with patches:
+        path = os.path.join(directory, name)
+        return export_saved_model(model, preprocessor, path, **options)
 
 
 def _with_optimizations(model, optimizations):

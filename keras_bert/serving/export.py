@@ -228,11 +228,11 @@ def export_saved_model(
     version_dir = _new_version_dir(export_dir, version)
 
     archive = keras.export.ExportArchive()
-    if plan.reads_model_variables:
-        archive.track(model)
-    # Otherwise only what the endpoints read is saved (`add_endpoint` tracks
-    # it): the blocks' weights as constants of the graph or laid out per
-    # stream, not also the blocks' variables.
+    # Only what the endpoints read is saved (`write_out` tracks the
+    # variables their functions capture): the model is not tracked, which
+    # would store each of its weights twice, as Keras wrappers and as the
+    # captured variables (keras-team/keras#23553), nor the blocks' own
+    # kernels where they are read as constants or laid out per stream.
     archive.track(preprocessor)
     # Read by every endpoint from one function of the SavedModel: stored
     # once (as each block's weights, `shared_trace`).
@@ -309,7 +309,8 @@ def served_implementation(
         vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
         intermediate_dim=16, max_sequence_length=8,
     )
-    served_implementation(backbone)  # "serving_graph"
+    served_implementation(backbone)  # "serving_graph" ("fast" where oneDNN
+    # is off on a CPU without AVX-512)
     served_implementation(backbone, streams=2)  # "serving_graph_streams"
     ```
     """

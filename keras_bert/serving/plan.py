@@ -131,13 +131,6 @@ class ServingPlan:
         return name
 
     @property
-    def reads_model_variables(self):
-        """Whether the served graph reads the model's variables (int8
-        weights, or the blocks' own inference), so that the export saves
-        them; otherwise it saves only what its graph reads."""
-        return self.weights != "float32" or self.implementation is None
-
-    @property
     def name(self):
         """What docs and benchmarks print, e.g. `"int8_calibrated"`,
         `"bfloat16, streams=2"`."""
@@ -270,6 +263,29 @@ def check_cpu_serves(
         )
 
 
+def eigen_serves_faster_without(streams, cpu):
+    """Whether float32 weights served on TensorFlow's Eigen kernels (oneDNN
+    off) are faster with Keras' layers than in the remapper's forms, which
+    were written for oneDNN's fusions.
+
+    Measured per CPU kind, each against the other in paired rounds
+    (`python benchmarks/serving_ops.py`, sections of
+    benchmarks/RESULTS.md):
+
+    - with streams, on every kind: Keras' layers between the matmuls
+      (`streams_2_without_forms` against `streams_2`: 1.80x and 1.30x at
+      batch 1 and 32 on an AVX-512 EPYC with oneDNN switched off,
+      `serving_ops_eigen`; 1.33x / 1.00x and 1.63x / 1.05x over two runs
+      on an AVX2-only EPYC, `serving_ops_avx2`, `serving_ops_avx2_rerun`);
+    - without streams, on a CPU without AVX-512: Keras' layers (`fast`
+      against `serving_graph`: the forms served 0.89x at batch 1 in both
+      AVX2 runs, 0.91x and 1.06x at batch 32);
+    - without streams, with AVX-512 (as Intel's Skylake-SP, where oneDNN
+      is off by default): the forms (1.03x and 1.15x `fast`).
+    """
+    return bool(streams) or "avx512f" not in cpu.flags
+
+
 def plan_export(
     model,
     quantize=None,
@@ -282,10 +298,11 @@ def plan_export(
     """The `ServingPlan` of an export of `model` with these options on
     this CPU; a `ValueError` for options that cannot be served together
     or that this CPU cannot serve (`check_options`). Where TensorFlow's
-    oneDNN is off, `streams` serve without the remapper's forms (the
-    blocks' `streams` implementation), which measured faster there: plan
-    an export on the kind of CPU, and with the `TF_ENABLE_ONEDNN_OPTS`
-    setting, it will be served with.
+    oneDNN is off, float32 weights serve without the remapper's forms
+    where that measured faster (`eigen_serves_faster_without`: with
+    `streams`, and on CPUs without AVX-512): plan an export on the kind
+    of CPU, and with the `TF_ENABLE_ONEDNN_OPTS` setting, it will be
+    served with.
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model built on one.
@@ -302,6 +319,8 @@ def plan_export(
     Example:
     ```python
     plan = plan_export(classifier)
+    # Where oneDNN is on; on an AVX2-only CPU without it: (
+    # "float32, without remapper forms", None), Keras' layers.
     plan.name, plan.implementation  # ("float32", "serving_graph")
     ```
     """
@@ -329,14 +348,10 @@ def plan_export(
     if check_cpu is not None:
         check_cpu_serves(quantize, precision, calibrated, check_cpu)
     cpu = this_cpu()
-    if streams and not cpu.onednn and not quantize and precision == "float32":
-        # Without oneDNN nothing fuses the remapper's forms, and streams
-        # served faster with Keras' layers between their matmuls; with it,
-        # in the forms (sections `serving_ops_eigen` and
-        # `serving_ops_onednn` of benchmarks/RESULTS.md, one CPU with
-        # oneDNN switched off and on). Without streams the forms served
-        # at least as fast either way: they stay.
-        remapper_forms = False
+    if not cpu.onednn and not quantize and precision == "float32":
+        remapper_forms = remapper_forms and not eigen_serves_faster_without(
+            streams, cpu
+        )
     weights = "float32"
     if quantize:
         weights = "int8_calibrated" if calibrated else "int8"

@@ -22,6 +22,7 @@ from keras_bert.serving.plan import plan_export
 from keras_bert.serving.runtime.block import BlockServing
 from keras_bert.serving.runtime.block import int8_ranges_of
 from keras_bert.serving.runtime.embedding import served_embedding
+from keras_bert.serving.runtime.embedding import served_embedding_without_forms
 from keras_bert.serving.runtime.stream_layout import freeze_stream_layout
 
 
@@ -48,7 +49,8 @@ def served_copy(model, plan, preprocessor=None, calibration_texts=None):
     (`keras_bert.serving.int8_calibration`); with streams, each block's
     weights are laid out per stream (`stream_layout`); then every block's
     `served_call` is the plan's implementation, and the embedding's its
-    serving form where the plan runs the remapper's forms.
+    serving form (ids out of the vocabulary refused; its LayerNorm in the
+    remapper's form where the plan runs those forms).
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model built on one.
@@ -68,6 +70,11 @@ def served_copy(model, plan, preprocessor=None, calibration_texts=None):
     ranges = None
     if plan.weights == "int8_calibrated":
         ranges = calibrate_int8_ranges(copy, preprocessor, calibration_texts)
+    backbone.embedding.served_call = (
+        served_embedding
+        if plan.remapper_forms
+        else served_embedding_without_forms
+    )
     implementation = plan.implementation
     if implementation is None:  # the blocks' own inference
         return copy
@@ -82,8 +89,6 @@ def served_copy(model, plan, preprocessor=None, calibration_texts=None):
             if ranges is None
             else int8_ranges_of(block, ranges),
         )
-    if plan.remapper_forms:
-        backbone.embedding.served_call = served_embedding
     return copy
 
 

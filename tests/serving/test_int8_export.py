@@ -22,6 +22,7 @@ from tests.helpers import non_core_ops
 from tests.helpers import run_export_recipe
 from tests.helpers import run_saved_model_outside_python
 from tests.helpers import served_or_refused
+from tests.helpers import served_variables
 from tests.helpers import serves
 
 VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
@@ -100,9 +101,10 @@ def test_int8_export_holds_int8_variables_and_leaves_the_model(exports):
     classifier, paths = exports
     if paths["int8"] is None:  # refused on this CPU (the fixture asserts)
         return
-    loaded = tf.saved_model.load(paths["int8"])
     int8_elements = sum(
-        v.shape.num_elements() for v in loaded.variables if v.dtype == tf.int8
+        v.shape.num_elements()
+        for v in served_variables(paths["int8"])
+        if v.dtype == tf.int8
     )
     # Every dense kernel and the WordPiece table, one byte per weight.
     quantized = [
@@ -189,8 +191,8 @@ def test_export_recipe_quantize_flag(tmp_path):
         assert not os.path.exists(tmp_path / "served" / "1")
         return
     assert result.returncode == 0, result.stderr[-3000:]
-    loaded = tf.saved_model.load(str(tmp_path / "served" / "1"))
-    assert tf.int8 in {v.dtype for v in loaded.variables}
+    served = served_variables(str(tmp_path / "served" / "1"))
+    assert tf.int8 in {v.dtype for v in served}
     assert "QuantizedMatMulWithBiasAndDequantize" in saved_model_op_types(
         str(tmp_path / "served" / "1")
     )

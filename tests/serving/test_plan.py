@@ -54,6 +54,14 @@ SERVES = {
     "bfloat16": "serving_graph_bfloat16",
     "bfloat16_streams": "serving_graph_streams_bfloat16",
 }
+# Where oneDNN is off, what serves faster there instead of `SERVES`
+# (`plan.eigen_serves_faster_without`): streams with Keras' layers between
+# the matmuls, and without AVX-512 the blocks' own inference (`None`).
+EIGEN_SERVES = {
+    ("avx2", "default"): None,
+    ("avx2", "streams"): "streams",
+    ("avx512_bf16_eigen", "streams"): "streams",
+}
 # What each CPU kind refuses (else it serves `SERVES`), and a phrase of
 # the reason.
 INT8 = "oneDNN int8 kernels"
@@ -91,9 +99,7 @@ def test_every_option_serves_or_is_refused_by_the_plan(cpu):
                 refused = REFUSED[cpu]["bfloat16"]
             if refused is None:
                 plan = plan_export(backbone, **options)
-                expected = SERVES[option]
-                if option == "streams" and not onednn:
-                    expected = "streams"  # measured faster without oneDNN
+                expected = EIGEN_SERVES.get((cpu, option), SERVES[option])
                 assert plan.implementation == expected, (cpu, option)
                 assert plan.cpu.onednn == onednn
                 continue
@@ -139,11 +145,10 @@ def test_the_plan_is_immutable_and_named():
         plan = plan_export(_backbone(), precision="bfloat16", streams=2)
     assert isinstance(plan, ServingPlan)
     assert plan.name == "bfloat16, streams=2"
-    assert plan.frozen and not plan.reads_model_variables
+    assert plan.frozen
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.streams = 3
     assert ServingPlan(weights="int8_calibrated").name == "int8_calibrated"
-    assert ServingPlan(weights="int8").reads_model_variables
 
 
 def test_a_model_without_the_serving_forms_plans_its_own_inference():
@@ -156,3 +161,22 @@ def test_a_model_without_the_serving_forms_plans_its_own_inference():
     assert plan_export(backbone).implementation is None
     assert plan_export(backbone, streams=2).implementation == "streams"
     assert plan_export(backbone).name == "float32, without remapper forms"
+
+
+def test_without_onednn_the_plan_serves_what_measured_faster_there():
+    """The default export without AVX-512 and streams everywhere serve
+    with Keras' layers where oneDNN is off; the bytes of either form are
+    the same weights, once (`test_export_size.py`)."""
+    backbone = _backbone()
+    with on_cpu({"avx2"}, onednn=False):
+        plan = plan_export(backbone)
+        assert plan.name == "float32, without remapper forms"
+        assert served_implementation(backbone) == "fast"
+        # A report of an int8 export asks nothing of the CPU: its forms.
+        assert (
+            served_implementation(backbone, quantize="int8")
+            == "serving_graph_int8"
+        )
+    with on_cpu({"avx2", "avx512f"}, onednn=False):
+        assert plan_export(backbone).implementation == "serving_graph"
+        assert plan_export(backbone, streams=2).implementation == "streams"

@@ -9,8 +9,10 @@ import pytest
 import keras_bert
 from keras_bert.models import backbone_of
 from keras_bert.serving import serving_copy
+from keras_bert.serving.cpu import this_cpu
 from keras_bert.serving.plan import INCOMPATIBLE
 from tests.helpers import backbone_inputs
+from tests.helpers import on_cpu
 from tests.helpers import serves
 from tests.helpers import tiny_backbone_config
 
@@ -20,13 +22,27 @@ def _classifier():
     return keras_bert.BertClassifier(backbone, num_classes=2)
 
 
-def test_the_copy_serves_the_plan_and_leaves_the_model():
+@pytest.mark.parametrize(
+    "cpu, implementation",
+    [
+        # oneDNN on: the remapper's forms.
+        (({"avx2", "avx512f", "avx512_vnni"}, True), "serving_graph"),
+        # An AVX2-only CPU with oneDNN off: the blocks' own inference.
+        (({"avx2"}, False), None),
+    ],
+)
+def test_the_copy_serves_the_plan_and_leaves_the_model(cpu, implementation):
     classifier = _classifier()
-    copy = serving_copy(classifier)
+    with on_cpu(*cpu):
+        copy = serving_copy(classifier)
     assert copy is not classifier
     served = [block.served_call for block in copy.backbone.transformer_layers]
-    assert [call.implementation for call in served] == ["serving_graph"] * 2
-    assert not any(call.frozen for call in served)  # reads its variables
+    if implementation is None:
+        assert served == [None, None]
+    else:
+        assert [call.implementation for call in served] == [implementation] * 2
+        assert not any(call.frozen for call in served)  # reads its variables
+    # Either way the embedding refuses ids out of the vocabulary.
     assert copy.backbone.embedding.served_call is not None
     assert all(
         block.served_call is None
@@ -58,7 +74,11 @@ def test_every_option_and_lora_in_one_copy():
         assert copy is not classifier and type(copy) is type(classifier)
         assert copy.backbone.lora_rank is None
         block = copy.backbone.transformer_layers[0]
-        assert block.served_call.streams == options.get("streams")
+        served = block.served_call
+        if served is None:  # the blocks' own inference (`plan_export`)
+            assert not options and not this_cpu().onednn
+        else:
+            assert served.streams == options.get("streams")
         # int8: weights and inputs of each matmul to 1/127.5 of their range.
         tolerance = 0.05 if "quantize" in options else 2e-6
         np.testing.assert_allclose(

@@ -1,4 +1,6 @@
-"""The default export serves `serving_graph`: stock ops, frozen weights.
+"""The default export serves `serving_graph`: stock ops, frozen weights
+(where oneDNN is on, or the CPU has AVX-512; on an AVX2-only CPU with
+oneDNN off it serves the blocks' own inference, also run here).
 
 Its blocks are written for TensorFlow's CPU remapper
 (`keras_bert.layers.remapper_forms`), yet the SavedModel stores only ops a
@@ -17,25 +19,48 @@ from keras_bert.layers.optimizations import ALL
 from keras_bert.serving import export_saved_model
 from keras_bert.serving import saved_model_op_types
 from keras_bert.serving.cpu import onednn_enabled
+from keras_bert.serving.cpu import this_cpu
 from keras_bert.serving.export import served_implementation
 from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
 from tests.helpers import export_preprocessor
+from tests.helpers import on_cpu
 from tests.helpers import run_saved_model_outside_python
 
 VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 TOLERANCE = 1e-5
 
 
+# A CPU whose plan serves the default export in the remapper's forms
+# (`tests.helpers.on_cpu`), whatever this one is: an export made for a
+# server with oneDNN on, run here.
+ONEDNN_CPU = ({"avx2", "avx512f", "avx512_vnni"}, True)
+
+
 @pytest.fixture(scope="module")
 def export(tmp_path_factory):
     classifier = export_classifier()
-    path = export_saved_model(
-        classifier,
-        export_preprocessor(),
-        str(tmp_path_factory.mktemp("serving_graph") / "clf"),
-    )
+    with on_cpu(*ONEDNN_CPU):
+        path = export_saved_model(
+            classifier,
+            export_preprocessor(),
+            str(tmp_path_factory.mktemp("serving_graph") / "clf"),
+        )
+    return classifier, path
+
+
+@pytest.fixture(scope="module")
+def export_without_forms(tmp_path_factory):
+    """The default export planned on an AVX2-only CPU with oneDNN off:
+    the blocks' own inference, reading variables."""
+    classifier = export_classifier()
+    with on_cpu({"avx2"}, onednn=False):
+        path = export_saved_model(
+            classifier,
+            export_preprocessor(),
+            str(tmp_path_factory.mktemp("fast") / "clf"),
+        )
     return classifier, path
 
 
@@ -51,10 +76,15 @@ def _reference_probabilities(classifier):
 
 @pytest.mark.slow  # exports a SavedModel, then runs it in another process
 @pytest.mark.parametrize("onednn", ["1", "0"])
-def test_served_outside_python_as_the_reference(export, tmp_path, onednn):
+@pytest.mark.parametrize("exported", ["export", "export_without_forms"])
+def test_served_outside_python_as_the_reference(
+    exported, tmp_path, onednn, request
+):
     """With oneDNN (the remapper's fused kernels) and without (the stock
-    ops the graph is made of: `FusedBatchNormV3` keeps BERT's epsilon)."""
-    classifier, path = export
+    ops the graph is made of: `FusedBatchNormV3` keeps BERT's epsilon);
+    and the default export as planned where oneDNN is off on an AVX2-only
+    CPU (Keras' layers)."""
+    classifier, path = request.getfixturevalue(exported)
     outputs = run_saved_model_outside_python(
         tmp_path,
         path,
@@ -104,10 +134,12 @@ def test_served_implementation_names_what_each_export_traces():
     """`served_implementation` says which encoder implementation an export
     with each option runs, as `export_saved_model` chooses it."""
     classifier = export_classifier()
-    # Without oneDNN, streams serve in Keras' layers (measured faster).
+    # Without oneDNN, streams serve in Keras' layers, and so does the
+    # default export without AVX-512 (measured faster there).
     streams = "serving_graph_streams" if onednn_enabled() else "streams"
+    forms = onednn_enabled() or "avx512f" in this_cpu().flags
     for options, expected in (
-        ({}, "serving_graph"),
+        ({}, "serving_graph" if forms else "fast"),
         ({"streams": 2}, streams),
         ({"quantize": "int8"}, "serving_graph_int8"),
         ({"precision": "bfloat16"}, "serving_graph_bfloat16"),
@@ -127,11 +159,12 @@ def test_served_implementation_names_what_each_export_traces():
 
 
 @pytest.mark.slow  # the module's export fixture takes 4-10 s
-def test_an_id_out_of_the_vocabulary_is_an_error_naming_it(export):
+@pytest.mark.parametrize("exported", ["export", "export_without_forms"])
+def test_an_id_out_of_the_vocabulary_is_an_error_naming_it(exported, request):
     """The served embedding gathers without Keras' wrapping of negative
     ids: a negative id is refused as one past the table is, never read
-    from the table's end."""
-    _, path = export
+    from the table's end, in the remapper's forms or not."""
+    _, path = request.getfixturevalue(exported)
     served = tf.saved_model.load(path).signatures["predict_ids"]
     for bad in (-1, len(VOCABULARY)):
         ids = np.array([[2, bad, 3]], "int32")

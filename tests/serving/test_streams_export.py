@@ -24,6 +24,7 @@ from tests.helpers import EXPORT_SENTENCES
 from tests.helpers import EXPORT_VOCABULARY
 from tests.helpers import export_classifier
 from tests.helpers import non_core_ops
+from tests.helpers import on_cpu
 
 VOCABULARY, SENTENCES = EXPORT_VOCABULARY, EXPORT_SENTENCES
 TOLERANCE = 2e-6
@@ -117,11 +118,15 @@ def test_a_model_saved_with_streams_exports_as_the_default(tmp_path):
     config = _classifier().get_config()
     config["backbone"]["config"]["streams"] = 2
     classifier = keras_bert.BertClassifier.from_config(config)
-    assert served_implementation(classifier) == "serving_graph"
     preprocessor = keras_bert.BertPreprocessor(
         keras_bert.BertTokenizer(VOCABULARY), sequence_length=16
     )
-    path = export_saved_model(classifier, preprocessor, str(tmp_path / "c"))
+    # Planned for a CPU with oneDNN on, whose default export runs the
+    # remapper's forms (on an AVX2-only CPU with oneDNN off it would run
+    # Keras' layers: `tests/serving/test_plan.py`).
+    with on_cpu({"avx2", "avx512f", "avx512_vnni"}, onednn=True):
+        assert served_implementation(classifier) == "serving_graph"
+        path = export_saved_model(classifier, preprocessor, str(tmp_path / "c"))
     assert _saved_floats(path) == _unfrozen_floats(classifier)
     served = tf.saved_model.load(path).signatures["serving_default"](
         text=tf.constant(SENTENCES)
