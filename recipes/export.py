@@ -249,6 +249,30 @@ def main(argv):
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
     logging.info("Exported %s", path)
+    _log_plan(model)
+
+
+def _log_plan(model):
+    """One line: what the export serves and the CPU and oneDNN setting it
+    was planned for, which the server should run with (docs/serving.md)."""
+    from keras_bert.serving.cpu import this_cpu
+    from keras_bert.serving.export import served_implementation
+
+    cpu = this_cpu()
+    implementation = served_implementation(
+        model,
+        FLAGS.quantize,
+        FLAGS.streams,
+        FLAGS.precision,
+        calibrated=bool(FLAGS.calibration_file),
+    )
+    logging.info(
+        "Its encoder blocks run %s, planned for %s: serve it with "
+        "TF_ENABLE_ONEDNN_OPTS=%d on a CPU of this kind.",
+        implementation,
+        cpu.description,
+        int(cpu.onednn),
+    )
 
 
 def _preprocessor(model, checkpoint):

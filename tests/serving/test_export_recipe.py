@@ -1,12 +1,14 @@
 """recipes/export.py: a saved classifier + vocab → a servable version."""
 
 import os
+import re
 
 import pytest
 import tensorflow as tf
 
 import keras_bert
 from keras_bert.serving import rest_predict
+from keras_bert.serving.cpu import this_cpu
 from tests.helpers import run_export_recipe
 
 VOCABULARY = [
@@ -45,6 +47,21 @@ def test_export_recipe_writes_a_servable_version(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert os.listdir(export_dir) == ["1"]
+    # It says what it serves and the setting it was planned for: the
+    # recipe's (`recipes/cpu_backend.py`: oneDNN on unless switched off).
+    onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS") != "0"
+    forms = onednn or "avx512f" in this_cpu().flags
+    planned = re.search(
+        r"Its encoder blocks run (\w+), planned for .*; oneDNN (on|off)\): "
+        r"serve it with TF_ENABLE_ONEDNN_OPTS=(\d) ",
+        result.stderr,
+    )
+    assert planned, result.stderr[-3000:]
+    assert planned.groups() == (
+        "serving_graph" if forms else "fast",
+        "on" if onednn else "off",
+        str(int(onednn)),
+    )
     response = rest_predict(
         tf.saved_model.load(str(export_dir / "1")),
         {"instances": ["a good film", "bad"]},
