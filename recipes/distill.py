@@ -167,6 +167,7 @@ def main(argv):
                 export_dir=os.path.join(FLAGS.model_dir, "teacher_export"),
                 precision=FLAGS.export_precision,
                 check_cpu=FLAGS.export_check_cpu,
+                server_cpu=FLAGS.export_server_cpu,
             )
         )
         results["examples_per_second"] = examples_per_second(

@@ -151,6 +151,16 @@ flags.DEFINE_bool(
     "AMX; --nocheck_cpu exports anyway, with a warning, for a server "
     "with another CPU.",
 )
+flags.DEFINE_string(
+    "server_cpu",
+    None,
+    "The kind of CPU the export will serve on, if not this one: avx2, "
+    "avx512, avx512_vnni, avx512_bf16 or amx, with +onednn or -onednn "
+    "where the server sets TF_ENABLE_ONEDNN_OPTS against TensorFlow's "
+    "default there (e.g. avx2+onednn). The export is planned and checked "
+    "for it (keras_bert.serving.export_saved_model's `server_cpu`). "
+    "Default: this CPU.",
+)
 flags.DEFINE_integer(
     "streams",
     None,
@@ -245,6 +255,7 @@ def main(argv):
         precision=FLAGS.precision,
         check_cpu=FLAGS.check_cpu,
         calibration_texts=_calibration_texts(),
+        server_cpu=FLAGS.server_cpu,
         **options,
     )
     logging.info("Ops in the SavedModel: %s", saved_model_op_types(path))
@@ -255,16 +266,18 @@ def main(argv):
 def _log_plan(model):
     """One line: what the export serves and the CPU and oneDNN setting it
     was planned for, which the server should run with (docs/serving.md)."""
+    from keras_bert.serving.cpu import server_cpu
     from keras_bert.serving.cpu import this_cpu
     from keras_bert.serving.export import served_implementation
 
-    cpu = this_cpu()
+    cpu = server_cpu(FLAGS.server_cpu) if FLAGS.server_cpu else this_cpu()
     implementation = served_implementation(
         model,
         FLAGS.quantize,
         FLAGS.streams,
         FLAGS.precision,
         calibrated=bool(FLAGS.calibration_file),
+        server_cpu=FLAGS.server_cpu,
     )
     logging.info(
         "Its encoder blocks run %s, planned for %s: serve it with "
@@ -403,8 +416,9 @@ def _check_flags():
 
 
 def _check_serving_flags():
-    """--quantize, --streams and --precision together, and the CPU for
-    --precision=bfloat16: before the model is loaded."""
+    """--quantize, --streams and --precision together, and the CPU (this
+    one or --server_cpu) for them: before the model is loaded."""
+    from keras_bert.serving.cpu import server_cpu
     from keras_bert.serving.plan import check_options
 
     if FLAGS.calibration_file and FLAGS.quantize != "int8":
@@ -419,11 +433,13 @@ def _check_serving_flags():
             FLAGS.precision,
             calibrated=bool(FLAGS.calibration_file),
             check_cpu=FLAGS.check_cpu,
+            cpu=FLAGS.server_cpu and server_cpu(FLAGS.server_cpu),
         )
     except ValueError as error:
         raise app.UsageError(
             f"{error} (The arguments named are this recipe's flags: "
-            "--quantize, --streams, --precision, --nocheck_cpu.)"
+            "--quantize, --streams, --precision, --server_cpu, "
+            "--nocheck_cpu.)"
         ) from None
 
 

@@ -1,9 +1,8 @@
 """The absl flags every fine-tuning recipe shares, defined once.
 
-`recipes/glue.py`, `recipes/squad.py` and `recipes/ner.py` take the same
-model-source flags (`--init_checkpoint` or `--preset` + `--vocabulary`) and
-training flags (`--batch_size`, `--learning_rate`, `--epochs`, ...) with
-the same names and meanings; each recipe defines only its task's own.
+The recipes take the same model-source flags (`--init_checkpoint` or
+`--preset` + `--vocabulary`) and training flags (`--batch_size`,
+`--epochs`, ...); each recipe defines only its task's own.
 
 Example (a recipe):
 ```python
@@ -11,8 +10,7 @@ from absl import flags
 from keras_bert.cli import recipe_flags
 
 recipe_flags.define_model_source_flags()
-# Defaults from keras_bert.training.TRAINING_DEFAULTS["question_answering"].
-recipe_flags.define_training_flags("question_answering")
+recipe_flags.define_training_flags("question_answering")  # its defaults
 FLAGS = flags.FLAGS
 
 def main(argv):
@@ -31,6 +29,7 @@ from keras_bert.models.document_windowing import check_document_windows
 from keras_bert.models.presets import BACKBONE_PRESETS
 from keras_bert.models.presets import preset_hub_id
 from keras_bert.models.presets import suggest_preset
+from keras_bert.serving.cpu import server_cpu
 from keras_bert.serving.plan import PRECISIONS
 from keras_bert.serving.plan import check_options
 from keras_bert.text.bert_tokenizer import BertTokenizer
@@ -140,6 +139,12 @@ def define_training_flags(task_name, batch_unit="examples"):
         "With --export_precision=bfloat16: refuse, before training, on a "
         "CPU without AVX512-BF16 or AMX; --noexport_check_cpu exports "
         "anyway with a warning (for a server with another CPU).",
+    )
+    flags.DEFINE_string(
+        "export_server_cpu",
+        None,
+        "With --export_dir: the servers' kind of CPU if not this one, e.g. "
+        "avx2 or avx512_vnni+onednn (export_saved_model's `server_cpu`).",
     )
     flags.DEFINE_bool(
         "adam_epsilon_hat",
@@ -323,16 +328,23 @@ def check_flags(values, positive=("batch_size", "eval_batch_size", "epochs")):
             name="--gradient_accumulation_steps",
             error=app.UsageError,
         )
+    server = get("export_dir") and get("export_server_cpu")
+    try:
+        server = server and server_cpu(server)
+    except ValueError as error:
+        raise app.UsageError(f"--export_server_cpu: {error}") from None
     if get("export_dir") and get("export_precision") == "bfloat16":
         try:
             check_options(
                 precision="bfloat16",
                 check_cpu=get("export_check_cpu") is not False,
+                cpu=server,
             )
         except ValueError as error:
             raise app.UsageError(
                 f"--export_precision=bfloat16: {error} (Flags: "
-                "--export_precision=float32, --noexport_check_cpu.)"
+                "--export_precision=float32, --export_server_cpu, "
+                "--noexport_check_cpu.)"
             ) from None
 
 
@@ -359,6 +371,7 @@ def training_arguments(values):
             "export_dir",
             "export_precision",
             "export_check_cpu",
+            "export_server_cpu",
             "adam_epsilon_hat",
             "lora_rank",
             "gradient_accumulation_steps",

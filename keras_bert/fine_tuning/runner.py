@@ -16,6 +16,7 @@ from keras_bert import files
 from keras_bert.fine_tuning import run_files
 from keras_bert.keras_workarounds import global_random_state_restored
 from keras_bert.serving import export_saved_model
+from keras_bert.serving.cpu import server_cpu
 from keras_bert.serving.plan import check_options
 from keras_bert.training.distribution import remove_write_directory
 from keras_bert.training.distribution import support_distributed_fit
@@ -107,6 +108,7 @@ def run_fine_tuning(
     export_dir=None,
     export_precision="float32",
     export_check_cpu=True,
+    export_server_cpu=None,
     config=None,
     adam_epsilon_hat=True,
     lora_rank=0,
@@ -187,6 +189,9 @@ def run_fine_tuning(
         export_check_cpu: bool. The export's `check_cpu`: `False` exports
             bfloat16 on a CPU without AVX512-BF16 or AMX, with a warning.
             Defaults to `True`.
+        export_server_cpu: `None`, or the kind of CPU the export will
+            serve on: the export's `server_cpu` (e.g. `"avx2"`), checked
+            before training. Defaults to `None`: this CPU.
         config: dict or `None`. The run's configuration (e.g. a recipe's
             flags), logged and written to `results.json`. Defaults to
             this function's arguments.
@@ -235,7 +240,11 @@ def run_fine_tuning(
     check_gradient_accumulation_steps(gradient_accumulation_steps)
     if export_dir:
         # Before training: an export refused after hours of it is lost.
-        check_options(precision=export_precision, check_cpu=export_check_cpu)
+        check_options(
+            precision=export_precision,
+            check_cpu=export_check_cpu,
+            cpu=export_server_cpu and server_cpu(export_server_cpu),
+        )
     # The strategy comes before any other TensorFlow work: a multi-worker
     # strategy must configure collective ops at program start.
     if isinstance(strategy, str):
@@ -381,6 +390,7 @@ def run_fine_tuning(
                 export_dir if chief else os.path.join(run_dir, "export"),
                 precision=export_precision,
                 check_cpu=export_check_cpu,
+                server_cpu=export_server_cpu,
                 **task.export_options(),
             )
         )

@@ -24,6 +24,8 @@
 - `ops`, `rest`: the ops a SavedModel holds; TF Serving's REST API.
 """
 
+from keras_bert.serving.cpu import SERVER_CPUS
+from keras_bert.serving.cpu import server_cpu
 from keras_bert.serving.endpoints import register_endpoints
 from keras_bert.serving.endpoints import servable_task_names
 from keras_bert.serving.endpoints import serving_endpoints
@@ -43,6 +45,7 @@ from keras_bert.serving.text_predict import predict_text
 
 __all__ = [
     "QUANTIZATION_MODES",
+    "SERVER_CPUS",
     "ServingPlan",
     "TF_SERVING_TEXT_OPS",
     "export_saved_model",
@@ -57,5 +60,6 @@ __all__ = [
     "rest_predict",
     "saved_model_op_types",
     "servable_task_names",
+    "server_cpu",
     "serving_endpoints",
 ]

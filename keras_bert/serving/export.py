@@ -26,6 +26,7 @@ def export_saved_model(
     precision="float32",
     check_cpu=True,
     calibration_texts=None,
+    server_cpu=None,
     **options,
 ):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
@@ -168,6 +169,17 @@ def export_saved_model(
             without AVX512-BF16 or AMX) for a server that can, with a
             warning instead of a `ValueError`
             (`keras_bert.serving.plan.CPU_NEEDS`). Defaults to `True`.
+        server_cpu: `None`, or the kind of CPU the export will be served
+            on, when that is not this one: a key of
+            `keras_bert.serving.cpu.SERVER_CPUS` (`"avx2"`, `"avx512"`,
+            `"avx512_vnni"`, `"avx512_bf16"`, `"amx"`), with `"+onednn"`
+            or `"-onednn"` where the server sets `TF_ENABLE_ONEDNN_OPTS`
+            against TensorFlow's default there (e.g. `"avx2+onednn"`), or
+            a `keras_bert.serving.cpu.server_cpu(...)`. The export is
+            planned for that CPU (e.g. an `"avx2"` server gets Keras'
+            layers, which serve faster there without oneDNN) and refused
+            if it cannot serve it there. Defaults to `None`: this CPU,
+            with this process's oneDNN setting.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
             output; defaults to the model's `label_names`, else `"0"`,
@@ -221,7 +233,13 @@ def export_saved_model(
             f"preprocessor={preprocessor!r}"
         )
     plan = plan_export(
-        model, quantize, streams, precision, calibration_texts, check_cpu
+        model,
+        quantize,
+        streams,
+        precision,
+        calibration_texts,
+        check_cpu,
+        server_cpu=server_cpu,
     )
     model = served_copy(model, plan, preprocessor, calibration_texts)
     endpoints = serving_endpoints(model, preprocessor, **options)
@@ -279,7 +297,12 @@ def _frozen_variables(model, plan):
 
 
 def served_implementation(
-    model, quantize=None, streams=None, precision="float32", calibrated=False
+    model,
+    quantize=None,
+    streams=None,
+    precision="float32",
+    calibrated=False,
+    server_cpu=None,
 ):
     """The encoder implementation an export of `model` with these options
     serves its blocks with: a name of
@@ -297,6 +320,7 @@ def served_implementation(
         quantize, streams, precision: as `export_saved_model` takes them.
         calibrated: bool. Whether the export is given `calibration_texts`
             (with `quantize="int8"`). Defaults to `False`.
+        server_cpu: as `export_saved_model` takes it.
 
     Returns:
         str, e.g. `"serving_graph"` for the default export,
@@ -321,6 +345,7 @@ def served_implementation(
         precision,
         [""] if calibrated else None,
         check_cpu=None,
+        server_cpu=server_cpu,
     )
     if plan.implementation is not None:
         return plan.implementation

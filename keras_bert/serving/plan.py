@@ -2,7 +2,8 @@
 
 `plan_export(model, quantize=, streams=, precision=, calibration_texts=)`
 turns an export's options and the CPU it runs on (`keras_bert.serving.
-cpu`: flags, oneDNN on or off) into one immutable `ServingPlan`: the
+cpu`: flags, oneDNN on or off; or, with `server_cpu=`, the kind of CPU
+the export will be served on) into one immutable `ServingPlan`: the
 weights (float32, int8, calibrated int8), the matmul dtype, the streams,
 whether the blocks run the remapper's forms and read frozen weights, and
 so the encoder implementation each served block runs
@@ -23,6 +24,7 @@ from absl import logging
 
 from keras_bert.serving.cpu import BFLOAT16_FLAGS
 from keras_bert.serving.cpu import INT8_FLAGS
+from keras_bert.serving.cpu import server_cpu as server_cpu_of
 from keras_bert.serving.cpu import this_cpu
 from keras_bert.validation import check_positive_int
 
@@ -64,7 +66,7 @@ CPU_NEEDS = {
     "int8": (
         lambda cpu: cpu.int8_kernel and bool(set(INT8_FLAGS) & cpu.flags),
         "quantize='int8' runs on TensorFlow's oneDNN int8 kernels, which "
-        "need oneDNN on in this process and a CPU with "
+        "need oneDNN on where it serves and a CPU with "
         f"{' or '.join(INT8_FLAGS)} (VNNI or AMX) to sum int8 products "
         "exactly",
         f"Where the CPU has them, {_ONEDNN_FIX}; elsewhere export float32 "
@@ -97,7 +99,8 @@ class ServingPlan:
             TensorFlow's CPU remapper fuses (the model's optimizations
             include `"remapper_serving_graph"`).
         frozen: bool. Weights read as constants of the traced graph.
-        cpu: `keras_bert.serving.cpu.Cpu`. The CPU it was planned on.
+        cpu: `keras_bert.serving.cpu.Cpu`. The CPU it was planned for:
+            this process's, or the server's (`server_cpu`).
 
     Example:
     ```python
@@ -166,7 +169,8 @@ def check_options(
         check_cpu: bool or `None`. Refuse what this CPU cannot serve;
             `None` asks nothing of the CPU (for reports of what an export
             would run). Defaults to `True`.
-        cpu: a `keras_bert.serving.cpu.Cpu`, or `None` for this one.
+        cpu: a `keras_bert.serving.cpu.Cpu` (e.g. a server's,
+            `keras_bert.serving.cpu.server_cpu`), or `None` for this one.
     """
     if quantize is not None and quantize not in QUANTIZATION_MODES:
         raise ValueError(
@@ -225,7 +229,7 @@ def cpu_problem(option, cpu=None):
     cpu = cpu or this_cpu()
     if serves(cpu):
         return None
-    return f"{requirement}: this CPU is {cpu.description}."
+    return f"{requirement}: {cpu.subject} is {cpu.description}."
 
 
 def check_cpu_serves(
@@ -238,7 +242,8 @@ def check_cpu_serves(
     """Raises a `ValueError` naming the requirement, this CPU and the
     alternatives unless the CPU serves `quantize` and `precision`
     (`CPU_NEEDS`); with `check_cpu=False` (for a server with another CPU)
-    logs a warning instead, except for a calibration, which runs here.
+    logs a warning instead, except for a calibration, which runs here
+    (and so, for a server's `cpu`, needs this CPU's int8 kernels too).
     Arguments as `check_options`'."""
     needs = [
         need for need in (quantize, precision) if need not in (None, "float32")
@@ -254,12 +259,22 @@ def check_cpu_serves(
                 "in this process whatever the server."
                 if calibrated and not check_cpu
                 else " To export for a server whose CPU has them, pass "
-                "check_cpu=False."
+                "server_cpu=<its kind> (keras_bert.serving.cpu.SERVER_CPUS)."
+                if not (cpu and cpu.server)
+                else ""
             )
             raise ValueError(f"{message} {alternatives}{also}")
         logging.warning(
             "%s Going on (check_cpu=False): serve it on a CPU that runs it.",
             message,
+        )
+    here = cpu_problem("int8") if calibrated and cpu and cpu.server else None
+    if here:
+        raise ValueError(
+            f"{here} Calibration runs the int8 kernels here, so it needs them "
+            "in this process whatever the server: calibrate on a machine of "
+            "the server's kind, or export without calibration_texts (per-row "
+            "int8 ranges)."
         )
 
 
@@ -294,6 +309,7 @@ def plan_export(
     calibration_texts=None,
     check_cpu=True,
     frozen=True,
+    server_cpu=None,
 ):
     """The `ServingPlan` of an export of `model` with these options on
     this CPU; a `ValueError` for options that cannot be served together
@@ -302,7 +318,7 @@ def plan_export(
     where that measured faster (`eigen_serves_faster_without`: with
     `streams`, and on CPUs without AVX-512): plan an export on the kind
     of CPU, and with the `TF_ENABLE_ONEDNN_OPTS` setting, it will be
-    served with.
+    served with, or name that kind in `server_cpu`.
 
     Args:
         model: a `keras_bert.BertBackbone` or a task model built on one.
@@ -312,6 +328,12 @@ def plan_export(
         frozen: bool. Weights as constants of the traced graph (an
             export); `False` for a copy that keeps reading its variables.
             Defaults to `True`.
+        server_cpu: `None` (this CPU, as this process runs it), a kind of
+            `keras_bert.serving.cpu.SERVER_CPUS` (e.g. `"avx2"`, with
+            TensorFlow's default oneDNN setting there) or a
+            `keras_bert.serving.cpu.server_cpu(kind, onednn=)`: the CPU
+            the export is planned for and checked against. A calibration
+            runs here, so it needs this CPU's int8 kernels too.
 
     Returns:
         A `ServingPlan`.
@@ -345,9 +367,9 @@ def plan_export(
             "optimizations (they include 'remapper_serving_graph'), or "
             f"export without {option}."
         )
+    cpu = this_cpu() if server_cpu is None else server_cpu_of(server_cpu)
     if check_cpu is not None:
-        check_cpu_serves(quantize, precision, calibrated, check_cpu)
-    cpu = this_cpu()
+        check_cpu_serves(quantize, precision, calibrated, check_cpu, cpu)
     if not cpu.onednn and not quantize and precision == "float32":
         remapper_forms = remapper_forms and not eigen_serves_faster_without(
             streams, cpu

@@ -123,6 +123,7 @@ def test_evaluates_each_epoch_keeps_the_best_and_writes_results(tmp_path):
             task,
             str(tmp_path / "run"),
             export_dir=str(tmp_path / "export"),
+            export_server_cpu="avx512_vnni",
             **TRAINING,
         )
     results = result.results
@@ -156,6 +157,7 @@ def test_evaluates_each_epoch_keeps_the_best_and_writes_results(tmp_path):
         "labels": ["negative", "positive"],
         "precision": "float32",
         "check_cpu": True,
+        "server_cpu": "avx512_vnni",
     }
     assert result.is_chief
 
@@ -328,6 +330,19 @@ def test_a_bfloat16_export_is_refused_before_training_without_the_cpu(
             str(tmp_path / "run"),
             export_dir=str(tmp_path / "export"),
             export_precision="bfloat16",
+        )
+    assert task.calls == []
+    # Planned for a server without them: refused on a CPU that has them.
+    with (
+        on_cpu({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}),
+        pytest.raises(ValueError, match="the server's CPU is avx2 server"),
+    ):
+        run_fine_tuning(
+            task,
+            str(tmp_path / "run"),
+            export_dir=str(tmp_path / "export"),
+            export_precision="bfloat16",
+            export_server_cpu="avx2",
         )
     assert task.calls == []
     with pytest.raises(ValueError, match="precision='float16'"):

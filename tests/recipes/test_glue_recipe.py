@@ -294,6 +294,30 @@ def test_a_bfloat16_export_is_refused_before_training_without_the_cpu(
             **tiny_flags(checkpoint, tmp_path / "run"),
         )
     assert not (tmp_path / "run").exists()
+    # On a CPU with them, for a server without them (--export_server_cpu).
+    with (
+        on_cpu({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}),
+        pytest.raises(
+            app.UsageError,
+            match="--export_precision=bfloat16: .*the server's CPU is avx2 "
+            "server .*--export_server_cpu",
+        ),
+    ):
+        run_recipe(
+            task="rte",
+            export_dir=tmp_path / "export",
+            export_precision="bfloat16",
+            export_server_cpu="avx2",
+            **tiny_flags(checkpoint, tmp_path / "run"),
+        )
+    with pytest.raises(app.UsageError, match="--export_server_cpu: .*'avx3'"):
+        run_recipe(
+            task="rte",
+            export_dir=tmp_path / "export",
+            export_server_cpu="avx3",
+            **tiny_flags(checkpoint, tmp_path / "run"),
+        )
+    assert not (tmp_path / "run").exists()
 
 
 def test_unknown_task_lists_the_valid_ones(checkpoint, tmp_path):
