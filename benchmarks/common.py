@@ -110,23 +110,22 @@ def cores(machine):
 
 def shared(loads, cores):
     """Whether 1-minute load averages `loads` on `cores` cores say other
-    processes shared the machine: more than one runnable thread above the
-    cores (up to one is the job's own start-up and threads beside its
-    compute pool, or the average's memory of the job before)."""
+    processes shared the machine: over one runnable thread above the cores
+    (a job's start-up, threads beside its pool, the last job's memory)."""
     return max(loads) > cores + 1
 
 
-def load_note(loads, cores, paired=True):
+def load_note(loads, cores, paired=True, own=None):
     """What load averages `loads` on `cores` cores say, as a sentence
-    (`paired`: the section shows ratios of jobs alternating under the
-    same load)."""
+    (`paired`: ratios of jobs alternating under the same load; `own`: the
+    jobs' own threads beyond their pools, e.g. concurrent clients')."""
     high = max(loads)
     if shared(loads, cores):
         advice = "trust the paired ratios over the absolute rates"
-        return (
-            f"up to {high:.1f} on {cores} cores: other processes shared the "
-            f"machine, so {advice if paired else 'the times are rough'}."
-        )
+        who = f"{own} count in it, or other processes" if own else None
+        who = who or "other processes shared the machine"
+        advice = advice if paired else "the times are rough"
+        return f"up to {high:.1f} on {cores} cores: {who}, so {advice}."
     if high <= cores:
         return f"never above the {cores} cores: a quiet machine."
     return (

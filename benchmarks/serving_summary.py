@@ -244,6 +244,7 @@ def summary_markdown(records, names, exports=None):
                 f"points; goal within ±{ACCURACY_POINTS:g}, {verdict}."
             )
     loads = [load for record in records for load in record["load_average_1min"]]
+    own = f"the jobs' own client threads (up to {max(client_counts)})" if client_counts else None  # fmt: skip
     machine = records[0]["machine"]
     sentences = max(record.get("sentences", 0) for record in records)
     facts = ""
@@ -301,7 +302,7 @@ per-round paired ratios of examples/s (>1: ours is faster); `agrees with
 reference) labels them, paired by round.{facts}
 
 Machine: {machine}. Load average (1 min) at the start and end of the
-jobs: {min(loads):.2f} to {max(loads):.2f}; {common.load_note(loads, common.cores(machine))}
+jobs: {min(loads):.2f} to {max(loads):.2f}; {common.load_note(loads, common.cores(machine), own=own)}
 
 {chr(10).join(common.table(header, rows))}
 {chr(10).join(sweep)}

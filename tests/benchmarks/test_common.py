@@ -62,6 +62,12 @@ def test_load_note_is_computed_from_the_loads_and_the_cores():
     assert common.load_note([13.0], 4, paired=False).endswith(
         "the times are rough."
     )
+    # A race whose own clients run many threads does not blame others.
+    own = common.load_note([6.3], 2, own="the jobs' own client threads")
+    assert own.startswith(
+        "up to 6.3 on 2 cores: the jobs' own client threads count in it, or "
+        "other processes, so"
+    )
     assert not common.shared([3.0], 2) and common.shared([3.1], 2)
     assert common.cores("AMD EPYC, 16 cores; tensorflow 2.21.0") == 16
 
