@@ -53,13 +53,9 @@ CONLL = os.path.join(common.SHARED, "conll2003")
 ROOT = "/usr/share/doc/linux-doc-6.1/Documentation"
 # The English top-level folders with over 100 reST pages in linux-doc-6.1.
 FOLDERS = (
-    "admin-guide",
-    "driver-api",
-    "filesystems",
-    "hwmon",
-    "networking",
+    "admin-guide", "driver-api", "filesystems", "hwmon", "networking",
     "userspace-api",
-)
+)  # fmt: skip
 
 
 def define_flags():

@@ -13,42 +13,31 @@ From it each contestant's files are written with keras-bert's own writers
 dev sentences as a competent user runs it:
 
   ours_fp32         our export with `streams=--threads` (the blocks'
-                    `serving_graph_streams` implementation: each block's
-                    heads and feed-forward units in that many parallel
-                    chains, in `serving_graph`'s forms),
-                    run as TF Serving runs a SavedModel: a C++ Session
-                    (`tf.compat.v1.saved_model.load`, TF Serving's
+                    `serving_graph_streams`: each block's heads and
+                    feed-forward units in that many parallel chains), run
+                    as TF Serving runs a SavedModel: a C++ Session
+                    (`tf.compat.v1.saved_model.load`, as TF Serving's
                     `SavedModelBundle`), one `Session::Run` of
                     `serving_default` a request, one intra-op thread and
                     `--threads` inter-op threads (the export's advice)
   ours_fp32_tf_function  the same export through `tf.saved_model.load(
-                    export).signatures["serving_default"](text=)`, as a TF2
-                    Python program calls it
-  ours_fp32_default our float32 export as `export_saved_model` writes it by
-                    default (no streams, no quantize: the blocks'
-                    `serving_graph` implementation, their weights constants
-                    of the graph)
-  ours_int8         our export with `quantize="int8"` (the blocks'
-                    `serving_graph_int8` implementation: `serving_graph`'s
-                    forms with oneDNN's int8 matmul on int8 constants; no
-                    streams: they split float weights)
-  ours_int8_calibrated  our export with `quantize="int8"` and
-                    `calibration_texts=` the first `--calibration_sentences`
-                    SST-2 train sentences (`serving_graph_int8_calibrated`:
-                    each dense layer's inputs quantized over their
-                    calibrated range, the int8 matmul with its bias, GELU
-                    and dequantization one `_QuantizedMatMul`)
-  ours_bf16         our export with `precision="bfloat16"` (the blocks'
-                    `serving_graph_bfloat16` implementation: their dense
-                    matmuls in bfloat16; no streams). Only on a CPU with
-                    AVX512-BF16 or AMX (`avx512_bf16` or `amx_bf16` in
-                    /proc/cpuinfo): elsewhere skipped, the table says why
-                    (so are the int8 exports where oneDNN's int8 kernel
-                    does not run)
-  ours_bf16_streams our export with `precision="bfloat16"` and
-                    `streams=--threads` (`serving_graph_streams_bfloat16`:
-                    `serving_graph_bfloat16`'s forms in parallel chains),
-                    run as ours_fp32 is; on the same CPUs as ours_bf16
+                    export).signatures["serving_default"](text=)`
+  ours_fp32_default our default float32 export (no streams, no quantize;
+                    its plan's implementation, weights as constants)
+  ours_int8         `quantize="int8"` (`serving_graph_int8`: oneDNN's int8
+                    matmul on int8 constants; no streams)
+  ours_int8_calibrated  `quantize="int8"`, `calibration_texts=` the first
+                    `--calibration_sentences` SST-2 train sentences
+                    (`serving_graph_int8_calibrated`: inputs quantized over
+                    their calibrated range, matmul, bias, GELU and
+                    dequantization one `_QuantizedMatMul`)
+  ours_bf16         `precision="bfloat16"` (`serving_graph_bfloat16`: the
+                    blocks' dense matmuls in bfloat16; no streams), on a
+                    CPU with AVX512-BF16 or AMX; elsewhere skipped and
+                    the table says why (as the int8 exports where oneDNN's
+                    int8 kernel does not run)
+  ours_bf16_streams `precision="bfloat16"` with `streams=--threads`
+                    (`serving_graph_streams_bfloat16`), run as ours_fp32
   transformers      `pipeline("text-classification")` on the Hugging Face
                     export, PyTorch float32, `batch_size` = the request's
   onnxruntime_fp32  the Hugging Face model exported to ONNX and fused by ONNX
@@ -63,22 +52,17 @@ dev sentences as a competent user runs it:
                     to 128 tokens, `.predict_on_batch` on the strings
   keras_hub_xla     the same compiled with `jit_compile=True`
 
-Which implementation each of our exports runs is read from the library
-(`keras_bert.serving.export.served_implementation`) into the manifest and
-the table's notes. Every contestant runs at its best: transformers and
-the ONNX Runtime contestants run once per intra-op thread count of
-`--peer_threads` (`torch.set_num_threads`,
-`SessionOptions.intra_op_num_threads`), and our exports without streams
+Each export's implementation is read from the library
+(`served_implementation`) into the manifest and the table's notes. Every
+contestant runs at its best: transformers and ONNX Runtime once per
+intra-op thread count of `--peer_threads`, our exports without streams
 (in a Session) once per count of both TensorFlow pools (TF Serving's
-`--tensorflow_intra_op_parallelism` and
-`--tensorflow_inter_op_parallelism`: with 2 cores, one thread each serves
-one short request fastest, TensorFlow's default of the core count serves
-batches fastest, `saved_models/README.md`); jobs `<name>_<n>_threads`,
-each its own fresh process every round. The table reports, per batch
-size, the count with the most examples/s (median over the rounds), the
-ratios paired with that count's jobs. The streams export runs as
-`saved_models/README.md` documents for it: one intra-op thread and an
-inter-op thread per stream.
+`--tensorflow_intra_op_parallelism` and `..._inter_op_...`); jobs
+`<name>_<n>_threads`, each a fresh process every round. The table
+reports, per batch size, the count with the most examples/s (median over
+the rounds), the ratios paired with that count's jobs. The streams
+export runs as `saved_models/README.md` documents: one intra-op thread
+and an inter-op thread per stream.
 
 Per request, the wall time from the strings to the class ids; the first
 `--warmup` requests and the last one (its own shape) go once untimed first.

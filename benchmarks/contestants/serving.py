@@ -8,20 +8,11 @@ import os
 
 # What each runs: the docstring of benchmarks/serving.py.
 CONTESTANTS = (
-    "ours_fp32",
-    "ours_fp32_tf_function",
-    "ours_fp32_default",
-    "ours_int8",
-    "ours_int8_calibrated",
-    "ours_bf16",
-    "ours_bf16_streams",
-    "transformers",
-    "onnxruntime_fp32",
-    "onnxruntime_int8",
-    "onnxruntime_int8_static",
-    "keras_hub",
-    "keras_hub_xla",
-)
+    "ours_fp32", "ours_fp32_tf_function", "ours_fp32_default", "ours_int8",
+    "ours_int8_calibrated", "ours_bf16", "ours_bf16_streams", "transformers",
+    "onnxruntime_fp32", "onnxruntime_int8", "onnxruntime_int8_static",
+    "keras_hub", "keras_hub_xla",
+)  # fmt: skip
 ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Our exports: contestant -> `export_saved_model`'s options (`streams` and
 # `calibration_texts`: filled in by `prepare`; ours_fp32_default: none, the
@@ -39,15 +30,10 @@ BFLOAT16 = ("ours_bf16", "ours_bf16_streams")
 INT8 = ("ours_int8", "ours_int8_calibrated")
 # Run at each count of `--peer_threads` (benchmarks/serving.py's docstring).
 THREAD_SWEPT = (
-    "transformers",
-    "onnxruntime_fp32",
-    "onnxruntime_int8",
-    "onnxruntime_int8_static",
-    "ours_fp32_default",
-    "ours_int8",
-    "ours_int8_calibrated",
-    "ours_bf16",
-)
+    "transformers", "onnxruntime_fp32", "onnxruntime_int8",
+    "onnxruntime_int8_static", "ours_fp32_default", "ours_int8",
+    "ours_int8_calibrated", "ours_bf16",
+)  # fmt: skip
 THREAD_SUFFIX = "_threads"
 
 

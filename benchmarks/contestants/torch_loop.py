@@ -103,18 +103,10 @@ def train_on(
 
 
 def fine_tune(
-    model,
-    settings,
-    num_examples,
-    epoch_order,
-    step_loss,
-    evaluate=None,
-    max_steps=None,
-    log_every=10,
-    checkpoint_path=None,
-    checkpoint_every=None,
+    model, settings, num_examples, epoch_order, step_loss, evaluate=None,
+    max_steps=None, log_every=10, checkpoint_path=None, checkpoint_every=None,
     resume_key=None,
-):
+):  # fmt: skip
     """Trains `model` for `settings["epochs"]` epochs; returns the record.
 
     Every epoch cuts `epoch_order(epoch)` (`num_examples` row indices) into

@@ -34,19 +34,10 @@ RECIPE_ENV = {"recipe_eigen": {"TF_ENABLE_ONEDNN_OPTS": "0"}}
 # "classifier"]` (a test checks they agree; not imported, so that the
 # PyTorch job does not pay for importing TensorFlow).
 TORCH_SETTINGS = dict(
-    batch_size=32,
-    epochs=1,
-    learning_rate=2e-5,
-    warmup_fraction=0.1,
-    weight_decay=0.01,
-    adam_beta_1=0.9,
-    adam_beta_2=0.999,
-    adam_epsilon=1e-6,
-    clipnorm=1.0,
-    sequence_length=128,
-    dropout=0.1,
-    eval_batch_size=64,
-)
+    batch_size=32, epochs=1, learning_rate=2e-5, warmup_fraction=0.1,
+    weight_decay=0.01, adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-6,
+    clipnorm=1.0, sequence_length=128, dropout=0.1, eval_batch_size=64,
+)  # fmt: skip
 FLAGS = flags.FLAGS
 
 

@@ -13,6 +13,7 @@ from keras_bert.serving.plan import plan_export
 from keras_bert.serving.runtime.remapper_forms import FrozenWeights
 from keras_bert.serving.runtime.remapper_forms import reading_frozen
 from keras_bert.serving.served_copy import served_copy
+from keras_bert.serving.warmup import write_warmup_requests
 from keras_bert.text.bert_preprocessor import BertPreprocessor
 
 
@@ -27,6 +28,7 @@ def export_saved_model(
     check_cpu=True,
     calibration_texts=None,
     server_cpu=None,
+    warmup=True,
     **options,
 ):
     """Writes `export_dir/<version>/`, a SavedModel for TensorFlow Serving.
@@ -180,6 +182,12 @@ def export_saved_model(
             layers, which serve faster there without oneDNN) and refused
             if it cannot serve it there. Defaults to `None`: this CPU,
             with this process's oneDNN setting.
+        warmup: bool. Write TF Serving's warmup requests
+            (`assets.extra/tf_serving_warmup_requests`: one request of
+            batch 1 per signature, `keras_bert.serving.warmup`), which TF
+            Serving runs as it loads the model, so that its first client
+            request does not pay for the graph's optimisation. Defaults
+            to `True`.
         **options: the model's export options, e.g. for a classifier
             `labels` (list of str: the label of each class, for the `label`
             output; defaults to the model's `label_names`, else `"0"`,
@@ -264,6 +272,8 @@ def export_saved_model(
     try:
         # The endpoints are traced here, their blocks as the plan says.
         archive.write_out(staging, verbose=False)
+        if warmup:
+            write_warmup_requests(staging, endpoints, preprocessor)
         if files.exists(version_dir):
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
