@@ -2,7 +2,7 @@
 
 The first request a freshly loaded SavedModel answers pays for what the
 TensorFlow runtime does lazily: its graph optimisation and executor for
-that signature (0.57 s for MiniLM-L6 on a 2-core CPU, then 18 ms a
+that signature (0.56 s for MiniLM-L6 on a 2-core CPU, then 11 ms a
 request; `benchmarks/first_call_latency.py --fresh --served`). TF
 Serving replays the requests in `assets.extra/tf_serving_warmup_requests`
 (a TFRecord file of `PredictionLog` protos, at most 1,000) when it loads
