@@ -272,8 +272,6 @@ def export_saved_model(
     try:
         # The endpoints are traced here, their blocks as the plan says.
         archive.write_out(staging, verbose=False)
-        if warmup:
-            write_warmup_requests(staging, endpoints, preprocessor)
         if files.exists(version_dir):
             raise FileExistsError(
                 f"Version directory {version_dir} appeared while exporting; "
@@ -281,8 +279,16 @@ def export_saved_model(
                 "free version."
             )
         if files.is_local(export_dir):
+            if warmup:
+                write_warmup_requests(staging, endpoints, preprocessor)
             tf.io.gfile.rename(staging, version_dir)
         else:
+            # Into the version before its saved_model.pb, which TF Serving
+            # loads it (and reads the warmup file) on; not into the staging
+            # copy, whose listing would fail: TensorFlow's ram:// file
+            # system lists `assets.extra/x` as a file `.extra` of `assets`.
+            if warmup:
+                write_warmup_requests(version_dir, endpoints, preprocessor)
             files.copy_tree(staging, version_dir, last=("saved_model.pb",))
     finally:
         if files.exists(staging):

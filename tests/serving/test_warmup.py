@@ -60,8 +60,8 @@ MODELS = {
 
 def _records(path):
     return [
-        prediction_log_pb2.PredictionLog.FromString(raw.numpy())
-        for raw in tf.data.TFRecordDataset(os.path.join(path, WARMUP_FILE))
+        prediction_log_pb2.PredictionLog.FromString(raw)
+        for raw in tf.compat.v1.io.tf_record_iterator(f"{path}/{WARMUP_FILE}")
     ]
 
 
@@ -108,3 +108,21 @@ def test_warmup_false_writes_no_requests(tmp_path):
         model, _preprocessor(), str(tmp_path / "x"), warmup=False
     )
     assert not os.path.exists(os.path.join(path, "assets.extra"))
+
+
+def test_an_export_to_object_storage_holds_them_too():
+    """Exports to a non-local file system are copied from a staging
+    directory (`keras_bert.files.copy_tree`); TensorFlow's ram:// lists
+    `assets.extra/` as a file of `assets/`, which the copy must survive."""
+    model, _ = MODELS["classifier"]()
+    path = export_saved_model(
+        model, _preprocessor(), "ram://warmup_test/export"
+    )
+    assert path == "ram://warmup_test/export/1"
+    requests = [r.predict_log.request for r in _records(path)]
+    assert {r.model_spec.signature_name for r in requests} == {
+        "serving_default",
+        "predict_ids",
+    }
+    assert tf.io.gfile.exists(f"{path}/saved_model.pb")
+    assert tf.io.gfile.listdir("ram://warmup_test/export") == ["1"]
